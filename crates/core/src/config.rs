@@ -1,0 +1,253 @@
+//! `pipeline.toml`: what the study reads and how each stage runs.
+//!
+//! Every table is `deny_unknown_fields`, so a misspelt key is an error that names the key and
+//! its line (the TOML parser reports the position). Relative paths are resolved against the
+//! folder that holds the configuration file. Every key is documented in `docs/pipeline.md`.
+
+use crate::{CoreError, Result};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+pub mod sections;
+pub use sections::*;
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// What this configuration recomputes.
+    pub study: Study,
+    /// Every input file, each with its source and expected sha256.
+    #[serde(default)]
+    pub inputs: Vec<Input>,
+    #[serde(default)]
+    pub fetch: FetchSection,
+    #[serde(default)]
+    pub score: ScoreSection,
+    #[serde(default)]
+    pub answers: AnswersSection,
+    #[serde(default)]
+    pub aggregate: AggregateSection,
+    #[serde(default)]
+    pub report: ReportSection,
+    #[serde(default)]
+    pub administer: AdministerSection,
+    #[serde(default)]
+    pub sweep: SweepSection,
+    /// Folder holding the configuration file; relative paths are resolved against it.
+    #[serde(skip)]
+    pub base_dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Study {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+}
+
+/// What role an input plays downstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputRole {
+    /// A JobCannon human-response CSV; `instrument` names which.
+    Human,
+    /// A stored-answer file (see docs/stored-answers.md).
+    Answers,
+    /// Any other file carried along verbatim (licence, provenance, key...).
+    Other,
+}
+
+/// A Hugging Face dataset file at a pinned commit.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HfSource {
+    /// `owner/name` of the dataset repository.
+    pub repo: String,
+    /// A full 40-hex commit id; branch and tag names are refused.
+    pub commit: String,
+    /// Path of the file inside the repository.
+    pub file: String,
+}
+
+/// Where an input comes from: exactly one of `path`, `url`, `hf` is set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Local(PathBuf),
+    Http(String),
+    HuggingFace(HfSource),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// Unique name; also the stem of the fetched file in the cache and output folder.
+    pub name: String,
+    pub role: InputRole,
+    /// For `role = "human"`: the instrument (see `instruments::ALL`).
+    #[serde(default)]
+    pub instrument: Option<String>,
+    /// Label carried into every table built from this input (e.g. "simulated").
+    #[serde(default)]
+    pub label: Option<String>,
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub hf: Option<HfSource>,
+    /// Expected sha256 of the file's bytes, 64 lowercase hex.
+    pub sha256: String,
+}
+
+impl Input {
+    /// The one source this input names.
+    pub fn source(&self) -> std::result::Result<Source, String> {
+        match (&self.path, &self.url, &self.hf) {
+            (Some(p), None, None) => Ok(Source::Local(p.clone())),
+            (None, Some(u), None) => Ok(Source::Http(u.clone())),
+            (None, None, Some(h)) => Ok(Source::HuggingFace(h.clone())),
+            _ => Err(format!(
+                "input '{}': give exactly one of `path`, `url`, `hf`",
+                self.name
+            )),
+        }
+    }
+}
+
+impl Config {
+    /// Parse configuration text. `origin` names the file in errors; `base_dir` resolves paths.
+    pub fn parse(text: &str, origin: &Path, base_dir: &Path) -> Result<Self> {
+        let mut cfg: Config = toml::from_str(text).map_err(|e| CoreError::Config {
+            path: origin.to_path_buf(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        cfg.base_dir = base_dir.to_path_buf();
+        cfg.validate().map_err(|message| CoreError::Config {
+            path: origin.to_path_buf(),
+            message,
+        })?;
+        Ok(cfg)
+    }
+
+    /// Read and parse a configuration file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| CoreError::io(path, e))?;
+        let base = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        Self::parse(&text, path, base)
+    }
+
+    /// Resolve a path from the configuration against its folder.
+    pub fn resolve(&self, p: &Path) -> PathBuf {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.base_dir.join(p)
+        }
+    }
+
+    /// Inputs with a given role, in file order.
+    pub fn inputs_with_role(&self, role: InputRole) -> impl Iterator<Item = &Input> {
+        self.inputs.iter().filter(move |i| i.role == role)
+    }
+
+    fn validate(&self) -> std::result::Result<(), String> {
+        let mut seen = std::collections::BTreeSet::new();
+        for i in &self.inputs {
+            if !seen.insert(i.name.as_str()) {
+                return Err(format!("input '{}' is declared twice", i.name));
+            }
+            if i.name.is_empty()
+                || !i
+                    .name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+            {
+                return Err(format!(
+                    "input name '{}' may only use letters, digits, '_', '-', '.'",
+                    i.name
+                ));
+            }
+            i.source()?;
+            if !crate::hash::is_sha256_hex(&i.sha256) {
+                return Err(format!(
+                    "input '{}': sha256 must be 64 lowercase hex digits",
+                    i.name
+                ));
+            }
+            if let Some(h) = &i.hf {
+                if !is_commit_id(&h.commit) {
+                    return Err(format!(
+                        "input '{}': hf.commit '{}' is not a 40-hex commit id; pin a commit, not a branch or tag",
+                        i.name, h.commit
+                    ));
+                }
+            }
+            if i.role == InputRole::Human {
+                match &i.instrument {
+                    Some(n) if crate::instruments::by_name(n).is_some() => {}
+                    Some(n) => return Err(format!("input '{}': unknown instrument '{n}'", i.name)),
+                    None => {
+                        return Err(format!(
+                            "input '{}': role \"human\" needs `instrument`",
+                            i.name
+                        ))
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// True for a full 40-hex-digit git commit id.
+pub fn is_commit_id(s: &str) -> bool {
+    s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: &str = "[study]\nname = \"t\"\n";
+
+    #[test]
+    fn minimal_parses() {
+        Config::parse(MIN, Path::new("p.toml"), Path::new(".")).unwrap();
+    }
+
+    #[test]
+    fn unknown_key_names_key_and_line() {
+        let text = format!("{MIN}\n[fetch]\nbogus_key = 1\n");
+        let e = Config::parse(&text, Path::new("p.toml"), Path::new("."))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bogus_key"), "{e}");
+        assert!(e.contains("line 5"), "{e}");
+    }
+
+    #[test]
+    fn branch_revision_is_refused() {
+        let text = format!(
+            "{MIN}[[inputs]]\nname = \"a\"\nrole = \"other\"\nsha256 = \"{}\"\nhf = {{ repo = \"o/n\", commit = \"main\", file = \"x.csv\" }}\n",
+            "0".repeat(64)
+        );
+        let e = Config::parse(&text, Path::new("p.toml"), Path::new("."))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("40-hex"), "{e}");
+    }
+
+    #[test]
+    fn two_sources_are_refused() {
+        let text = format!(
+            "{MIN}[[inputs]]\nname = \"a\"\nrole = \"other\"\nsha256 = \"{}\"\npath = \"x\"\nurl = \"http://h/x\"\n",
+            "0".repeat(64)
+        );
+        assert!(Config::parse(&text, Path::new("p.toml"), Path::new(".")).is_err());
+    }
+}

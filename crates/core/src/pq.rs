@@ -1,0 +1,106 @@
+//! Parquet I/O with pinned writer settings.
+//!
+//! The same record batches always encode to the same bytes: the writer version, `created_by`,
+//! compression, encodings, row-group size, page limits and statistics level are fixed here and
+//! nothing of the run (time, host, thread count) is written into the file.
+
+use crate::{CoreError, Result};
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
+use std::path::Path;
+
+/// The `created_by` string written into every Parquet footer. It names the format, not the
+/// build, so that a rebuild of the tool does not change output bytes.
+pub const CREATED_BY: &str = "protospread (parquet-rs 59, pinned writer settings v1)";
+
+/// Rows per row group; large enough that every table of the study is one row group.
+pub const MAX_ROW_GROUP_SIZE: usize = 1 << 20;
+
+/// The pinned writer settings.
+pub fn writer_properties() -> WriterProperties {
+    WriterProperties::builder()
+        .set_writer_version(WriterVersion::PARQUET_1_0)
+        .set_created_by(CREATED_BY.to_string())
+        .set_compression(Compression::SNAPPY)
+        .set_dictionary_enabled(true)
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_max_row_group_row_count(Some(MAX_ROW_GROUP_SIZE))
+        .set_data_page_size_limit(1 << 20)
+        .set_write_batch_size(1024)
+        .build()
+}
+
+/// Encode batches to Parquet bytes in memory. `path` only names the output in errors.
+pub fn encode(path: &Path, schema: SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
+    let perr = |e: parquet::errors::ParquetError| CoreError::Parquet {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let mut buf = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut buf, schema, Some(writer_properties())).map_err(perr)?;
+    for b in batches {
+        w.write(b).map_err(perr)?;
+    }
+    w.close().map_err(perr)?;
+    Ok(buf)
+}
+
+/// Encode and write atomically.
+pub fn write(path: &Path, schema: SchemaRef, batches: &[RecordBatch]) -> Result<()> {
+    let bytes = encode(path, schema, batches)?;
+    crate::atomic::write_atomic(path, &bytes)
+}
+
+/// Read every batch of a Parquet file.
+pub fn read(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+    let perr = |m: String| CoreError::Parquet {
+        path: path.to_path_buf(),
+        message: m,
+    };
+    let f = std::fs::File::open(path).map_err(|e| CoreError::io(path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| perr(e.to_string()))?;
+    let schema = builder.schema().clone();
+    let reader = builder.build().map_err(|e| perr(e.to_string()))?;
+    let mut out = Vec::new();
+    for b in reader {
+        out.push(b.map_err(|e| perr(e.to_string()))?);
+    }
+    Ok((schema, out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int8Array, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    #[test]
+    fn same_batches_same_bytes_and_roundtrip() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("a", DataType::Int8, false),
+            Field::new("s", DataType::Utf8, true),
+        ]));
+        let b = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int8Array::from(vec![1, 2, 3])),
+                Arc::new(StringArray::from(vec![Some("x"), None, Some("z")])),
+            ],
+        )
+        .unwrap();
+        let p = Path::new("t.parquet");
+        let x = encode(p, schema.clone(), std::slice::from_ref(&b)).unwrap();
+        let y = encode(p, schema.clone(), std::slice::from_ref(&b)).unwrap();
+        assert_eq!(x, y);
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("t.parquet");
+        write(&f, schema, &[b.clone()]).unwrap();
+        let (_, got) = read(&f).unwrap();
+        assert_eq!(got, vec![b]);
+    }
+}

@@ -1,0 +1,1 @@
+//! protospread-report

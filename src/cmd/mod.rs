@@ -1,0 +1,46 @@
+//! One module per subcommand. Each exposes `Args` (clap) and `run(ctx, args)`.
+
+pub mod administer;
+pub mod aggregate;
+pub mod bag;
+pub mod fetch;
+pub mod report;
+pub mod score;
+pub mod simulate;
+pub mod sweep;
+pub mod verify;
+
+use crate::{Command, Ctx};
+use std::process::ExitCode;
+
+pub fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Run => run_all(ctx),
+        Command::Fetch(a) => fetch::run(ctx, a),
+        Command::Score(a) => score::run(ctx, a),
+        Command::Aggregate(a) => aggregate::run(ctx, a),
+        Command::Report(a) => report::run(ctx, a),
+        Command::Verify(a) => verify::run(ctx, a),
+        Command::Bag(a) => bag::run(ctx, a),
+        Command::Simulate(a) => simulate::run(ctx, a),
+        Command::Administer(a) => administer::run(ctx, a),
+        Command::Sweep(a) => sweep::run(ctx, a),
+    }
+}
+
+/// Every stage in order; the first failing stage stops the run with its exit code.
+pub fn run_all(ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let stages: [(&str, fn(&Ctx) -> anyhow::Result<ExitCode>); 4] = [
+        ("fetch", |c| fetch::run(c, Default::default())),
+        ("score", |c| score::run(c, Default::default())),
+        ("aggregate", |c| aggregate::run(c, Default::default())),
+        ("report", |c| report::run(c, Default::default())),
+    ];
+    for (name, stage) in stages {
+        let code = stage(ctx).map_err(|e| e.context(format!("stage {name}")))?;
+        if code != ExitCode::SUCCESS {
+            return Ok(code);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
