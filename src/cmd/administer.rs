@@ -1,11 +1,228 @@
-//! `protospread administer`.
+//! `protospread administer`: record a model's answers under the study's conditions.
 
 use crate::Ctx;
+use anyhow::Context;
+use protospread_administer::{client::Client, instrument, plan, record::RunLabels};
+use protospread_core::config::AdministerSection;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
+/// Give questionnaires to a model behind an OpenAI-compatible endpoint and record every request.
+///
+/// Builds the requests of every condition of [administer] in pipeline.toml (by default S0, S0r,
+/// SR, SP, ST1 x3, B0, B0r, BS1..BS4) from instrument files, POSTs them to
+/// BASE_URL/chat/completions, and appends each reply to the output file (JSONL, stored-answer
+/// format v1) as soon as it arrives. Rerunning the same command resumes: answered requests are
+/// not sent again, failed ones are. The global --out names the file when it ends in .jsonl,
+/// else the file is OUT/administer/<model>.jsonl. Exit code 2 when some requests failed.
+///
+/// Example: protospread administer --base-url http://127.0.0.1:8088/v1
+/// --model SmolLM2-135M-Instruct.Q4_1 --out data/recorded/smollm2.jsonl
 #[derive(clap::Args, Debug, Default)]
-pub struct Args {}
+pub struct Args {
+    /// Base URL of the OpenAI-compatible API, up to and including /v1.
+    #[arg(long, required = true)]
+    pub base_url: String,
+    /// Model id exactly as it is sent in every request (and recorded).
+    #[arg(long, required = true)]
+    pub model: String,
+    /// Instrument file(s) (TOML); default: [administer] instruments of pipeline.toml.
+    #[arg(long)]
+    pub instrument: Vec<PathBuf>,
+    /// Tests to administer, comma separated (default: every test of the instrument files).
+    #[arg(long, value_delimiter = ',')]
+    pub tests: Vec<String>,
+    /// Conditions, comma separated (default: [administer] conditions of pipeline.toml).
+    #[arg(long, value_delimiter = ',')]
+    pub conditions: Vec<String>,
+    /// Only these human item numbers in single-item conditions, comma separated (a quick check
+    /// of an endpoint; whole-test conditions are not affected).
+    #[arg(long, value_delimiter = ',')]
+    pub items: Vec<u32>,
+    /// Name of the environment variable holding the API key (sent as a Bearer token).
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// Requests in flight at once (default: [administer] concurrency).
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// Per-request timeout in seconds (default: [administer] timeout_seconds).
+    #[arg(long)]
+    pub timeout: Option<u64>,
+    /// Retries after the first attempt (default: [administer] retries).
+    #[arg(long)]
+    pub retries: Option<u32>,
+    /// `study` column (default: [study] name).
+    #[arg(long)]
+    pub study: Option<String>,
+    /// `arm` column: api, cli or local.
+    #[arg(long, default_value = "api")]
+    pub arm: String,
+    /// `cohort` column.
+    #[arg(long, default_value = "full")]
+    pub cohort: String,
+    /// `label` column.
+    #[arg(long, default_value = "recorded")]
+    pub label: String,
+    /// Print the plan (request count and the first request body) and send nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
 
-pub fn run(_ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`administer` is not implemented yet")
+/// The output file: `--out` itself when it ends in `.jsonl`, else a file per model under it.
+fn output_file(out: &Path, model: &str) -> PathBuf {
+    if out.extension().is_some_and(|e| e == "jsonl") {
+        return out.to_path_buf();
+    }
+    let safe: String = model
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    out.join("administer").join(format!("{safe}.jsonl"))
+}
+
+pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
+    // pipeline.toml is optional here: outside a protospread checkout the defaults apply.
+    let (sec, study, base): (AdministerSection, String, PathBuf) = if ctx.config_path.exists() {
+        let cfg = ctx.config()?;
+        let base = cfg.base_dir.clone();
+        (cfg.administer, cfg.study.name, base)
+    } else {
+        (
+            AdministerSection::default(),
+            "administered".to_string(),
+            PathBuf::from("."),
+        )
+    };
+    if !["api", "cli", "local"].contains(&args.arm.as_str()) {
+        anyhow::bail!("--arm must be api, cli or local, not '{}'", args.arm);
+    }
+    if args.model.trim().is_empty() {
+        anyhow::bail!("--model is empty");
+    }
+    let api_key = match &args.api_key_env {
+        None => None,
+        Some(var) => Some(std::env::var(var).map_err(|_| {
+            anyhow::anyhow!("--api-key-env {var}: the environment variable {var} is not set")
+        })?),
+    };
+
+    let files: Vec<PathBuf> = if args.instrument.is_empty() {
+        sec.instruments.iter().map(|p| base.join(p)).collect()
+    } else {
+        args.instrument.clone()
+    };
+    let mut instruments = Vec::new();
+    for f in &files {
+        let inst = instrument::Instrument::load(f)?;
+        if instruments
+            .iter()
+            .any(|i: &instrument::Instrument| i.test == inst.test)
+        {
+            anyhow::bail!(
+                "two instrument files declare test '{}' ({})",
+                inst.test,
+                f.display()
+            );
+        }
+        instruments.push(inst);
+    }
+    if !args.tests.is_empty() {
+        for t in &args.tests {
+            if !instruments.iter().any(|i| &i.test == t) {
+                return Err(instrument::missing_instrument(t).into());
+            }
+        }
+        instruments.retain(|i| args.tests.contains(&i.test));
+    }
+    if instruments.is_empty() {
+        anyhow::bail!("no instrument file given (--instrument FILE)");
+    }
+
+    let names = if args.conditions.is_empty() {
+        sec.conditions.clone()
+    } else {
+        args.conditions.clone()
+    };
+    let conditions = plan::conditions(&names, &sec)?;
+    let mut planned = plan::plan(&args.model, &instruments, &conditions, &sec)?;
+    if !args.items.is_empty() {
+        planned.retain(|p| p.item.is_none_or(|i| args.items.contains(&i)));
+    }
+    let out = output_file(&ctx.out, &args.model);
+
+    let client = Client::new(
+        &args.base_url,
+        api_key,
+        Duration::from_secs(args.timeout.unwrap_or(sec.timeout_seconds).max(1)),
+        args.retries.unwrap_or(sec.retries),
+        Duration::from_millis(sec.retry_backoff_ms),
+    )
+    .map_err(|e| anyhow::anyhow!(e))?;
+
+    if args.dry_run {
+        ctx.say(format!(
+            "administer (dry run): {} requests ({} tests x {} conditions) to {} -> {}",
+            planned.len(),
+            instruments.len(),
+            conditions.len(),
+            client.url(),
+            out.display()
+        ));
+        if let Some(p) = planned.first() {
+            ctx.say(format!("first request ({}):\n{}", p.key, p.body));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let labels = RunLabels {
+        study: args.study.clone().unwrap_or(study),
+        model: args.model.clone(),
+        arm: args.arm.clone(),
+        cohort: args.cohort.clone(),
+        label: args.label.clone(),
+        endpoint: client.url().to_string(),
+    };
+    let concurrency = args.concurrency.unwrap_or(sec.concurrency).max(1);
+    let progress = !ctx.quiet && !ctx.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let s =
+        protospread_administer::administer(&client, &labels, &planned, &out, concurrency, progress)
+            .with_context(|| format!("administering to {}", client.url()))?;
+
+    if ctx.json {
+        let mut v = serde_json::to_value(&s)?;
+        v["output"] = serde_json::Value::String(out.display().to_string());
+        println!("{v}");
+    } else {
+        ctx.say(format!(
+            "administer: {} planned, {} already answered, {} sent: {} answered, {} failed -> {} ({} records)",
+            s.planned,
+            s.already_answered,
+            s.sent,
+            s.answered,
+            s.failed,
+            out.display(),
+            s.records_in_file
+        ));
+        if s.truncated_bytes > 0 {
+            ctx.say(format!(
+                "administer: cut an incomplete last line ({} bytes) left by an interrupted run",
+                s.truncated_bytes
+            ));
+        }
+        if s.failed > 0 {
+            ctx.say("administer: failed requests are recorded with their error; rerun the same command to send them again");
+        }
+    }
+    Ok(if s.failed > 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -1,11 +1,55 @@
-//! `protospread aggregate`.
+//! `protospread aggregate`: per-cell protocol and sampling spread (out/aggregate/).
 
 use crate::Ctx;
+use anyhow::Context;
 use std::process::ExitCode;
 
+/// Read out/score/scale_scores.parquet and out/score/parsed_answers.parquet with DataFusion and
+/// write the per-cell statistics and the study tables to <out>/aggregate/ (Parquet, one file
+/// per table, plus SHA256SUMS). Parameters: [aggregate] of pipeline.toml (protocol and sampling
+/// conditions, rerun pairs, groups, verdict thresholds). Conventions: docs/statistics.md.
 #[derive(clap::Args, Debug, Default)]
-pub struct Args {}
+pub struct Args {
+    /// DataFusion target partitions for this run (overrides [aggregate] target_partitions;
+    /// 0 = DataFusion's default). The output bytes do not depend on it.
+    #[arg(long)]
+    pub partitions: Option<usize>,
+}
 
-pub fn run(_ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`aggregate` is not implemented yet")
+pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
+    let cfg = ctx.config()?;
+    let mut params = cfg.aggregate.clone();
+    if let Some(p) = args.partitions {
+        params.target_partitions = p;
+    }
+    let dir = ctx.out.join("aggregate");
+    let s = protospread_aggregate::run(&ctx.out.join("score"), &dir, &params)
+        .context("aggregate stage")?;
+    if ctx.json {
+        if !ctx.quiet {
+            let sources: Vec<_> = s
+                .sources
+                .iter()
+                .map(|(src, label, kept, dropped)| {
+                    serde_json::json!({"source": src, "label": label, "kept_cells": kept, "dropped_cells": dropped})
+                })
+                .collect();
+            println!(
+                "{}",
+                serde_json::json!({"stage": "aggregate", "out": dir, "sources": sources, "files": s.files})
+            );
+        }
+    } else {
+        for (src, label, kept, dropped) in &s.sources {
+            ctx.say(format!(
+                "aggregate: source {src} ({label}): {kept} cells kept, {dropped} dropped (listed in dropped_cells)"
+            ));
+        }
+        ctx.say(format!(
+            "wrote {} tables to {} with SHA256SUMS",
+            s.files.len(),
+            dir.display()
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
 }

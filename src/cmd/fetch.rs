@@ -1,11 +1,74 @@
-//! `protospread fetch`.
+//! `protospread fetch`: verify every input against its sha256 and import it (out/fetch/).
 
 use crate::Ctx;
+use protospread_fetch::{AnswersImporter, Options, Origin, Summary};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
+/// Fetch every input of pipeline.toml (local path, http(s) URL, or Hugging Face file at a
+/// pinned commit), verify its sha256, import human CSVs and stored answers to Parquet under
+/// <out>/fetch/, and write <out>/fetch/SHA256SUMS. Downloads are cached in <out>/cache/
+/// ([fetch] cache_dir), so a second run needs no network. HF_ENDPOINT overrides
+/// [fetch] hf_endpoint. On any error nothing under <out>/fetch/ changes. See docs/fetch.md.
 #[derive(clap::Args, Debug, Default)]
 pub struct Args {}
 
-pub fn run(_ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`fetch` is not implemented yet")
+/// The stored-answer importer of protospread-answers, with the `[answers]` declarations.
+fn answers_importer() -> AnswersImporter {
+    |path, cfg| {
+        protospread_answers::import::import_file_with(path, &cfg.answers).map_err(|e| e.to_string())
+    }
+}
+
+pub fn run(ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
+    let cfg = ctx.config()?;
+    let opts = Options {
+        progress: !ctx.quiet && std::io::stderr().is_terminal(),
+        answers_importer: Some(answers_importer()),
+        ..Options::from_env()
+    };
+    let summary = protospread_fetch::run(&cfg, &ctx.out, &opts)?;
+    if ctx.json {
+        if !ctx.quiet {
+            println!("{}", serde_json::to_string(&summary)?);
+        }
+    } else {
+        for line in summary_lines(&summary) {
+            ctx.say(line);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn summary_lines(s: &Summary) -> Vec<String> {
+    let count = |o: Origin| s.inputs.iter().filter(|i| i.origin == o).count();
+    let mut lines = vec![format!(
+        "fetch: {} input{}, all verified by sha256 ({} local, {} from cache, {} downloaded)",
+        s.inputs.len(),
+        if s.inputs.len() == 1 { "" } else { "s" },
+        count(Origin::Local),
+        count(Origin::Cache),
+        count(Origin::Download)
+    )];
+    let width = s.inputs.iter().map(|i| i.name.len()).max().unwrap_or(0);
+    for i in &s.inputs {
+        let what = match (&i.rows, i.role.as_str()) {
+            (Some(r), "human") => format!(
+                "{} rows ({})",
+                r,
+                i.instrument.as_deref().unwrap_or_default()
+            ),
+            (Some(r), _) => format!("{r} records"),
+            (None, _) => format!("{} bytes", i.bytes),
+        };
+        lines.push(format!(
+            "  {:<width$}  {:<7}  {:<32}  -> {}/{}",
+            i.name, i.role, what, s.out_dir, i.output
+        ));
+    }
+    for r in &s.removed {
+        lines.push(format!("  removed stale {}/{r}", s.out_dir));
+    }
+    lines.push(format!("wrote {} ({} files listed)", s.manifest, s.files));
+    lines
 }

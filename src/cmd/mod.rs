@@ -42,5 +42,16 @@ pub fn run_all(ctx: &Ctx) -> anyhow::Result<ExitCode> {
             return Ok(code);
         }
     }
+    // One manifest over every stage's outputs; the download cache is not an output.
+    let m = protospread_core::hash::Manifest::from_dir_excluding(&ctx.out, &["cache"])?;
+    protospread_core::atomic::write_atomic(
+        &ctx.out.join(protospread_core::hash::MANIFEST_NAME),
+        m.render().as_bytes(),
+    )?;
+    ctx.say(format!(
+        "run: {} output files hashed in {}",
+        m.entries.len(),
+        ctx.out.join(protospread_core::hash::MANIFEST_NAME).display()
+    ));
     Ok(ExitCode::SUCCESS)
 }

@@ -1,11 +1,43 @@
-//! `protospread report`.
+//! `protospread report`: every table as CSV and Markdown, and report.html (out/report/).
 
 use crate::Ctx;
+use anyhow::Context;
 use std::process::ExitCode;
 
+/// Render every table of <out>/aggregate/ and the tables listed in [report] tables (by
+/// default the score stage's parity, mutation-sweep and norms tables) as canonical CSV and
+/// Markdown, plus report.md and a self-contained report.html with figures, into <out>/report/
+/// with SHA256SUMS. Prints the verdict and the headline tables as Markdown. See docs/report.md.
 #[derive(clap::Args, Debug, Default)]
 pub struct Args {}
 
-pub fn run(_ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`report` is not implemented yet")
+/// Tables printed after a run, in this order.
+const PRINTED: &[&str] = &["verdict", "protocol_vs_sampling", "range", "reruns"];
+
+pub fn run(ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
+    let cfg = ctx.config()?;
+    let s = protospread_report::run(&ctx.out, &cfg.report).context("report stage")?;
+    let dir = ctx.out.join("report");
+    if ctx.json {
+        if !ctx.quiet {
+            let names: Vec<_> = s.tables.iter().map(|t| &t.name).collect();
+            println!(
+                "{}",
+                serde_json::json!({"stage": "report", "out": dir, "tables": names, "files": s.files})
+            );
+        }
+    } else {
+        for name in PRINTED {
+            if let Some(t) = s.tables.iter().find(|t| &t.name == name) {
+                ctx.say(format!("\n### {} ({}.csv)\n", t.title, t.name));
+                ctx.say(protospread_report::render::to_markdown(&t.table).trim_end());
+            }
+        }
+        ctx.say(format!(
+            "\nreport: {} tables as CSV and Markdown, report.md and report.html in {} with SHA256SUMS",
+            s.tables.len(),
+            dir.display()
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,11 +1,391 @@
-//! `protospread score`.
+//! `protospread score`: scorer parity on the human data, the mutation check, human norms
+//! (and, below the marked spot, the scale scores of stored answers).
 
 use crate::Ctx;
+use anyhow::{bail, Context};
+use protospread_core::config::InputRole;
+use protospread_core::instruments::{self, Instrument};
+use protospread_score::evidence;
+use protospread_score::human;
+use protospread_score::key::ScoringKey;
+use protospread_score::parity::{self, Allowlist, Category};
+use protospread_score::stage::{self, HumanInput};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::Args, Debug, Default)]
-pub struct Args {}
+/// Exit code when an unexplained row is not in the allow-list.
+pub const EXIT_PARITY: u8 = 2;
 
-pub fn run(_ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`score` is not implemented yet")
+/// Check that the scoring key reproduces the product's stored scores on every human row.
+///
+/// Prints, per instrument: rows, reproduced exactly, set aside by reason, unexplained. Writes
+/// out/score/{parity_summary,parity_rows,human_scores,mutation_sweep,norms,norm_values}.parquet
+/// and out/score/SHA256SUMS. Exits with code 2 if an unexplained row is not listed in the
+/// allow-list ([score] allowlist in pipeline.toml). See docs/scoring-key.md and docs/norms.md.
+#[derive(clap::Args, Debug, Default)]
+pub struct Args {
+    /// Mutation check of one item, e.g. `big_five:17`: double its weight, and separately flip
+    /// its reverse flag, and report how many reproduced rows then disagree. Writes nothing.
+    #[arg(long, value_name = "TEST:ITEM")]
+    pub mutate: Option<String>,
+    /// Print how many rows each alternative rule (rounding, out-of-range answers, tie order,
+    /// Big Five N direction) reproduces, next to the product rule. Writes nothing.
+    #[arg(long)]
+    pub evidence: bool,
+    /// Read the human CSVs (<DIR>/<instrument>.csv) instead of out/fetch/human/*.parquet.
+    #[arg(long, value_name = "DIR")]
+    pub human_csv: Option<PathBuf>,
+    /// Skip the mutation sweep over all 168 items (the sweep table is then empty).
+    #[arg(long)]
+    pub no_sweep: bool,
+}
+
+fn load_inputs(ctx: &Ctx, args: &Args) -> anyhow::Result<Vec<HumanInput>> {
+    let cfg = ctx.config()?;
+    let declared: Vec<&'static Instrument> = match &args.human_csv {
+        Some(_) => instruments::study().collect(),
+        None => instruments::study()
+            .filter(|i| {
+                cfg.inputs_with_role(InputRole::Human)
+                    .any(|inp| inp.instrument.as_deref() == Some(i.name))
+            })
+            .collect(),
+    };
+    if declared.is_empty() {
+        bail!("pipeline.toml declares no human input of the four study instruments");
+    }
+    let mut out = Vec::new();
+    for inst in declared {
+        let (rows, origin) = match &args.human_csv {
+            Some(dir) => {
+                let p = dir.join(inst.file_name());
+                (human::read_csv(inst, &p)?, p)
+            }
+            None => {
+                let p = ctx
+                    .out
+                    .join("fetch/human")
+                    .join(format!("{}.parquet", inst.name));
+                if !p.exists() {
+                    bail!("{}: not found; run `protospread fetch` first", p.display());
+                }
+                (human::read_parquet(inst, &p)?, p)
+            }
+        };
+        out.push(HumanInput { inst, rows, origin });
+    }
+    Ok(out)
+}
+
+fn keys(ctx: &Ctx) -> anyhow::Result<(ScoringKey, Vec<ScoringKey>, Allowlist)> {
+    let cfg = ctx.config()?;
+    let s = &cfg.score;
+    let key = ScoringKey::load(&cfg.resolve(&s.key))?;
+    let legacy = ScoringKey::load_versions(&cfg.resolve(&s.legacy_keys))?;
+    let allow = Allowlist::load(&cfg.resolve(&s.allowlist))?;
+    Ok((key, legacy, allow))
+}
+
+pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
+    let (key, legacy, allowlist) = keys(ctx)?;
+    let inputs = load_inputs(ctx, &args)?;
+    if args.evidence {
+        return print_evidence(ctx, &key, &inputs);
+    }
+    if let Some(spec) = &args.mutate {
+        return mutate_one(ctx, spec, &key, &legacy, &allowlist, &inputs);
+    }
+    let sweep = ctx.config()?.score.sweep && !args.no_sweep;
+    let run = stage::run(&key, &legacy, &allowlist, &inputs, sweep)?;
+    let out_dir = ctx.out.join("score");
+    let mut staged = protospread_core::atomic::Staged::new();
+    for t in protospread_score::tables::tables(&run, &inputs)? {
+        let p = out_dir.join(t.file);
+        let bytes = protospread_core::pq::encode(&p, t.schema, &[t.batch])?;
+        staged.put(&p, &bytes)?;
+    }
+    let failing = stage::not_allowlisted(&run.classes);
+    print_summary(ctx, &run, &allowlist, &failing);
+
+    // ==== STORED ANSWERS (issue 4) ==============================================================
+    // The stored-answer helper inserts its part here: parse the fetched stored answers with
+    // `protospread_answers`, score them with `key` (protospread_score::score), place them with
+    // `run.norms`, and stage its Parquet files into `staged`. It stays above the commit and
+    // the manifest, so that out/score/SHA256SUMS covers both parts.
+    let answers = protospread_answers::stage::run(
+        &ctx.config()?,
+        &ctx.out,
+        &out_dir,
+        &key,
+        &run.norms,
+        &mut staged,
+    )
+    .context("scoring stored answers")?;
+    if ctx.json {
+        if !ctx.quiet {
+            println!("{}", answers.to_json());
+        }
+    } else {
+        answers.lines().iter().for_each(|l| ctx.say(l));
+    }
+    // ==== END STORED ANSWERS =====================================================================
+
+    staged
+        .commit()
+        .with_context(|| format!("writing {}", out_dir.display()))?;
+    protospread_core::hash::write_manifest(&out_dir)?;
+    if !failing.is_empty() {
+        for c in &failing {
+            eprintln!(
+                "error: {} row id {}: scores not reproduced and reason unknown; fix the key or scorer, or review the row and add it to {}",
+                c.instrument,
+                c.id,
+                allowlist.source.display()
+            );
+        }
+        return Ok(ExitCode::from(EXIT_PARITY));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_summary(
+    ctx: &Ctx,
+    run: &stage::ParityRun,
+    allowlist: &Allowlist,
+    failing: &[&parity::RowClass],
+) {
+    let summary = parity::summarize(&run.classes);
+    let stale = allowlist.stale(&run.classes);
+    let sweep_min = |f: fn(&parity::MutationResult) -> usize| {
+        run.sweep
+            .iter()
+            .map(|m| (f(m), m.reproduced))
+            .min_by(|a, b| {
+                (a.0 as f64 / a.1.max(1) as f64).total_cmp(&(b.0 as f64 / b.1.max(1) as f64))
+            })
+    };
+    let uncaught = run
+        .sweep
+        .iter()
+        .filter(|m| m.weight_broken == 0 || m.reverse_broken == 0)
+        .count();
+    if ctx.json {
+        let inst: Vec<_> = summary
+            .iter()
+            .map(|(name, m)| {
+                let count = |c: Category| {
+                    m.iter()
+                        .filter(|((k, _), _)| *k == c)
+                        .map(|(_, n)| n)
+                        .sum::<usize>()
+                };
+                let set_aside: Vec<_> = m
+                    .iter()
+                    .filter(|((k, _), _)| *k == Category::SetAside)
+                    .map(|((_, r), n)| serde_json::json!({"reason": r, "rows": n}))
+                    .collect();
+                let unexplained: Vec<_> = run
+                    .classes
+                    .iter()
+                    .filter(|c| &c.instrument == name && c.category == Category::Unexplained)
+                    .map(
+                        |c| serde_json::json!({"id": c.id, "allowlisted": c.allowlisted.is_some()}),
+                    )
+                    .collect();
+                serde_json::json!({
+                    "instrument": name,
+                    "rows": m.values().sum::<usize>(),
+                    "reproduced": count(Category::Reproduced),
+                    "set_aside": set_aside,
+                    "unexplained": count(Category::Unexplained),
+                    "unexplained_rows": unexplained,
+                })
+            })
+            .collect();
+        let v = serde_json::json!({
+            "instruments": inst,
+            "unexplained_not_allowlisted": failing.len(),
+            "stale_allowlist_entries": stale.iter().map(|(i, id)| format!("{i}:{id}")).collect::<Vec<_>>(),
+            "mutation_sweep": {
+                "changes": run.sweep.len() * 2,
+                "uncaught": uncaught,
+            },
+            "norms": run.norm_rows.iter().map(|(t, n)| serde_json::json!({"test": t, "reproduced": n.reproduced, "duplicates": n.duplicates, "used": n.used})).collect::<Vec<_>>(),
+        });
+        if !ctx.quiet {
+            println!("{v}");
+        }
+        return;
+    }
+    ctx.say("scorer parity on the human data (key: current; rows: every row of each file)");
+    for (name, m) in &summary {
+        let count = |c: Category| {
+            m.iter()
+                .filter(|((k, _), _)| *k == c)
+                .map(|(_, n)| n)
+                .sum::<usize>()
+        };
+        ctx.say(format!(
+            "{name}: {} rows, {} reproduced exactly, {} set aside, {} unexplained",
+            m.values().sum::<usize>(),
+            count(Category::Reproduced),
+            count(Category::SetAside),
+            count(Category::Unexplained)
+        ));
+        for ((k, reason), n) in m {
+            if *k == Category::SetAside {
+                ctx.say(format!("  set aside {n:>4}  {reason}"));
+            }
+        }
+        for c in run
+            .classes
+            .iter()
+            .filter(|c| &c.instrument == name && c.category == Category::Unexplained)
+        {
+            let how = if c.allowlisted.is_some() {
+                "allow-listed"
+            } else {
+                "NOT in the allow-list"
+            };
+            ctx.say(format!("  unexplained  id {} ({how})", c.id));
+        }
+    }
+    for (i, id) in &stale {
+        ctx.say(format!(
+            "warning: allow-list entry {i}:{id} is not an unexplained row (stale entry)"
+        ));
+    }
+    if run.sweep.is_empty() {
+        ctx.say("mutation sweep: skipped");
+    } else {
+        let w = sweep_min(|m| m.weight_broken).unwrap_or((0, 0));
+        let r = sweep_min(|m| m.reverse_broken).unwrap_or((0, 0));
+        ctx.say(format!(
+            "mutation sweep: {} items x 2 changes, {} not caught; weakest: weight x2 breaks {} of {}, reverse flip breaks {} of {} reproduced rows",
+            run.sweep.len(),
+            uncaught,
+            w.0,
+            w.1,
+            r.0,
+            r.1
+        ));
+    }
+    for (t, n) in &run.norm_rows {
+        ctx.say(format!(
+            "norms {t}: {} rows ({} reproduced, {} repeated answer vectors left out)",
+            n.used, n.reproduced, n.duplicates
+        ));
+    }
+}
+
+fn mutate_one(
+    ctx: &Ctx,
+    spec: &str,
+    key: &ScoringKey,
+    legacy: &[ScoringKey],
+    allowlist: &Allowlist,
+    inputs: &[HumanInput],
+) -> anyhow::Result<ExitCode> {
+    let (test, item) = spec
+        .split_once(':')
+        .with_context(|| format!("--mutate `{spec}`: expected TEST:ITEM, e.g. big_five:17"))?;
+    let item: usize = item
+        .parse()
+        .with_context(|| format!("--mutate `{spec}`: item `{item}` is not a number"))?;
+    let input = inputs
+        .iter()
+        .find(|i| i.inst.name == test)
+        .with_context(|| format!("--mutate `{spec}`: no human data for test `{test}`"))?;
+    let n = key.test(test).map(|t| t.items.len()).unwrap_or(0);
+    if !(1..=n).contains(&item) {
+        bail!("--mutate `{spec}`: item must be 1..={n}");
+    }
+    let cls = parity::classify(
+        input.inst,
+        &input.rows,
+        key,
+        legacy,
+        allowlist,
+        &input.origin,
+    )?;
+    let reproduced: Vec<_> = input
+        .rows
+        .iter()
+        .zip(&cls)
+        .filter(|(_, c)| c.category == Category::Reproduced)
+        .map(|(r, _)| r)
+        .collect();
+    let m = parity::mutate(key, input.inst, item, &reproduced, &input.origin)?;
+    if ctx.json {
+        println!(
+            "{}",
+            serde_json::json!({"test": m.test, "item": m.item, "dimension": m.dimension,
+                "reproduced": m.reproduced, "weight_factor": parity::WEIGHT_FACTOR,
+                "weight_broken": m.weight_broken, "reverse_broken": m.reverse_broken})
+        );
+    } else {
+        ctx.say(format!(
+            "{test} item {item} (dimension {}): {} rows reproduced by the key",
+            m.dimension, m.reproduced
+        ));
+        ctx.say(format!(
+            "  weight x{}: {} of them disagree",
+            parity::WEIGHT_FACTOR,
+            m.weight_broken
+        ));
+        ctx.say(format!(
+            "  reverse flag flipped: {} of them disagree",
+            m.reverse_broken
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_evidence(ctx: &Ctx, key: &ScoringKey, inputs: &[HumanInput]) -> anyhow::Result<ExitCode> {
+    let mut rows = Vec::new();
+    for (aspect, variant, rule) in evidence::alternatives() {
+        let counts: Vec<(String, usize, usize)> = inputs
+            .iter()
+            .map(|i| {
+                (
+                    i.inst.name.to_string(),
+                    evidence::count_reproduced(key, i.inst, &i.rows, rule),
+                    i.rows.len(),
+                )
+            })
+            .collect();
+        rows.push((aspect, variant, counts));
+    }
+    if ctx.json {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|(a, v, c)| {
+                serde_json::json!({"aspect": a, "variant": v,
+                    "reproduced": c.iter().map(|(i, n, t)| serde_json::json!({"instrument": i, "rows": n, "of": t})).collect::<Vec<_>>()})
+            })
+            .collect();
+        println!("{}", serde_json::Value::Array(v));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let names: Vec<&str> = inputs.iter().map(|i| i.inst.name).collect();
+    ctx.say("rows reproduced exactly by the current key under each rule variant (one aspect changed at a time)");
+    let heads: Vec<String> = names
+        .iter()
+        .map(|n| format!("{n:>w$}", w = n.len().max(9)))
+        .collect();
+    ctx.say(format!(
+        "{:<22} {:<42} {}",
+        "aspect",
+        "variant",
+        heads.join("  ")
+    ));
+    for (a, v, c) in rows {
+        let cells: Vec<String> = c
+            .iter()
+            .zip(&names)
+            .map(|((_, n, t), name)| format!("{:>w$}", format!("{n}/{t}"), w = name.len().max(9)))
+            .collect();
+        ctx.say(format!("{a:<22} {v:<42} {}", cells.join("  ")));
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,11 +1,78 @@
-//! `protospread simulate`.
+//! `protospread simulate`: write the simulated study (docs/simulation.md).
 
 use crate::Ctx;
+use anyhow::Context;
+use protospread_answers::simulate;
+use protospread_score::ScoringKey;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Write a simulated stored-answer set with the published design and planted effects.
+///
+/// Writes DIR/simulated_answers.jsonl (stored-answer format v1, every record labelled
+/// "simulated") and DIR/simulated_truth.json (everything planted: trait levels, condition
+/// shifts, option-order bias, unreadable replies). The same seed always gives the same bytes.
+/// The folder is the global `--out DIR` (created if needed; both files are replaced
+/// atomically). The committed study was written with
+/// `protospread simulate --seed 20250401 --out data/simulated`.
 #[derive(clap::Args, Debug, Default)]
-pub struct Args {}
+pub struct Args {
+    /// Seed of the generative model.
+    #[arg(long, default_value_t = 20250401)]
+    pub seed: u64,
+    /// Scoring key giving each item's dimension and reverse flag (default: [score] key of
+    /// pipeline.toml, or data/scoring_key.csv without a configuration file).
+    #[arg(long, value_name = "CSV")]
+    pub key: Option<PathBuf>,
+}
 
-pub fn run(_ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`simulate` is not implemented yet")
+pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
+    let key_path = match &args.key {
+        Some(k) => k.clone(),
+        None if ctx.config_path.exists() => {
+            let cfg = ctx.config()?;
+            cfg.resolve(&cfg.score.key)
+        }
+        None => PathBuf::from("data/scoring_key.csv"),
+    };
+    let key = ScoringKey::load(&key_path)
+        .with_context(|| format!("loading the scoring key {}", key_path.display()))?;
+    let items = simulate::item_map(&key)?;
+    let sim = simulate::generate(args.seed, &items)?;
+    simulate::write(&ctx.out, &sim).with_context(|| format!("writing {}", ctx.out.display()))?;
+    let answers = ctx.out.join(simulate::ANSWERS_FILE);
+    let sha = protospread_core::hash::sha256_file(&answers)?;
+    if ctx.json {
+        if !ctx.quiet {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "label": simulate::LABEL,
+                    "seed": args.seed,
+                    "records": sim.truth.records,
+                    "models": sim.truth.models.len(),
+                    "planted": sim.truth.planted_counts,
+                    "answers": answers.display().to_string(),
+                    "answers_sha256": sha,
+                    "truth": ctx.out.join(simulate::TRUTH_FILE).display().to_string(),
+                })
+            );
+        }
+    } else {
+        ctx.say(format!(
+            "simulated study (label \"simulated\"), seed {}: {} records from {} models",
+            args.seed,
+            sim.truth.records,
+            sim.truth.models.len()
+        ));
+        for (status, n) in &sim.truth.planted_counts {
+            ctx.say(format!("  planted {status}: {n}"));
+        }
+        ctx.say(format!("wrote {} (sha256 {sha})", answers.display()));
+        ctx.say(format!(
+            "wrote {}",
+            ctx.out.join(simulate::TRUTH_FILE).display()
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
 }

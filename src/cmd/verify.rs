@@ -1,11 +1,131 @@
-//! `protospread verify`.
+//! `protospread verify`: regenerate everything in a fresh folder and compare with checksums/.
 
 use crate::Ctx;
+use anyhow::Context;
+use protospread_report::verify::{self as v, Difference};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// Regenerate every output in a fresh temporary folder (all stages, as `run`), then compare
+/// the inputs with checksums/inputs.sha256, every output with checksums/outputs.sha256 and,
+/// for a differing table, its CSV with the committed copy in checksums/tables/ to name the
+/// first differing row and column. Exit 0 with a one-line summary if everything matches;
+/// otherwise exit 1, name each differing, missing or extra file, and keep the regenerated
+/// folder. `--update` rewrites checksums/ from a fresh regeneration (do this on purpose only,
+/// and review the diff). See docs/report.md.
 #[derive(clap::Args, Debug, Default)]
-pub struct Args {}
+pub struct Args {
+    /// Rewrite checksums/ (inputs.sha256, outputs.sha256, tables/) from a fresh regeneration.
+    #[arg(long)]
+    pub update: bool,
+    /// The checksums folder (default: checksums/ next to the configuration file).
+    #[arg(long)]
+    pub checksums: Option<PathBuf>,
+    /// Keep the regenerated folder even when everything matches.
+    #[arg(long)]
+    pub keep: bool,
+}
 
-pub fn run(_ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`verify` is not implemented yet")
+fn fresh_dir() -> anyhow::Result<PathBuf> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let d = std::env::temp_dir().join(format!("protospread-verify-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+    Ok(d)
+}
+
+/// Run every stage into `out`, silently.
+fn regenerate(ctx: &Ctx, out: &Path) -> anyhow::Result<ExitCode> {
+    let sub = Ctx {
+        config_path: ctx.config_path.clone(),
+        out: out.to_path_buf(),
+        quiet: true,
+        json: false,
+    };
+    crate::cmd::run_all(&sub)
+}
+
+pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
+    let cfg = ctx.config()?;
+    let checksums = args
+        .checksums
+        .clone()
+        .unwrap_or_else(|| cfg.base_dir.join("checksums"));
+    let inputs = v::input_manifest(&cfg, &ctx.config_path).context("hashing the inputs")?;
+    let work = fresh_dir()?;
+    let out = work.join("out");
+
+    if args.update {
+        let code = regenerate(ctx, &out).context("regenerating the outputs")?;
+        if code != ExitCode::SUCCESS {
+            anyhow::bail!("a stage failed; checksums/ left unchanged (outputs in {})", out.display());
+        }
+        let (ni, no, nt) = v::update(&checksums, &inputs, &out)?;
+        let _ = std::fs::remove_dir_all(&work);
+        ctx.say(format!(
+            "verify --update: wrote {} ({ni} inputs, {no} outputs, {nt} tables); review with `git diff checksums/`",
+            checksums.display()
+        ));
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let (exp_inputs, exp_outputs) = v::read_expected(&checksums)?;
+    let mut diffs: Vec<Difference> = v::compare_inputs(&exp_inputs, &inputs);
+    let regen = regenerate(ctx, &out);
+    let regen_error = match regen {
+        Ok(code) if code == ExitCode::SUCCESS => None,
+        Ok(_) => Some("a stage exited with a failure code".to_string()),
+        Err(e) => Some(format!("{e:#}")),
+    };
+    if regen_error.is_none() {
+        diffs.extend(v::compare_outputs(&checksums, &exp_outputs, &out)?);
+    }
+    let ok = diffs.is_empty() && regen_error.is_none();
+    if ctx.json {
+        let list: Vec<_> = diffs
+            .iter()
+            .map(|d| serde_json::json!({"kind": d.kind, "path": d.path, "detail": d.detail}))
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({
+                "ok": ok,
+                "inputs": inputs.entries.len(),
+                "outputs": exp_outputs.entries.len(),
+                "regeneration_error": regen_error,
+                "differences": list,
+                "regenerated": if ok && !args.keep { None } else { Some(&out) },
+            })
+        );
+    }
+    if ok {
+        if !args.keep {
+            let _ = std::fs::remove_dir_all(&work);
+        }
+        ctx.say(format!(
+            "verify: OK, {} inputs and {} outputs match {}",
+            inputs.entries.len(),
+            exp_outputs.entries.len(),
+            checksums.display()
+        ));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !ctx.json {
+        // Differences go to stderr even with --quiet: they are the result.
+        for d in &diffs {
+            eprintln!("DIFFERS {d}");
+        }
+        if let Some(e) = &regen_error {
+            eprintln!("regeneration failed: {e}");
+        }
+        eprintln!(
+            "verify: FAILED, {} difference(s){}; regenerated folder kept at {}",
+            diffs.len(),
+            if regen_error.is_some() { " and a failed regeneration" } else { "" },
+            out.display()
+        );
+    }
+    Ok(ExitCode::from(1))
 }

@@ -1,1 +1,205 @@
-//! protospread-administer
+//! `protospread administer`: give questionnaires to a model behind an OpenAI-compatible
+//! chat-completions endpoint under the study's conditions, and record every request exactly as
+//! sent, with its raw reply, in the stored-answer format (docs/administer.md).
+//!
+//! - [`instrument`]: instrument files (item texts, options, instructions P1/P2).
+//! - [`plan`]: conditions, the exact request bodies, item-order shuffles, request seeds.
+//! - [`client`]: the HTTP client with timeouts and retries.
+//! - [`record`]: the stored record (JSONL) and the append-only resume store.
+//! - [`administer`]: runs a plan with bounded concurrency, skipping answered requests.
+
+pub mod client;
+pub mod instrument;
+pub mod plan;
+pub mod record;
+
+use record::{Appender, Record, RunLabels};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Errors of the administer layer.
+#[derive(Debug, thiserror::Error)]
+pub enum AdministerError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// An instrument file is unreadable or invalid.
+    #[error("instrument file {}: {message}", path.display())]
+    Instrument { path: PathBuf, message: String },
+    /// A test was asked for without an instrument file for it.
+    #[error("test '{test}': {message}")]
+    NoInstrument { test: String, message: String },
+    /// Settings that cannot be administered.
+    #[error("{0}")]
+    Config(String),
+    /// The output file holds a line that is not a record, or a record that conflicts.
+    #[error("{}: line {line}: {message}", path.display())]
+    Store {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error(transparent)]
+    Core(#[from] protospread_core::CoreError),
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Summary {
+    /// Requests in the plan.
+    pub planned: usize,
+    /// Planned requests already answered in the output file (not sent again).
+    pub already_answered: usize,
+    /// Requests sent in this run.
+    pub sent: usize,
+    /// Of those, answered.
+    pub answered: usize,
+    /// Of those, failed after retries (recorded with `error`; a rerun sends them again).
+    pub failed: usize,
+    /// Bytes of an incomplete last line cut off the output file before appending.
+    pub truncated_bytes: usize,
+    /// Records in the output file after the run.
+    pub records_in_file: usize,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Run `planned` against `client`, appending to `out`.
+///
+/// Resume rule: a planned request whose key already has an answered record in `out` is not
+/// sent; if that record's request body differs from the planned one (the instrument, settings
+/// or model changed), the run stops with an error instead of mixing two designs in one file.
+/// Records with an error are sent again. When every request has been handled, `out` is
+/// rewritten atomically with one record per key (answered first, else the latest failure) in
+/// plan order, followed by any records of keys outside this plan in key order.
+pub fn administer(
+    client: &client::Client,
+    labels: &RunLabels,
+    planned: &[plan::Planned],
+    out: &Path,
+    concurrency: usize,
+    progress: bool,
+) -> Result<Summary, AdministerError> {
+    let existing = record::load_existing(out)?;
+    let mut summary = Summary {
+        planned: planned.len(),
+        truncated_bytes: existing.truncated_bytes,
+        ..Summary::default()
+    };
+    let answered_before: BTreeMap<&str, &Record> = existing
+        .records
+        .iter()
+        .filter(|r| r.answered())
+        .map(|r| (r.request_key.as_str(), r))
+        .collect();
+    let mut keys = BTreeSet::new();
+    let mut todo = Vec::new();
+    for p in planned {
+        if !keys.insert(p.key.as_str()) {
+            return Err(AdministerError::Config(format!(
+                "request key {} is planned twice",
+                p.key
+            )));
+        }
+        match answered_before.get(p.key.as_str()) {
+            Some(r) if r.request_sha256 == p.body_sha256 => summary.already_answered += 1,
+            Some(_) => {
+                return Err(AdministerError::Store {
+                    path: out.to_path_buf(),
+                    line: 0,
+                    message: format!(
+                        "request {} was answered earlier with a different request body (instrument, settings or model changed); write to a new output file",
+                        p.key
+                    ),
+                })
+            }
+            None => todo.push(p),
+        }
+    }
+    drop(answered_before);
+
+    let bar = if progress && !todo.is_empty() {
+        let b = indicatif::ProgressBar::new(todo.len() as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {pos}/{len} requests [{elapsed_precise}, eta {eta}] {msg}",
+            )
+            .expect("valid template"),
+        );
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+
+    let mut new_records = Vec::new();
+    if !todo.is_empty() {
+        let mut appender = Appender::open(out)?;
+        let queue = Mutex::new(todo.into_iter());
+        let stop = AtomicBool::new(false);
+        let (tx, rx) = mpsc::channel::<(&plan::Planned, record::Outcome)>();
+        let workers = concurrency.max(1);
+        let write_result = std::thread::scope(|s| {
+            for _ in 0..workers {
+                let tx = tx.clone();
+                let queue = &queue;
+                let stop = &stop;
+                s.spawn(move || loop {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let next = queue.lock().expect("queue lock").next();
+                    let Some(p) = next else { break };
+                    let o = client.send(&p.body);
+                    if tx.send((p, o)).is_err() {
+                        break;
+                    }
+                });
+            }
+            drop(tx);
+            // The only writer: records reach the file in arrival order, one line each.
+            for (p, o) in rx {
+                let r = record::make_record(p, labels, o, now_ms());
+                if let Err(e) = appender.append(&r) {
+                    stop.store(true, Ordering::SeqCst);
+                    return Err(e);
+                }
+                summary.sent += 1;
+                if r.answered() {
+                    summary.answered += 1;
+                } else {
+                    summary.failed += 1;
+                }
+                bar.set_message(format!("{} failed", summary.failed));
+                bar.inc(1);
+                new_records.push(r);
+            }
+            Ok(())
+        });
+        bar.finish_and_clear();
+        write_result?;
+    }
+
+    // Every request handled: put the file in canonical order, one record per key.
+    let mut all = existing.records;
+    all.extend(new_records);
+    let mut latest = record::latest_by_key(all);
+    let mut ordered: Vec<Record> = planned
+        .iter()
+        .filter_map(|p| latest.remove(&p.key))
+        .collect();
+    ordered.extend(latest.into_values());
+    summary.records_in_file = ordered.len();
+    record::write_all(out, &ordered)?;
+    Ok(summary)
+}

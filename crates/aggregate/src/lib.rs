@@ -1,1 +1,170 @@
-//! protospread-aggregate
+//! protospread-aggregate: per-cell protocol and sampling spread of questionnaire scale scores.
+//!
+//! Reads `out/score/scale_scores.parquet` and `out/score/parsed_answers.parquet` with
+//! DataFusion and writes the per-cell statistics and the study tables to `out/aggregate/`
+//! (one Parquet file per table, plus `SHA256SUMS`). The statistical conventions (sample SD with
+//! divisor n - 1, the median of an even count, the ratio rule when the sampling SD is 0, which
+//! cells are dropped) are stated in docs/statistics.md.
+//!
+//! Determinism: DataFusion only filters, counts (integers) and sorts by unique keys; every
+//! float is computed in Rust over rows in key order. The output bytes are the same for any
+//! number of DataFusion partitions or threads (tested in `tests/tables.rs`).
+
+pub mod compute;
+pub mod fixture;
+pub mod load;
+pub mod stats;
+pub mod table;
+
+use protospread_core::config::AggregateSection;
+use std::path::{Path, PathBuf};
+
+pub use compute::{Cell, ModelMeta};
+pub use load::{read_inputs, Inputs};
+pub use table::{Column, Table};
+
+/// Errors of the aggregate stage; each names the file it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum AggregateError {
+    #[error("{path}: {message}")]
+    Input { path: PathBuf, message: String },
+    #[error("{path}: query failed: {message}")]
+    Engine { path: PathBuf, message: String },
+    #[error("[aggregate] in the configuration: {0}")]
+    Config(String),
+    #[error(transparent)]
+    Core(#[from] protospread_core::CoreError),
+}
+
+/// Parameters of the stage (`[aggregate]` of pipeline.toml), validated.
+pub type Params = AggregateSection;
+
+/// Check the `[aggregate]` section: non-empty disjoint condition sets, known group columns,
+/// thresholds in range.
+pub fn validate(p: &Params) -> Result<(), AggregateError> {
+    let err = |m: String| Err(AggregateError::Config(m));
+    if p.protocol_conditions.len() < 2 {
+        return err("protocol_conditions needs at least two conditions".into());
+    }
+    if p.sampling_conditions.is_empty() {
+        return err("sampling_conditions needs at least one condition".into());
+    }
+    if let Some(c) = p
+        .protocol_conditions
+        .iter()
+        .find(|c| p.sampling_conditions.contains(c))
+    {
+        return err(format!("condition {c:?} is in both protocol_conditions and sampling_conditions"));
+    }
+    for (i, c) in p.protocol_conditions.iter().enumerate() {
+        if p.protocol_conditions[..i].contains(c) {
+            return err(format!("condition {c:?} is listed twice in protocol_conditions"));
+        }
+    }
+    if p.groups.is_empty() {
+        return err("groups needs at least one column (\"arm\")".into());
+    }
+    for (i, g) in p.groups.iter().enumerate() {
+        if g != "arm" && g != "cohort" {
+            return err(format!("groups: unknown column {g:?} (use \"arm\" and/or \"cohort\")"));
+        }
+        if p.groups[..i].contains(g) {
+            return err(format!("groups: column {g:?} listed twice"));
+        }
+    }
+    for [a, b] in &p.rerun_pairs {
+        for c in [a, b] {
+            if !p.protocol_conditions.contains(c) {
+                return err(format!("rerun pair condition {c:?} is not in protocol_conditions"));
+            }
+        }
+    }
+    for (name, set) in [("shift_from", &p.shift_from), ("shift_to", &p.shift_to)] {
+        if set.is_empty() {
+            return err(format!("{name} needs at least one condition"));
+        }
+        if let Some(c) = set.iter().find(|c| !p.protocol_conditions.contains(c)) {
+            return err(format!("{name}: condition {c:?} is not in protocol_conditions"));
+        }
+    }
+    if !(0.0..=1.0).contains(&p.verdict_share) || !(0.0..=1.0).contains(&p.verdict_few) {
+        return err("verdict_share and verdict_few are shares between 0 and 1".into());
+    }
+    if !(p.verdict_ratio.is_finite() && p.verdict_ratio > 0.0) {
+        return err("verdict_ratio must be a positive number".into());
+    }
+    Ok(())
+}
+
+/// What a run of the stage produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// Per source: (label, kept cells, dropped cells).
+    pub sources: Vec<(String, String, usize, usize)>,
+    /// Files written, relative to the output folder, sorted.
+    pub files: Vec<String>,
+}
+
+/// Compute every table from the score stage's folder (no writing).
+pub fn compute_tables(score_dir: &Path, params: &Params) -> Result<Vec<Table>, AggregateError> {
+    validate(params)?;
+    let inputs = read_inputs(score_dir, params.target_partitions)?;
+    compute::tables(&inputs, params)
+}
+
+/// Run the stage: read `score_dir`, write every table to `out_dir` (all or nothing) and its
+/// `SHA256SUMS`. Parquet files in `out_dir` that this run does not write are removed, so the
+/// folder holds exactly the current tables.
+pub fn run(score_dir: &Path, out_dir: &Path, params: &Params) -> Result<Summary, AggregateError> {
+    let tables = compute_tables(score_dir, params)?;
+    let mut staged = protospread_core::atomic::Staged::new();
+    let mut files = Vec::new();
+    for t in &tables {
+        let name = format!("{}.parquet", t.name);
+        let path = out_dir.join(&name);
+        let bytes = protospread_core::pq::encode(&path, t.schema(), &[t.to_batch()])?;
+        staged.put(&path, &bytes)?;
+        files.push(name);
+    }
+    staged.commit()?;
+    if let Ok(rd) = std::fs::read_dir(out_dir) {
+        for e in rd.flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if n.ends_with(".parquet") && !files.contains(&n) {
+                std::fs::remove_file(e.path())
+                    .map_err(|err| protospread_core::CoreError::io(e.path(), err))?;
+            }
+        }
+    }
+    protospread_core::hash::write_manifest(out_dir)?;
+    files.sort();
+    let cells = tables
+        .iter()
+        .find(|t| t.name == "cells")
+        .expect("cells table");
+    Ok(Summary {
+        sources: summarize(cells),
+        files,
+    })
+}
+
+fn summarize(cells: &Table) -> Vec<(String, String, usize, usize)> {
+    let col = |n: &str| cells.columns.iter().find(|(c, _)| c == n).map(|(_, c)| c);
+    let (Some(Column::Str(src)), Some(Column::Str(lab)), Some(Column::Bool(kept))) =
+        (col("source"), col("label"), col("kept"))
+    else {
+        return Vec::new();
+    };
+    let mut m: std::collections::BTreeMap<String, (String, usize, usize)> = Default::default();
+    for i in 0..src.len() {
+        let e = m
+            .entry(src[i].clone().unwrap_or_default())
+            .or_insert((lab[i].clone().unwrap_or_default(), 0, 0));
+        if kept[i] == Some(true) {
+            e.1 += 1;
+        } else {
+            e.2 += 1;
+        }
+    }
+    m.into_iter().map(|(s, (l, k, d))| (s, l, k, d)).collect()
+}

@@ -1,1 +1,69 @@
-//! protospread-answers
+//! Stored answers: what language models replied, turned into answers and scale scores.
+//!
+//! - [`format`]: the stored-answer record (format v1, docs/stored-answers.md), its fixed Arrow
+//!   schema and the vocabularies (conditions, tests, instructions) a record may name.
+//! - [`import`]: read a stored-answer file (CSV, JSONL or Parquet), validate every record and
+//!   return it normalized and sorted. Used by the fetch stage.
+//! - [`parse`]: the strict reply rule: which reply texts count as an answer, and the mapping of
+//!   a shown option number back to the human 0..4 scale.
+//! - [`stage`]: the score-stage part that writes `parsed_answers.parquet` and
+//!   `scale_scores.parquet`.
+//! - [`simulate`]: the simulated study with planted effects (every record labelled
+//!   "simulated").
+
+pub mod format;
+pub mod import;
+pub mod parse;
+pub mod simulate;
+pub mod stage;
+
+use std::path::PathBuf;
+
+/// Errors of the stored-answer layer. Record errors name file, row and column.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswersError {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// One record (or cell) is invalid. `row` counts data records from 1 (the CSV header is
+    /// not a row); `line` is the line of the file where the record starts, when known.
+    #[error("{}: row {row}{}, column {column}: {message}", file.display(), line.map(|l| format!(" (line {l})")).unwrap_or_default())]
+    Record {
+        file: PathBuf,
+        row: usize,
+        line: Option<usize>,
+        column: String,
+        message: String,
+    },
+    /// The file as a whole is unusable (unknown extension, missing column, not UTF-8...).
+    #[error("{}: {message}", file.display())]
+    File { file: PathBuf, message: String },
+    /// Error from the shared layer (Parquet, atomic writes, manifests).
+    #[error(transparent)]
+    Core(#[from] protospread_core::CoreError),
+    /// Scoring failed (e.g. a test without rows in the scoring key).
+    #[error("scoring {what}: {message}")]
+    Score { what: String, message: String },
+    /// Arrow array construction failed (a bug, not bad input).
+    #[error("arrow: {0}")]
+    Arrow(String),
+}
+
+impl AnswersError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        AnswersError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+impl From<arrow::error::ArrowError> for AnswersError {
+    fn from(e: arrow::error::ArrowError) -> Self {
+        AnswersError::Arrow(e.to_string())
+    }
+}

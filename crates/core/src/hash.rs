@@ -49,6 +49,12 @@ impl Manifest {
     /// Hash every regular file below `dir`, except any file named [`MANIFEST_NAME`] and
     /// temporaries (names starting with `.`).
     pub fn from_dir(dir: &Path) -> Result<Self> {
+        Self::from_dir_excluding(dir, &[])
+    }
+
+    /// As [`Manifest::from_dir`], also skipping the top-level entries named in `skip`
+    /// (e.g. the download cache, which is not an output).
+    pub fn from_dir_excluding(dir: &Path, skip: &[&str]) -> Result<Self> {
         let mut entries = BTreeMap::new();
         let mut stack = vec![dir.to_path_buf()];
         while let Some(d) = stack.pop() {
@@ -56,7 +62,7 @@ impl Manifest {
                 let entry = entry.map_err(|e| CoreError::io(&d, e))?;
                 let p = entry.path();
                 let name = entry.file_name().to_string_lossy().into_owned();
-                if name.starts_with('.') {
+                if name.starts_with('.') || (d == dir && skip.contains(&name.as_str())) {
                     continue;
                 }
                 let ft = entry.file_type().map_err(|e| CoreError::io(&p, e))?;

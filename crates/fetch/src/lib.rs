@@ -1,1 +1,685 @@
-//! protospread-fetch
+//! The fetch stage of protospread: bring every input of `pipeline.toml` in, verify its
+//! sha256 before anything reads it, and import it.
+//!
+//! - Sources ([`resolve`]): a local path (relative to the configuration's folder), an
+//!   http(s) URL, or a Hugging Face dataset file at a pinned commit,
+//!   `{endpoint}/datasets/{repo}/resolve/{commit}/{file}`.
+//! - Downloads go to a temporary file in the cache folder, are checked for length and
+//!   sha256, and only then renamed to `<cache>/<sha256>/<file name>` ([`obtain`]). A valid cached file is
+//!   used without any network access.
+//! - `role = "human"` inputs become `out/fetch/human/<instrument>.parquet` with the explicit
+//!   schema of [`protospread_core::instruments::arrow_schema`] ([`import_human_csv`]);
+//!   `role = "answers"` inputs are handed to the stored-answer importer
+//!   ([`Options::answers_importer`]) and become `out/fetch/answers/<name>.parquet`;
+//!   `role = "other"` inputs are copied verbatim to `out/fetch/other/<name>`.
+//! - All outputs of a run are committed together ([`protospread_core::atomic::Staged`]); on
+//!   any error nothing under `out/fetch` changes. Then `out/fetch/SHA256SUMS` is written.
+//!
+//! Everything is described for users in `docs/fetch.md`.
+
+pub mod cells;
+pub mod http;
+pub mod human;
+
+pub use human::{import_human_csv, CsvError, CsvPlace};
+
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use protospread_core::atomic::Staged;
+use protospread_core::config::{Config, HfSource, Input, InputRole, Source};
+use protospread_core::hash::{self, MANIFEST_NAME};
+use protospread_core::{instruments, pq, CoreError};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Errors of the fetch stage. Each renders as one line naming the input.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// A problem with how the input is declared or can be located.
+    #[error("input '{input}': {message}")]
+    Input { input: String, message: String },
+    /// A file could not be read or written.
+    #[error("input '{input}': {}: {error}", .path.display())]
+    Io {
+        input: String,
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// The bytes do not have the sha256 that pipeline.toml pins.
+    #[error("input '{input}': sha256 mismatch for {location}: expected {expected}, got {actual}")]
+    HashMismatch {
+        input: String,
+        location: String,
+        expected: String,
+        actual: String,
+    },
+    /// The server answered with an error status (after retries for 408, 429 and 5xx).
+    #[error("input '{input}': GET {url}: HTTP {status} {reason}{}", attempts_note(.attempts))]
+    HttpStatus {
+        input: String,
+        url: String,
+        status: u16,
+        reason: String,
+        attempts: u32,
+    },
+    /// Fewer (or more) bytes arrived than Content-Length announced.
+    #[error("input '{input}': GET {url}: truncated body: received {received} of {expected} bytes ({why}){}", attempts_note(.attempts))]
+    Truncated {
+        input: String,
+        url: String,
+        received: u64,
+        expected: u64,
+        why: String,
+        attempts: u32,
+    },
+    /// Connection failures and timeouts.
+    #[error("input '{input}': GET {url}: {message}{}", attempts_note(.attempts))]
+    Network {
+        input: String,
+        url: String,
+        message: String,
+        attempts: u32,
+    },
+    /// A redirect the policy refuses (another host, or https to http).
+    #[error("input '{input}': GET {url}: refusing redirect {reason}: {location}")]
+    Redirect {
+        input: String,
+        url: String,
+        location: String,
+        reason: String,
+    },
+    /// A human-response CSV that does not import; names file, row, line and column.
+    #[error("input '{input}': {error}")]
+    Csv { input: String, error: CsvError },
+    /// The stored-answer importer refused the file.
+    #[error("input '{input}': {message}")]
+    Answers { input: String, message: String },
+    /// Writing outputs or the manifest.
+    #[error("{0}")]
+    Core(#[from] CoreError),
+}
+
+fn attempts_note(n: &u32) -> String {
+    if *n > 1 {
+        format!(" (after {n} attempts)")
+    } else {
+        String::new()
+    }
+}
+
+/// The stored-answer importer: reads a verified stored-answer file and returns its records.
+/// Provided by the binary (protospread-answers), so that this crate does not depend on it.
+pub type AnswersImporter = fn(&Path, &Config) -> Result<(SchemaRef, Vec<RecordBatch>), String>;
+
+/// Run-time options that are not part of pipeline.toml.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The value of the `HF_ENDPOINT` environment variable, if set; it overrides
+    /// `[fetch] hf_endpoint` (see [`hf_endpoint`]).
+    pub hf_endpoint_env: Option<String>,
+    /// Draw progress bars for downloads on stderr (the CLI sets this only on a terminal and
+    /// without `--quiet`).
+    pub progress: bool,
+    /// How to import `role = "answers"` inputs; `None` makes such an input an error.
+    pub answers_importer: Option<AnswersImporter>,
+}
+
+impl Options {
+    /// Options with `HF_ENDPOINT` read from the environment, no progress bars and no importer.
+    pub fn from_env() -> Self {
+        Options {
+            hf_endpoint_env: std::env::var("HF_ENDPOINT").ok(),
+            ..Options::default()
+        }
+    }
+}
+
+/// The Hugging Face endpoint in force: `HF_ENDPOINT` when set, else `[fetch] hf_endpoint`,
+/// with trailing `/` removed (as huggingface_hub does: `os.getenv("HF_ENDPOINT",
+/// default).rstrip("/")`). An empty value is refused rather than producing a relative URL.
+pub fn hf_endpoint(cfg: &Config, opts: &Options) -> Result<String, String> {
+    let (raw, from) = match &opts.hf_endpoint_env {
+        Some(v) => (v.as_str(), "HF_ENDPOINT"),
+        None => (cfg.fetch.hf_endpoint.as_str(), "[fetch] hf_endpoint"),
+    };
+    let e = raw.trim_end_matches('/');
+    if e.is_empty() {
+        return Err(format!("{from} is empty"));
+    }
+    Ok(e.to_string())
+}
+
+/// `{endpoint}/datasets/{repo}/resolve/{commit}/{file}`, with each path segment of `repo`
+/// and `file` percent-encoded where needed (`/` separates segments).
+pub fn hf_url(endpoint: &str, hf: &HfSource) -> String {
+    format!(
+        "{endpoint}/datasets/{}/resolve/{}/{}",
+        encode_path(&hf.repo),
+        hf.commit,
+        encode_path(&hf.file)
+    )
+}
+
+fn encode_path(p: &str) -> String {
+    let mut s = String::new();
+    for b in p.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s
+}
+
+/// Where an input's bytes are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolved {
+    /// A local file (already resolved against the configuration's folder).
+    Local(PathBuf),
+    /// An http(s) URL (for `hf` sources, the resolve URL).
+    Remote(String),
+}
+
+/// Locate an input without reading it.
+pub fn resolve(cfg: &Config, input: &Input, opts: &Options) -> Result<Resolved, FetchError> {
+    let bad = |message: String| FetchError::Input {
+        input: input.name.clone(),
+        message,
+    };
+    match input.source().map_err(bad)? {
+        Source::Local(p) => Ok(Resolved::Local(cfg.resolve(&p))),
+        Source::Http(u) => {
+            http::url_parts(&u).map_err(bad)?;
+            Ok(Resolved::Remote(u))
+        }
+        Source::HuggingFace(h) => {
+            // Config::parse already refuses this; checked again for configs built in code.
+            if !protospread_core::config::is_commit_id(&h.commit) {
+                return Err(bad(format!(
+                    "hf.commit '{}' is not a 40-hex commit id",
+                    h.commit
+                )));
+            }
+            let url = hf_url(&hf_endpoint(cfg, opts).map_err(bad)?, &h);
+            http::url_parts(&url).map_err(bad)?;
+            Ok(Resolved::Remote(url))
+        }
+    }
+}
+
+/// How a verified input was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// A local file, verified in place.
+    Local,
+    /// A download found in the cache with the right sha256: no network access.
+    Cache,
+    /// Downloaded in this run, verified, and stored in the cache.
+    Download,
+}
+
+/// An input whose bytes have the pinned sha256.
+#[derive(Debug, Clone)]
+pub struct Verified {
+    /// The verified file (a local path or a cache entry).
+    pub path: PathBuf,
+    /// What errors and summaries call the file: the path as configured, or the URL.
+    pub display: String,
+    pub size: u64,
+    pub origin: Origin,
+}
+
+/// The cache folder: `[fetch] cache_dir`, relative to `out` when relative.
+pub fn cache_dir(cfg: &Config, out: &Path) -> PathBuf {
+    if cfg.fetch.cache_dir.is_absolute() {
+        cfg.fetch.cache_dir.clone()
+    } else {
+        out.join(&cfg.fetch.cache_dir)
+    }
+}
+
+fn http_settings(cfg: &Config, opts: &Options) -> http::HttpSettings {
+    http::HttpSettings {
+        timeout: Duration::from_secs(cfg.fetch.timeout_seconds),
+        retries: cfg.fetch.retries,
+        allowed_redirect_hosts: cfg
+            .fetch
+            .allowed_redirect_hosts
+            .iter()
+            .map(|h| h.to_ascii_lowercase())
+            .collect(),
+        progress: opts.progress,
+    }
+}
+
+/// Bring one input in and verify its sha256. A download is written to
+/// `<cache>/.<sha256>.<pid>.part`, checked, and renamed to `<cache>/<sha256>/<file name>`
+/// ([`cache_file_name`]); on any error
+/// the temporary file is removed and the cache is left as it was.
+pub fn obtain(
+    cfg: &Config,
+    input: &Input,
+    out: &Path,
+    opts: &Options,
+) -> Result<Verified, FetchError> {
+    let name = &input.name;
+    let io = |path: &Path, error: std::io::Error| FetchError::Io {
+        input: name.clone(),
+        path: path.to_path_buf(),
+        error,
+    };
+    let hash_of = |path: &Path| -> Result<String, FetchError> {
+        hash::sha256_file(path).map_err(|e| match e {
+            CoreError::Io { path, source } => io(&path, source),
+            other => FetchError::Core(other),
+        })
+    };
+    let mismatch = |location: String, actual: String| FetchError::HashMismatch {
+        input: name.clone(),
+        location,
+        expected: input.sha256.clone(),
+        actual,
+    };
+    match resolve(cfg, input, opts)? {
+        Resolved::Local(path) => {
+            let display = display_path(&path);
+            let actual = hash_of(&path)?;
+            if actual != input.sha256 {
+                return Err(mismatch(display, actual));
+            }
+            let size = fs::metadata(&path).map_err(|e| io(&path, e))?.len();
+            Ok(Verified {
+                path,
+                display,
+                size,
+                origin: Origin::Local,
+            })
+        }
+        Resolved::Remote(url) => {
+            if cfg.fetch.timeout_seconds == 0 {
+                return Err(FetchError::Input {
+                    input: name.clone(),
+                    message: "[fetch] timeout_seconds must be at least 1".to_string(),
+                });
+            }
+            let cache = cache_dir(cfg, out);
+            let entry = cache.join(&input.sha256);
+            let dest = entry.join(cache_file_name(&url, name));
+            if dest.is_file() && hash_of(&dest)? == input.sha256 {
+                let size = fs::metadata(&dest).map_err(|e| io(&dest, e))?.len();
+                return Ok(Verified {
+                    path: dest,
+                    display: url,
+                    size,
+                    origin: Origin::Cache,
+                });
+            }
+            // Folders this call creates (deepest first), removed again if the download fails.
+            let mut created = Vec::new();
+            let mut missing = cache.clone();
+            while !missing.as_os_str().is_empty() && !missing.exists() {
+                created.push(missing.clone());
+                if !missing.pop() {
+                    break;
+                }
+            }
+            fs::create_dir_all(&cache).map_err(|e| io(&cache, e))?;
+            let tmp = cache.join(format!(".{}.{}.part", input.sha256, std::process::id()));
+            let result = (|| -> Result<u64, FetchError> {
+                let size = http::download(name, &url, &tmp, &http_settings(cfg, opts))?;
+                let actual = hash_of(&tmp)?;
+                if actual != input.sha256 {
+                    return Err(mismatch(url.clone(), actual));
+                }
+                fs::create_dir_all(&entry).map_err(|e| io(&entry, e))?;
+                fs::rename(&tmp, &dest).map_err(|e| io(&dest, e))?;
+                Ok(size)
+            })();
+            match result {
+                Ok(size) => Ok(Verified {
+                    path: dest,
+                    display: url,
+                    size,
+                    origin: Origin::Download,
+                }),
+                Err(e) => {
+                    let _ = fs::remove_file(&tmp);
+                    for dir in &created {
+                        // remove_dir only removes empty folders: nothing else is touched.
+                        let _ = fs::remove_dir(dir);
+                    }
+                    Err(e)
+                }
+            }
+        }
+    }
+}
+
+/// File name of a download inside its cache entry: the last segment of the URL's path, with
+/// characters other than `A-Z a-z 0-9 . _ -` replaced by `_` (the input's name if that leaves
+/// nothing). Keeping the name keeps the extension, which the stored-answer importer reads.
+pub fn cache_file_name(url: &str, input_name: &str) -> String {
+    let path = url.split(['?', '#']).next().unwrap_or_default();
+    let last = path.rsplit('/').next().unwrap_or_default();
+    let clean: String = last
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if clean.is_empty() || clean.chars().all(|c| c == '.') {
+        input_name.to_string()
+    } else {
+        clean
+    }
+}
+
+fn display_path(p: &Path) -> String {
+    let s = p.display().to_string();
+    s.strip_prefix("./").map(str::to_string).unwrap_or(s)
+}
+
+/// Read a verified file and check again that the bytes read are the bytes verified, so that
+/// a file replaced between verification and import is never imported.
+fn read_verified(input: &Input, v: &Verified) -> Result<Vec<u8>, FetchError> {
+    let bytes = fs::read(&v.path).map_err(|e| FetchError::Io {
+        input: input.name.clone(),
+        path: v.path.clone(),
+        error: e,
+    })?;
+    let actual = hash::sha256_hex(&bytes);
+    if actual != input.sha256 {
+        return Err(FetchError::HashMismatch {
+            input: input.name.clone(),
+            location: format!("{} (changed while fetching)", v.display),
+            expected: input.sha256.clone(),
+            actual,
+        });
+    }
+    Ok(bytes)
+}
+
+/// INTEGRATION POINT with protospread-answers: import one verified stored-answer file.
+///
+/// The importer (`protospread_answers::import::import_file_with(path, &cfg.answers)`) is
+/// passed in by the binary through [`Options::answers_importer`]; without one, an answers
+/// input is an error rather than being skipped silently.
+pub fn import_answers_input(
+    cfg: &Config,
+    input: &Input,
+    verified: &Verified,
+    opts: &Options,
+) -> Result<(SchemaRef, Vec<RecordBatch>), FetchError> {
+    let importer = opts.answers_importer.ok_or_else(|| FetchError::Answers {
+        input: input.name.clone(),
+        message:
+            "role = \"answers\" needs the stored-answer importer, which this build does not provide"
+                .to_string(),
+    })?;
+    importer(&verified.path, cfg).map_err(|message| FetchError::Answers {
+        input: input.name.clone(),
+        message,
+    })
+}
+
+/// What one input became.
+#[derive(Debug, Clone, Serialize)]
+pub struct InputSummary {
+    pub name: String,
+    /// `human`, `answers` or `other`.
+    pub role: String,
+    /// For human inputs, the instrument.
+    pub instrument: Option<String>,
+    /// Path as configured, or URL.
+    pub source: String,
+    pub sha256: String,
+    pub bytes: u64,
+    pub origin: Origin,
+    /// Rows written (human and answers inputs).
+    pub rows: Option<usize>,
+    /// Output file, relative to the fetch folder.
+    pub output: String,
+}
+
+/// What a fetch run did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// The stage's output folder (`<out>/fetch`).
+    pub out_dir: String,
+    /// Every input, in configuration order; all of them verified.
+    pub inputs: Vec<InputSummary>,
+    /// Rows per instrument of the human inputs.
+    pub human_rows: BTreeMap<String, usize>,
+    /// Files listed in the manifest.
+    pub files: usize,
+    /// Path of the `SHA256SUMS` written.
+    pub manifest: String,
+    /// Stale files of an earlier run removed from the fetch folder.
+    pub removed: Vec<String>,
+}
+
+fn role_name(r: InputRole) -> &'static str {
+    match r {
+        InputRole::Human => "human",
+        InputRole::Answers => "answers",
+        InputRole::Other => "other",
+    }
+}
+
+/// Run the fetch stage: verify and import every input, commit `out/fetch` all at once, and
+/// write `out/fetch/SHA256SUMS`. On error nothing under `out/fetch` is changed.
+pub fn run(cfg: &Config, out: &Path, opts: &Options) -> Result<Summary, FetchError> {
+    let fetch_dir = out.join("fetch");
+    let mut seen_instruments = BTreeMap::new();
+    for i in cfg.inputs_with_role(InputRole::Human) {
+        let inst = i.instrument.clone().unwrap_or_default();
+        if let Some(first) = seen_instruments.insert(inst.clone(), i.name.clone()) {
+            return Err(FetchError::Input {
+                input: i.name.clone(),
+                message: format!(
+                    "instrument '{inst}' is already imported from input '{first}'; one human input per instrument"
+                ),
+            });
+        }
+    }
+
+    let mut staged = Staged::new();
+    let mut summaries = Vec::new();
+    let mut human_rows = BTreeMap::new();
+    for input in &cfg.inputs {
+        let v = obtain(cfg, input, out, opts)?;
+        let (rel, rows) = match input.role {
+            InputRole::Human => {
+                let inst_name = input.instrument.as_deref().unwrap_or_default();
+                let inst = instruments::by_name(inst_name).ok_or_else(|| FetchError::Input {
+                    input: input.name.clone(),
+                    message: format!("unknown instrument '{inst_name}'"),
+                })?;
+                let bytes = read_verified(input, &v)?;
+                let batch =
+                    import_human_csv(Path::new(&v.display), &bytes, inst).map_err(|error| {
+                        FetchError::Csv {
+                            input: input.name.clone(),
+                            error,
+                        }
+                    })?;
+                let rel = format!("human/{}.parquet", inst.name);
+                let dest = fetch_dir.join(&rel);
+                let rows = batch.num_rows();
+                let pq_bytes = pq::encode(&dest, batch.schema(), &[batch])?;
+                staged.put(&dest, &pq_bytes)?;
+                human_rows.insert(inst.name.to_string(), rows);
+                (rel, Some(rows))
+            }
+            InputRole::Answers => {
+                let (schema, batches) = import_answers_input(cfg, input, &v, opts)?;
+                let rel = format!("answers/{}.parquet", input.name);
+                let dest = fetch_dir.join(&rel);
+                let rows = batches.iter().map(RecordBatch::num_rows).sum::<usize>();
+                let pq_bytes = pq::encode(&dest, schema, &batches)?;
+                staged.put(&dest, &pq_bytes)?;
+                (rel, Some(rows))
+            }
+            InputRole::Other => {
+                let bytes = read_verified(input, &v)?;
+                let rel = format!("other/{}", input.name);
+                staged.put(&fetch_dir.join(&rel), &bytes)?;
+                (rel, None)
+            }
+        };
+        summaries.push(InputSummary {
+            name: input.name.clone(),
+            role: role_name(input.role).to_string(),
+            instrument: input.instrument.clone(),
+            source: v.display.clone(),
+            sha256: input.sha256.clone(),
+            bytes: v.size,
+            origin: v.origin,
+            rows,
+            output: rel,
+        });
+    }
+
+    let produced: BTreeSet<PathBuf> = staged.paths().map(Path::to_path_buf).collect();
+    staged.commit()?;
+    let removed = remove_stale(&fetch_dir, &produced)?;
+    fs::create_dir_all(&fetch_dir).map_err(|e| CoreError::io(&fetch_dir, e))?;
+    let manifest = hash::write_manifest(&fetch_dir)?;
+    Ok(Summary {
+        out_dir: display_path(&fetch_dir),
+        inputs: summaries,
+        human_rows,
+        files: manifest.entries.len(),
+        manifest: display_path(&fetch_dir.join(MANIFEST_NAME)),
+        removed,
+    })
+}
+
+/// Remove files an earlier run left in the fetch folder that this run did not produce (an
+/// input removed from pipeline.toml), so the folder and its manifest hold exactly this run's
+/// outputs. Temporaries (names starting with `.`) and the manifest are left alone.
+fn remove_stale(dir: &Path, keep: &BTreeSet<PathBuf>) -> Result<Vec<String>, FetchError> {
+    let mut removed = Vec::new();
+    if !dir.is_dir() {
+        return Ok(removed);
+    }
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs::read_dir(&d).map_err(|e| CoreError::io(&d, e))? {
+            let entry = entry.map_err(|e| CoreError::io(&d, e))?;
+            let p = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let ft = entry.file_type().map_err(|e| CoreError::io(&p, e))?;
+            if name.starts_with('.') || (d == dir && name == MANIFEST_NAME) {
+                continue;
+            }
+            if ft.is_dir() {
+                stack.push(p);
+            } else if !keep.contains(&p) {
+                fs::remove_file(&p).map_err(|e| CoreError::io(&p, e))?;
+                removed.push(hash::rel_path(dir, &p));
+            }
+        }
+    }
+    removed.sort();
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(extra: &str) -> Config {
+        let text = format!("[study]\nname = \"t\"\n{extra}");
+        Config::parse(&text, Path::new("p.toml"), Path::new("/base")).unwrap()
+    }
+
+    #[test]
+    fn hf_endpoint_env_overrides_and_strips_slashes() {
+        let c = cfg("[fetch]\nhf_endpoint = \"https://hub.example/\"\n");
+        let mut o = Options::default();
+        assert_eq!(hf_endpoint(&c, &o).unwrap(), "https://hub.example");
+        o.hf_endpoint_env = Some("http://127.0.0.1:9//".into());
+        assert_eq!(hf_endpoint(&c, &o).unwrap(), "http://127.0.0.1:9");
+        o.hf_endpoint_env = Some("/".into());
+        assert!(hf_endpoint(&c, &o)
+            .unwrap_err()
+            .contains("HF_ENDPOINT is empty"));
+    }
+
+    #[test]
+    fn hf_url_layout() {
+        let h = HfSource {
+            repo: "PeterKol/jobcannon-psychometric-responses".into(),
+            commit: "0123456789abcdef0123456789abcdef01234567".into(),
+            file: "data/big five.csv".into(),
+        };
+        assert_eq!(
+            hf_url("https://huggingface.co", &h),
+            "https://huggingface.co/datasets/PeterKol/jobcannon-psychometric-responses/resolve/0123456789abcdef0123456789abcdef01234567/data/big%20five.csv"
+        );
+    }
+
+    #[test]
+    fn local_paths_resolve_against_config_folder() {
+        let c = cfg(&format!(
+            "[[inputs]]\nname = \"a\"\nrole = \"other\"\npath = \"data/a.txt\"\nsha256 = \"{}\"\n",
+            "0".repeat(64)
+        ));
+        assert_eq!(
+            resolve(&c, &c.inputs[0], &Options::default()).unwrap(),
+            Resolved::Local(PathBuf::from("/base/data/a.txt"))
+        );
+    }
+
+    #[test]
+    fn local_mismatch_and_missing_file_name_the_input() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.txt"), b"hello").unwrap();
+        let text = format!(
+            "[study]\nname = \"t\"\n[[inputs]]\nname = \"a\"\nrole = \"other\"\npath = \"a.txt\"\nsha256 = \"{}\"\n[[inputs]]\nname = \"b\"\nrole = \"other\"\npath = \"nope.txt\"\nsha256 = \"{}\"\n",
+            "0".repeat(64),
+            "0".repeat(64)
+        );
+        let c = Config::parse(&text, Path::new("p.toml"), dir.path()).unwrap();
+        let out = dir.path().join("out");
+        let e = obtain(&c, &c.inputs[0], &out, &Options::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("input 'a': sha256 mismatch"), "{e}");
+        assert!(e.contains(&hash::sha256_hex(b"hello")), "{e}");
+        let e = obtain(&c, &c.inputs[1], &out, &Options::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("input 'b': ") && e.contains("nope.txt"),
+            "{e}"
+        );
+        assert!(!out.exists());
+    }
+
+    #[test]
+    fn answers_without_importer_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.csv"), b"x").unwrap();
+        let text = format!(
+            "[study]\nname = \"t\"\n[[inputs]]\nname = \"a\"\nrole = \"answers\"\npath = \"a.csv\"\nsha256 = \"{}\"\n",
+            hash::sha256_hex(b"x")
+        );
+        let c = Config::parse(&text, Path::new("p.toml"), dir.path()).unwrap();
+        let e = run(&c, &dir.path().join("out"), &Options::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("input 'a'") && e.contains("importer"), "{e}");
+        assert!(!dir.path().join("out/fetch/answers").exists());
+    }
+}

@@ -1,1 +1,185 @@
-//! protospread-report
+//! protospread-report: the study's tables as canonical CSV, Markdown and one self-contained
+//! HTML report; plus `verify` (compare a regeneration with committed checksums) and `bag`
+//! (a BagIt archive, RFC 8493).
+//!
+//! The report stage renders Parquet tables generically ([`render`]): every table of
+//! `out/aggregate/` and the tables listed in `[report] tables` (by default the score stage's
+//! parity, mutation-sweep and norms tables). One float formatting rule
+//! ([`render::fmt_float`]) is used for every figure. See docs/report.md.
+
+pub mod bag;
+pub mod html;
+pub mod render;
+pub mod verify;
+
+use protospread_core::config::ReportSection;
+use std::path::{Path, PathBuf};
+
+/// Errors of the report, verify and bag code; each names the file it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("{path}: {message}")]
+    Table { path: PathBuf, message: String },
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Core(#[from] protospread_core::CoreError),
+}
+
+impl ReportError {
+    pub(crate) fn table(path: &Path, message: impl Into<String>) -> Self {
+        ReportError::Table {
+            path: path.to_path_buf(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Title and one-line description of a known table; order here is the order in the report.
+pub const CATALOG: &[(&str, &str, &str)] = &[
+    ("verdict", "Verdict", "The verdict rule applied to the headline arm, with its thresholds from [aggregate] (share of cells, median ratio, \"few\")."),
+    ("protocol_vs_sampling", "Protocol SD versus sampling SD, by group", "Kept cells where the SD over the protocol administrations exceeds the SD over the temperature-1 samples, and the median ratio (inf = sampling SD 0)."),
+    ("range", "Highest minus lowest setup, in human SDs", "Per group: median, min and max of the range over the protocol administrations, and cells with a range of at least 1 and 2 human SDs."),
+    ("by_test", "By test", "Per group and test: cells with protocol SD > sampling SD, median ratio, median range."),
+    ("reruns", "Rerun differences", "Absolute difference in human SDs between a condition and its rerun, per group: median and max over cells."),
+    ("separate_arms", "Separate arms (command-line tools)", "Arms reported apart (no temperature control): same direction = the cell's protocol shift (mean z whole-test minus single-item setups) has the sign of the headline arm's median shift of that scale; median range in human SDs."),
+    ("requests", "Requests, unreadable replies and constant-answer administrations", "Per model and condition: requests sent, failed, replies with an unreadable answer, administrations with constant answers."),
+    ("constant_runs", "Constant-answer administrations", "Every administration whose answers were all the same option."),
+    ("dropped_cells", "Dropped cells", "Every cell left out of the tables, with the reason."),
+    ("cells", "Per-cell detail", "Every cell (model x scale) with its statistics; SDs and ranges in human SDs."),
+    ("parity_summary", "Scorer parity on the human data", "Per instrument: human rows reproduced exactly by the key and scorer, or set aside with a reason (score stage)."),
+    ("mutation_sweep", "Mutation sweep", "For each item of the key: rows that disagree after changing its weight or flipping its reverse flag (score stage)."),
+    ("norms", "Human norms", "Mean and SD of the human scores per instrument and dimension (score stage)."),
+];
+
+/// A rendered table with its provenance.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// File stem of the outputs (`<name>.csv`, `<name>.md`).
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    /// Parquet file it was rendered from, relative to the output folder.
+    pub from: String,
+    pub table: render::TextTable,
+}
+
+/// What the report stage wrote.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    pub tables: Vec<Rendered>,
+    /// Files written, relative to the report folder, sorted.
+    pub files: Vec<String>,
+}
+
+fn catalog_entry(name: &str) -> (usize, String, String) {
+    match CATALOG.iter().position(|(n, _, _)| *n == name) {
+        Some(i) => (i, CATALOG[i].1.to_string(), CATALOG[i].2.to_string()),
+        None => (CATALOG.len(), name.to_string(), String::new()),
+    }
+}
+
+/// Every table the report renders, in report order: all of `out/aggregate/*.parquet`, then
+/// the `[report] tables`. A listed table that is missing, or two tables with one file stem,
+/// is an error.
+pub fn collect_tables(out: &Path, section: &ReportSection) -> Result<Vec<Rendered>, ReportError> {
+    let agg = out.join("aggregate");
+    let mut sources: Vec<PathBuf> = Vec::new();
+    let rd = std::fs::read_dir(&agg).map_err(|e| {
+        ReportError::table(&agg, format!("cannot read the aggregate stage's folder ({e}); run `protospread aggregate` first"))
+    })?;
+    for e in rd {
+        let e = e.map_err(|e| protospread_core::CoreError::io(&agg, e))?;
+        let n = e.file_name().to_string_lossy().into_owned();
+        if n.ends_with(".parquet") && !n.starts_with('.') {
+            sources.push(Path::new("aggregate").join(n));
+        }
+    }
+    sources.sort();
+    if sources.is_empty() {
+        return Err(ReportError::table(&agg, "no Parquet tables; run `protospread aggregate` first"));
+    }
+    for t in &section.tables {
+        let p = out.join(t);
+        if !p.is_file() {
+            return Err(ReportError::table(&p, "listed in [report] tables but does not exist"));
+        }
+        sources.push(t.clone());
+    }
+    let mut out_tables: Vec<(usize, Rendered)> = Vec::new();
+    for rel in sources {
+        let name = rel
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if out_tables.iter().any(|(_, r)| r.name == name) {
+            return Err(ReportError::table(&out.join(&rel), format!("a second table named `{name}`; table file names must be unique")));
+        }
+        let table = render::read_table(&out.join(&rel))?;
+        let (order, title, description) = catalog_entry(&name);
+        out_tables.push((
+            order,
+            Rendered {
+                name,
+                title,
+                description,
+                from: protospread_core::hash::rel_path(Path::new(""), &rel),
+                table,
+            },
+        ));
+    }
+    out_tables.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
+    Ok(out_tables.into_iter().map(|(_, r)| r).collect())
+}
+
+/// The Markdown document holding every table.
+pub fn markdown_report(title: &str, tables: &[Rendered]) -> String {
+    let mut s = format!("# {title}\n\nEvery figure is also in the CSV file named in each section (the canonical, hashed form). Floats: six decimals; SDs and ranges in human SDs. Conventions: docs/statistics.md.\n");
+    for t in tables {
+        s.push_str(&format!("\n## {}\n\n", t.title));
+        if !t.description.is_empty() {
+            s.push_str(&t.description);
+            s.push_str("\n\n");
+        }
+        s.push_str(&format!("`{}.csv` (from `{}`)\n\n", t.name, t.from));
+        s.push_str(&render::to_markdown(&t.table));
+    }
+    s
+}
+
+/// Run the stage: render every table of `out` into `out/report/` (CSV, Markdown, `report.md`,
+/// `report.html`), all or nothing, then write `out/report/SHA256SUMS`.
+pub fn run(out: &Path, section: &ReportSection) -> Result<Summary, ReportError> {
+    let tables = collect_tables(out, section)?;
+    let dir = out.join("report");
+    let mut staged = protospread_core::atomic::Staged::new();
+    let mut files = Vec::new();
+    for t in &tables {
+        for (ext, bytes) in [
+            ("csv", render::to_csv(&t.table)),
+            ("md", render::to_markdown(&t.table).into_bytes()),
+        ] {
+            let name = format!("{}.{ext}", t.name);
+            staged.put(&dir.join(&name), &bytes)?;
+            files.push(name);
+        }
+    }
+    staged.put(&dir.join("report.md"), markdown_report(&section.title, &tables).as_bytes())?;
+    files.push("report.md".to_string());
+    let html = html::report(&section.title, &tables)?;
+    staged.put(&dir.join("report.html"), html.as_bytes())?;
+    files.push("report.html".to_string());
+    staged.commit()?;
+    // Remove renderings of tables that no longer exist, so the folder holds exactly this run.
+    if let Ok(rd) = std::fs::read_dir(&dir) {
+        for e in rd.flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if (n.ends_with(".csv") || n.ends_with(".md") || n.ends_with(".html")) && !files.contains(&n) {
+                std::fs::remove_file(e.path()).map_err(|err| protospread_core::CoreError::io(e.path(), err))?;
+            }
+        }
+    }
+    protospread_core::hash::write_manifest(&dir)?;
+    files.sort();
+    Ok(Summary { tables, files })
+}

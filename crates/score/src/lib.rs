@@ -1,1 +1,89 @@
-//! protospread-score
+//! protospread-score: the scoring key, the scorer and scorer parity on the human data.
+//!
+//! - [`key`]: the scoring key (`data/scoring_key.csv`, 168 rows) and older key versions
+//!   (`data/scoring_key_legacy.csv`), loaded strictly.
+//! - [`scorer`]: the ~50-line scorer that reproduces the product's stored scores.
+//! - [`human`]: human rows from the fetch stage's Parquet (or the original CSV).
+//! - [`parity`]: classification of every human row (reproduced / set aside / unexplained),
+//!   the allow-list and the mutation check.
+//! - [`norms`]: human norms (mean, SD with n-1, mid-rank percentiles).
+//! - [`evidence`]: alternative rules the data rejects, counted row by row.
+//! - [`tables`]: the Arrow tables the score stage writes.
+//!
+//! How the key was recovered and the evidence for each part: `docs/scoring-key.md`.
+
+pub mod evidence;
+pub mod human;
+pub mod key;
+pub mod norms;
+pub mod parity;
+pub mod scorer;
+pub mod stage;
+pub mod tables;
+
+pub use key::ScoringKey;
+pub use scorer::{score, DimScore, ScaleScores};
+
+use std::path::PathBuf;
+
+/// Errors of the score layer. Errors about a file name the file and, where there is one, the
+/// line and column.
+#[derive(Debug, thiserror::Error)]
+pub enum ScoreError {
+    /// A file could not be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A cell or row of an input file is invalid. `line` is the line of the file (the header
+    /// is line 1).
+    #[error("{}: line {line}, column {column}: {message}", path.display())]
+    Cell {
+        path: PathBuf,
+        line: usize,
+        column: String,
+        message: String,
+    },
+    /// A file is unusable as a whole (missing column, wrong row count, incomplete test...).
+    #[error("{}: {message}", path.display())]
+    File { path: PathBuf, message: String },
+    /// Scoring was asked for something the key does not hold (unknown test, wrong length).
+    #[error("scoring {test}: {message}")]
+    Score { test: String, message: String },
+    /// Error of the shared layer (Parquet reading).
+    #[error(transparent)]
+    Core(#[from] protospread_core::CoreError),
+    /// Arrow array construction failed (a bug, not bad input).
+    #[error("arrow: {0}")]
+    Arrow(String),
+}
+
+impl ScoreError {
+    pub(crate) fn cell(
+        path: impl Into<PathBuf>,
+        line: usize,
+        column: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        ScoreError::Cell {
+            path: path.into(),
+            line,
+            column: column.into(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn file(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        ScoreError::File {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The one text rendering of a float used in printed summaries and text cells: six decimals.
+pub fn fmt_f64(x: f64) -> String {
+    format!("{x:.6}")
+}

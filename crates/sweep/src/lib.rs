@@ -1,1 +1,183 @@
-//! protospread-sweep
+//! protospread-sweep: few-shot delimiter sweeps (Su et al., "A Single Character can Make or
+//! Break Your LLM Evals", arXiv 2510.05152), recomputed from per-document results.
+//!
+//! - [`lmeval`]: lm-evaluation-harness task files, one per delimiter x {plain, named}.
+//! - [`ingest`]: lm-eval's `results_*.json` + `samples_<task>_*.jsonl`, checked for a
+//!   complete sweep over identical documents.
+//! - [`tables`]: accuracy with exact intervals, spread, ranks and leads, naming gains.
+//! - [`stats`]: the Clopper-Pearson interval.
+//!
+//! The aggregate stage calls [`tables`] with the loaded configuration.
+
+pub mod delimiter;
+pub mod ingest;
+pub mod lmeval;
+pub mod stats;
+pub mod tables;
+pub mod yaml;
+
+use arrow::record_batch::RecordBatch;
+use protospread_core::config::{Config, SweepSection, SweepVariant};
+use std::path::{Path, PathBuf};
+
+/// Errors of the sweep crate; each names what it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}{}: {message}", file.display(), if *line > 0 { format!(": line {line}") } else { String::new() })]
+    Malformed {
+        file: PathBuf,
+        /// 1-based; 0 when the problem concerns the whole file.
+        line: usize,
+        message: String,
+    },
+    #[error("{0}")]
+    Config(String),
+    #[error("the sweep is not comparable ({} problem(s)):\n  {}", .0.len(), .0.join("\n  "))]
+    Check(Vec<String>),
+}
+
+impl SweepError {
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        SweepError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// The validated `[sweep]` section.
+#[derive(Debug, Clone)]
+pub struct SweepSpec {
+    pub delimiters: Vec<delimiter::Delimiter>,
+    pub variants: Vec<SweepVariant>,
+    pub naming_template: String,
+    pub num_fewshot: u32,
+    pub metric: String,
+}
+
+impl SweepSpec {
+    /// Validate a `[sweep]` section: non-empty delimiters without duplicates, at least one
+    /// variant and none twice, a naming template that names the delimiter, few-shot > 0.
+    pub fn from_section(s: &SweepSection) -> Result<Self, SweepError> {
+        let delimiters = delimiter::parse_set(&s.delimiters)?;
+        let mut variants = s.variants.clone();
+        variants.sort();
+        variants.dedup();
+        if variants.is_empty() || variants.len() != s.variants.len() {
+            return Err(SweepError::Config(
+                "[sweep] variants: give \"plain\" and/or \"named\", each once".into(),
+            ));
+        }
+        if !s.naming_template.contains("{delimiter}")
+            && !s.naming_template.contains("{delimiter_name}")
+        {
+            return Err(SweepError::Config(
+                "[sweep] naming_template must contain {delimiter} or {delimiter_name}".into(),
+            ));
+        }
+        if s.num_fewshot == 0 {
+            return Err(SweepError::Config(
+                "[sweep] num_fewshot: 0 examples have no delimiter between them".into(),
+            ));
+        }
+        if s.metric.is_empty() {
+            return Err(SweepError::Config("[sweep] metric is empty".into()));
+        }
+        Ok(SweepSpec {
+            delimiters,
+            variants,
+            naming_template: s.naming_template.clone(),
+            num_fewshot: s.num_fewshot,
+            metric: s.metric.clone(),
+        })
+    }
+}
+
+/// Ingest every configured run folder, check it, and compute the tables.
+///
+/// Reads `[sweep] lm_eval_runs` (resolved against the configuration's folder). Returns no
+/// tables when none is configured. Any problem found by [`ingest::check`] or during ingestion
+/// (a missing variant, different document sets, a multi-turn run, ...) is an error listing
+/// every problem.
+pub fn tables(config: &Config) -> Result<Vec<(String, RecordBatch)>, SweepError> {
+    let spec = SweepSpec::from_section(&config.sweep)?;
+    if config.sweep.lm_eval_runs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ing = ingest_all(config, &spec)?;
+    if !ing.problems.is_empty() {
+        return Err(SweepError::Check(ing.problems));
+    }
+    let cells = tables::cells(&ing.records, &spec)?;
+    Ok(tables::build(&cells, &spec))
+}
+
+/// Ingest and check every configured run folder; problems are collected, not raised.
+pub fn ingest_all(config: &Config, spec: &SweepSpec) -> Result<ingest::Ingested, SweepError> {
+    let mut all = ingest::Ingested::default();
+    for dir in &config.sweep.lm_eval_runs {
+        let dir = config.resolve(dir);
+        let mut one = ingest::ingest_lm_eval(&dir, spec)?;
+        let prefix = |v: Vec<String>| -> Vec<String> {
+            v.into_iter()
+                .map(|m| format!("{}/{m}", dir.display()))
+                .collect()
+        };
+        all.problems
+            .extend(prefix(std::mem::take(&mut one.problems)));
+        all.notes.extend(prefix(std::mem::take(&mut one.notes)));
+        all.files_read
+            .extend(prefix(std::mem::take(&mut one.files_read)));
+        all.records.append(&mut one.records);
+    }
+    all.problems.extend(ingest::check(&all.records, spec));
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(sweep: &str) -> Result<Config, String> {
+        let text = format!("[study]\nname = \"t\"\n\n[sweep]\n{sweep}");
+        Config::parse(&text, Path::new("p.toml"), Path::new(".")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn sweep_section_parses_and_validates() {
+        let c = parse("delimiters = [\"\\n\", \"\\t\", \"#\"]\nvariants = [\"named\"]\n").unwrap();
+        let s = SweepSpec::from_section(&c.sweep).unwrap();
+        let slugs: Vec<&str> = s.delimiters.iter().map(|d| d.slug.as_str()).collect();
+        assert_eq!(slugs, ["nl", "tab", "hash"]);
+        assert_eq!(s.variants, [SweepVariant::Named]);
+        // The defaults: 35 delimiters, both variants, 5 shots.
+        let d = SweepSpec::from_section(&parse("").unwrap().sweep).unwrap();
+        assert_eq!(
+            (d.delimiters.len(), d.variants.len(), d.num_fewshot),
+            (35, 2, 5)
+        );
+
+        let e = parse("variants = [\"plain\", \"loud\"]\n").unwrap_err();
+        assert!(e.contains("loud") && e.contains("line 5"), "{e}");
+        let e = parse("delimter = [\"#\"]\n").unwrap_err();
+        assert!(e.contains("delimter"), "{e}");
+        for (bad, want) in [
+            ("delimiters = []\n", "empty"),
+            ("delimiters = [\"#\", \"#\"]\n", "twice"),
+            ("variants = [\"plain\", \"plain\"]\n", "each once"),
+            ("naming_template = \"no placeholder\"\n", "{delimiter}"),
+            ("num_fewshot = 0\n", "num_fewshot"),
+        ] {
+            let e = SweepSpec::from_section(&parse(bad).unwrap().sweep)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! Stored records (JSONL, stored-answer format v1 plus recording columns) and the resume store.
+//!
+//! During a run every finished request is appended as one line and flushed, so a killed run
+//! keeps every reply it received. A run that finishes rewrites the file (atomically) with one
+//! record per request key, in canonical order; an interrupted run leaves it in arrival order,
+//! which the next run (or the importer, which sorts by key) puts right.
+
+use crate::plan::Planned;
+use crate::AdministerError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Version of the stored-answer format written.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// One request and its outcome. The first 18 fields are the stored-answer format v1
+/// (docs/stored-answers.md); the rest record the request exactly as sent and what came back.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Record {
+    pub format_version: u32,
+    pub study: String,
+    /// Model id exactly as sent in the request body.
+    pub model: String,
+    pub arm: String,
+    pub cohort: String,
+    pub condition: String,
+    /// 1-based sample index (ST1 has 1..=3, every other condition 1).
+    pub sample: u32,
+    pub test: String,
+    /// `single` or `whole`.
+    pub mode: String,
+    /// Human item number (single mode), else null.
+    pub item: Option<u32>,
+    /// Human item numbers in the order shown, joined by `;` (whole mode), else null.
+    pub item_order: Option<String>,
+    /// Seed of the shuffle that made `item_order` (BS1..BS4), else null.
+    pub order_seed: Option<u64>,
+    /// `human` or `reversed`.
+    pub option_order: String,
+    /// `P1` or `P2`.
+    pub instruction: String,
+    pub temperature: f64,
+    /// The reply text as received (`choices[0].message.content`); empty when the request failed.
+    pub reply: String,
+    /// Why the request failed after its retries; null for an answered request.
+    pub error: Option<String>,
+    pub label: String,
+    // --- recording columns: extension keys (`x_` prefix), carried but not imported ---
+    /// `model|test|condition|sample|item` (`whole` for whole-test requests): unique per request.
+    #[serde(rename = "x_request_key")]
+    pub request_key: String,
+    /// sha256 of `request_body`.
+    #[serde(rename = "x_request_sha256")]
+    pub request_sha256: String,
+    /// The exact JSON body POSTed (messages, temperature, max_tokens, seed, model id).
+    #[serde(rename = "x_request_body")]
+    pub request_body: String,
+    /// Seed sent in the body, if any.
+    #[serde(rename = "x_seed")]
+    pub seed: Option<u64>,
+    #[serde(rename = "x_max_tokens")]
+    pub max_tokens: u32,
+    /// The URL the request was POSTed to.
+    #[serde(rename = "x_endpoint")]
+    pub endpoint: String,
+    /// `model` as reported in the response body.
+    #[serde(rename = "x_response_model")]
+    pub response_model: Option<String>,
+    /// `usage` object of the response body, verbatim.
+    #[serde(rename = "x_usage")]
+    pub usage: Option<serde_json::Value>,
+    /// `choices[0].finish_reason`.
+    #[serde(rename = "x_finish_reason")]
+    pub finish_reason: Option<String>,
+    /// `system_fingerprint` of the response, when the endpoint sends one.
+    #[serde(rename = "x_system_fingerprint")]
+    pub system_fingerprint: Option<String>,
+    /// HTTP status of the last attempt (null when no response arrived).
+    #[serde(rename = "x_http_status")]
+    pub http_status: Option<u16>,
+    /// Attempts made (1 = no retry).
+    #[serde(rename = "x_attempts")]
+    pub attempts: u32,
+    /// Wall time of the last attempt, milliseconds.
+    #[serde(rename = "x_elapsed_ms")]
+    pub elapsed_ms: u64,
+    /// When the outcome was recorded, milliseconds since the Unix epoch (UTC).
+    #[serde(rename = "x_received_unix_ms")]
+    pub received_unix_ms: u64,
+}
+
+impl Record {
+    /// True when the request has a reply (not an error).
+    pub fn answered(&self) -> bool {
+        self.error.is_none()
+    }
+}
+
+/// Identity of the run written into every record.
+#[derive(Debug, Clone)]
+pub struct RunLabels {
+    pub study: String,
+    pub model: String,
+    pub arm: String,
+    pub cohort: String,
+    pub label: String,
+    pub endpoint: String,
+}
+
+/// What came back for one request.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    pub reply: Option<String>,
+    pub error: Option<String>,
+    pub response_model: Option<String>,
+    pub usage: Option<serde_json::Value>,
+    pub finish_reason: Option<String>,
+    pub system_fingerprint: Option<String>,
+    pub http_status: Option<u16>,
+    pub attempts: u32,
+    pub elapsed_ms: u64,
+}
+
+/// Build the record of `p` with outcome `o`.
+pub fn make_record(p: &Planned, labels: &RunLabels, o: Outcome, now_ms: u64) -> Record {
+    Record {
+        format_version: FORMAT_VERSION,
+        study: labels.study.clone(),
+        model: labels.model.clone(),
+        arm: labels.arm.clone(),
+        cohort: labels.cohort.clone(),
+        condition: p.condition.clone(),
+        sample: p.sample,
+        test: p.test.clone(),
+        mode: p.mode.as_str().to_string(),
+        item: p.item,
+        item_order: p.item_order.as_ref().map(|v| {
+            v.iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(";")
+        }),
+        order_seed: p.order_seed,
+        option_order: if p.reversed { "reversed" } else { "human" }.to_string(),
+        instruction: p.instruction.clone(),
+        temperature: p.temperature,
+        reply: o.reply.unwrap_or_default(),
+        error: o.error,
+        label: labels.label.clone(),
+        request_key: p.key.clone(),
+        request_sha256: p.body_sha256.clone(),
+        request_body: p.body.clone(),
+        seed: p.seed,
+        max_tokens: p.max_tokens,
+        endpoint: labels.endpoint.clone(),
+        response_model: o.response_model,
+        usage: o.usage,
+        finish_reason: o.finish_reason,
+        system_fingerprint: o.system_fingerprint,
+        http_status: o.http_status,
+        attempts: o.attempts,
+        elapsed_ms: o.elapsed_ms,
+        received_unix_ms: now_ms,
+    }
+}
+
+/// The records already in an output file.
+#[derive(Debug, Default)]
+pub struct Existing {
+    /// All records in file order.
+    pub records: Vec<Record>,
+    /// Bytes of an incomplete last line (a run killed mid-write) that were cut off.
+    pub truncated_bytes: usize,
+}
+
+/// Read an output file for resuming. A missing file is empty. An incomplete last line (no
+/// newline, as a kill mid-write leaves it) is cut off the file so appends start on a fresh
+/// line; any other unreadable line is an error naming the file and line.
+pub fn load_existing(path: &Path) -> Result<Existing, AdministerError> {
+    let io = |e: std::io::Error| AdministerError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Existing::default()),
+        Err(e) => return Err(io(e)),
+    };
+    let complete = match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(p) => p + 1,
+        None => 0,
+    };
+    let truncated_bytes = bytes.len() - complete;
+    if truncated_bytes > 0 {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(io)?;
+        f.set_len(complete as u64).map_err(io)?;
+        f.sync_all().map_err(io)?;
+    }
+    let text = std::str::from_utf8(&bytes[..complete]).map_err(|e| AdministerError::Store {
+        path: path.to_path_buf(),
+        line: 0,
+        message: format!("not UTF-8: {e}"),
+    })?;
+    let mut records = Vec::new();
+    for (k, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let r: Record = serde_json::from_str(line).map_err(|e| AdministerError::Store {
+            path: path.to_path_buf(),
+            line: k + 1,
+            message: format!("not a record written by `protospread administer`: {e}"),
+        })?;
+        records.push(r);
+    }
+    Ok(Existing {
+        records,
+        truncated_bytes,
+    })
+}
+
+/// One record per request key: the first answered record, else the last failure.
+pub fn latest_by_key(records: Vec<Record>) -> BTreeMap<String, Record> {
+    let mut out: BTreeMap<String, Record> = BTreeMap::new();
+    for r in records {
+        match out.get(&r.request_key) {
+            Some(prev) if prev.answered() => {}
+            _ => {
+                out.insert(r.request_key.clone(), r);
+            }
+        }
+    }
+    out
+}
+
+/// Appends records one line at a time, flushed and synced, so a kill loses nothing written.
+pub struct Appender {
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+impl Appender {
+    /// Open (create) `path` for appending.
+    pub fn open(path: &Path) -> Result<Self, AdministerError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| AdministerError::Io {
+                path: dir.to_path_buf(),
+                source: e,
+            })?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| AdministerError::Io {
+                path: path.to_path_buf(),
+                source: e,
+            })?;
+        Ok(Appender {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    /// Append one record as one line (a single write call) and sync it to disk.
+    pub fn append(&mut self, r: &Record) -> Result<(), AdministerError> {
+        let mut line = serde_json::to_string(r).expect("record serializes");
+        line.push('\n');
+        let io = |e| AdministerError::Io {
+            path: self.path.clone(),
+            source: e,
+        };
+        self.file.write_all(line.as_bytes()).map_err(io)?;
+        self.file.flush().map_err(io)?;
+        self.file.sync_data().map_err(io)
+    }
+}
+
+/// Rewrite `path` atomically with `records` one per line, in the given order.
+pub fn write_all(path: &Path, records: &[Record]) -> Result<(), AdministerError> {
+    let mut text = String::new();
+    for r in records {
+        text.push_str(&serde_json::to_string(r).expect("record serializes"));
+        text.push('\n');
+    }
+    protospread_core::atomic::write_atomic(path, text.as_bytes())?;
+    Ok(())
+}

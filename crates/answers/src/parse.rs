@@ -1,0 +1,278 @@
+//! The strict reply rule (docs/stored-answers.md, "Which replies count as an answer").
+//!
+//! Single item: after removing leading and trailing whitespace (Unicode `White_Space`), the
+//! reply must be one or more ASCII digits, optionally followed by exactly one `.` or `)`.
+//! Nothing else is an answer: no words, no sign, no second number, no markup, no non-ASCII
+//! digits. A reply of that shape whose number is 1..=5 is `ok`; any other number is
+//! `out_of_range`; every other reply is `not_a_number`.
+//!
+//! Whole test: the reply is read line by line. An *answer line* is, after trimming, a shown
+//! position (ASCII digits), optional spaces or tabs, one separator out of `:` `.` `)` `=` `-`,
+//! and then the rest of the line, which is read by the single-item rule. Lines that do not
+//! start that way are prose and are ignored, as are answer lines whose position is not
+//! 1..=n. A position with no answer line is `missing_in_whole`; a position with two or more
+//! answer lines is `duplicate_in_whole` (even if they agree).
+//!
+//! Options are shown numbered 1..=5. With `option_order = human`, option k is human value
+//! k-1; with `reversed`, option k is human value 5-k.
+
+use crate::format::{OptionOrder, OPTIONS};
+
+/// Outcome of reading one item's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    Ok,
+    NotANumber,
+    OutOfRange,
+    MissingInWhole,
+    DuplicateInWhole,
+    RequestFailed,
+}
+
+impl Status {
+    /// Every status in a fixed order.
+    pub const ALL: [Status; 6] = [
+        Status::Ok,
+        Status::NotANumber,
+        Status::OutOfRange,
+        Status::MissingInWhole,
+        Status::DuplicateInWhole,
+        Status::RequestFailed,
+    ];
+    /// The name written to `parsed_answers.parquet`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::NotANumber => "not_a_number",
+            Status::OutOfRange => "out_of_range",
+            Status::MissingInWhole => "missing_in_whole",
+            Status::DuplicateInWhole => "duplicate_in_whole",
+            Status::RequestFailed => "request_failed",
+        }
+    }
+}
+
+/// What was read for one item: the number as replied (when the reply had the answer shape)
+/// and the status. `option` is `Some` for `ok` and for `out_of_range` (saturated at
+/// `i32::MAX` for absurdly long numbers), `None` otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reading {
+    pub option: Option<i32>,
+    pub status: Status,
+}
+
+impl Reading {
+    const fn status(status: Status) -> Self {
+        Reading {
+            option: None,
+            status,
+        }
+    }
+}
+
+/// Read a single-item reply by the strict rule.
+pub fn read_single(reply: &str) -> Reading {
+    let t = reply.trim();
+    let body = t
+        .strip_suffix('.')
+        .or_else(|| t.strip_suffix(')'))
+        .unwrap_or(t);
+    if body.is_empty() || !body.bytes().all(|b| b.is_ascii_digit()) {
+        return Reading::status(Status::NotANumber);
+    }
+    let n: i32 = body.parse().unwrap_or(i32::MAX);
+    let status = if (1..=OPTIONS as i32).contains(&n) {
+        Status::Ok
+    } else {
+        Status::OutOfRange
+    };
+    Reading {
+        option: Some(n),
+        status,
+    }
+}
+
+/// The human value (0..=4) shown as option `option` (1..=5); `None` outside 1..=5.
+pub fn option_to_value(option: i32, order: OptionOrder) -> Option<i32> {
+    if !(1..=OPTIONS as i32).contains(&option) {
+        return None;
+    }
+    Some(match order {
+        OptionOrder::Human => option - 1,
+        OptionOrder::Reversed => OPTIONS as i32 - option,
+    })
+}
+
+/// The option number (1..=5) that shows human value `value` (0..=4); inverse of
+/// [`option_to_value`].
+pub fn value_to_option(value: i32, order: OptionOrder) -> Option<i32> {
+    if !(0..OPTIONS as i32).contains(&value) {
+        return None;
+    }
+    Some(match order {
+        OptionOrder::Human => value + 1,
+        OptionOrder::Reversed => OPTIONS as i32 - value,
+    })
+}
+
+/// If `line` is an answer line, its shown position and the rest after the separator.
+fn answer_line(line: &str) -> Option<(u64, &str)> {
+    let t = line.trim();
+    let digits = t.bytes().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        return None;
+    }
+    let pos: u64 = t[..digits].parse().unwrap_or(u64::MAX);
+    let rest = t[digits..].trim_start_matches([' ', '\t']);
+    let mut chars = rest.chars();
+    match chars.next() {
+        Some(':' | '.' | ')' | '=' | '-') => Some((pos, chars.as_str())),
+        _ => None,
+    }
+}
+
+/// Read a whole-test reply showing `n` items: one [`Reading`] per shown position 1..=n
+/// (index 0 is position 1).
+pub fn read_whole(reply: &str, n: usize) -> Vec<Reading> {
+    let mut found: Vec<Vec<Reading>> = vec![Vec::new(); n];
+    for line in reply.lines() {
+        if let Some((pos, rest)) = answer_line(line) {
+            if pos >= 1 && pos <= n as u64 {
+                found[(pos - 1) as usize].push(read_single(rest));
+            }
+        }
+    }
+    found
+        .into_iter()
+        .map(|f| match f.len() {
+            0 => Reading::status(Status::MissingInWhole),
+            1 => f[0],
+            _ => Reading::status(Status::DuplicateInWhole),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ok(n: i32) -> Reading {
+        Reading {
+            option: Some(n),
+            status: Status::Ok,
+        }
+    }
+    fn st(s: Status) -> Reading {
+        Reading::status(s)
+    }
+
+    #[test]
+    fn reversed_and_human_mapping_every_option() {
+        let expect_h = [(1, 0), (2, 1), (3, 2), (4, 3), (5, 4)];
+        let expect_r = [(1, 4), (2, 3), (3, 2), (4, 1), (5, 0)];
+        for (o, v) in expect_h {
+            assert_eq!(option_to_value(o, OptionOrder::Human), Some(v));
+            assert_eq!(value_to_option(v, OptionOrder::Human), Some(o));
+        }
+        for (o, v) in expect_r {
+            assert_eq!(option_to_value(o, OptionOrder::Reversed), Some(v));
+            assert_eq!(value_to_option(v, OptionOrder::Reversed), Some(o));
+        }
+        for bad in [0, 6, -1, 99] {
+            assert_eq!(option_to_value(bad, OptionOrder::Human), None);
+            assert_eq!(option_to_value(bad, OptionOrder::Reversed), None);
+        }
+    }
+
+    #[test]
+    fn whole_basic_shapes() {
+        let r = read_whole("Here you go:\n1: 4\n2. 3\n3) 5\n\nThanks!", 3);
+        assert_eq!(r, vec![ok(4), ok(3), ok(5)]);
+        let r = read_whole("2 - 1\n1 = 2", 3);
+        assert_eq!(r, vec![ok(2), ok(1), st(Status::MissingInWhole)]);
+        let r = read_whole("1: 4\n1: 4\n2: x\n3: 9", 3);
+        assert_eq!(
+            r,
+            vec![
+                st(Status::DuplicateInWhole),
+                st(Status::NotANumber),
+                Reading {
+                    option: Some(9),
+                    status: Status::OutOfRange
+                }
+            ]
+        );
+    }
+
+    /// Independent statement of the single-item rule, written with chars rather than
+    /// slicing: trim, drop one trailing `.` or `)`, require non-empty ASCII digits.
+    fn rule(s: &str) -> Option<i64> {
+        let mut cs: Vec<char> = s.trim().chars().collect();
+        if matches!(cs.last(), Some('.') | Some(')')) {
+            cs.pop();
+        }
+        if cs.is_empty() || cs.iter().any(|c| !c.is_ascii_digit()) {
+            return None;
+        }
+        Some(cs.iter().fold(0i64, |a, c| {
+            (a * 10 + (*c as i64 - '0' as i64)).min(1 << 40)
+        }))
+    }
+
+    proptest! {
+        #[test]
+        fn any_in_range_bare_number_is_read(
+            n in 1i32..=5,
+            zeros in 0usize..3,
+            pre in "[ \t\n\r\u{a0}\u{2003}]{0,4}",
+            post in "[ \t\n\r\u{a0}]{0,4}",
+            suffix in prop::sample::select(vec!["", ".", ")"]),
+        ) {
+            let s = format!("{pre}{}{n}{suffix}{post}", "0".repeat(zeros));
+            prop_assert_eq!(read_single(&s), ok(n));
+        }
+
+        #[test]
+        fn nothing_outside_the_rule_is_read(s in "\\PC{0,12}|[0-9 .):a-z\u{0663}\u{ff13}-]{0,8}") {
+            let got = read_single(&s);
+            match rule(&s) {
+                Some(v) if (1..=5).contains(&v) => prop_assert_eq!(got, ok(v as i32)),
+                Some(_) => prop_assert_eq!(got.status, Status::OutOfRange),
+                None => prop_assert_eq!(got, st(Status::NotANumber)),
+            }
+        }
+
+        #[test]
+        fn decorated_numbers_are_never_read(
+            n in 1i32..=5,
+            deco in prop::sample::select(vec![
+                ("Answer: ", ""), ("", " - Agree"), ("(", ")"), ("**", "**"), ("", "/5"),
+                ("", " or 4"), ("-", ""), ("+", ""), ("", ".0"), ("", ".."), ("'", "'"),
+                ("Option ", ""), ("", " "), ("", "!"), ("#", ""),
+            ]),
+        ) {
+            let s = format!("{}{n}{}", deco.0, deco.1);
+            let r = read_single(&s);
+            if deco == ("", " ") {
+                prop_assert_eq!(r, ok(n));
+            } else {
+                prop_assert_eq!(r, st(Status::NotANumber));
+            }
+        }
+
+        #[test]
+        fn whole_reply_roundtrip(vals in prop::collection::vec(1i32..=5, 1..60), seed in 0u64..1000) {
+            // Lines in a scrambled order with prose around them read back by position.
+            let n = vals.len();
+            let mut idx: Vec<usize> = (0..n).collect();
+            let k = (seed as usize) % n;
+            idx.rotate_left(k);
+            let mut text = String::from("Sure, here are my answers.\n");
+            for i in idx { text.push_str(&format!("{}: {}\n", i + 1, vals[i])); }
+            text.push_str("Let me know if you need anything else.");
+            let got = read_whole(&text, n);
+            for (i, v) in vals.iter().enumerate() { prop_assert_eq!(got[i], ok(*v)); }
+        }
+    }
+}

@@ -1,0 +1,417 @@
+//! Downloading one URL to a temporary file, with bounded retries, a per-read timeout, a
+//! length check and a redirect policy. Verification (sha256) and the rename into the cache
+//! are done by the caller, so this module never touches a cache entry.
+
+use crate::FetchError;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::fs;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::Duration;
+
+/// Redirect hops followed within one attempt before giving up.
+pub const MAX_REDIRECTS: usize = 5;
+
+/// Delay before retry `n` (1-based): 250 ms, 500 ms, 1 s, 2 s, then 4 s each.
+pub fn backoff(n: u32) -> Duration {
+    Duration::from_millis(250u64 << (n.saturating_sub(1)).min(4))
+}
+
+/// How downloads behave; built from `[fetch]`.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    /// Connect timeout, time to the response headers, and the longest pause between two
+    /// reads of the body.
+    pub timeout: Duration,
+    /// Attempts after the first for retryable failures.
+    pub retries: u32,
+    /// Hosts (lower case) a redirect may lead to besides the URL's own host.
+    pub allowed_redirect_hosts: Vec<String>,
+    /// Draw a progress bar on stderr.
+    pub progress: bool,
+}
+
+/// The parts of an absolute http(s) URL that the redirect policy needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlParts {
+    pub scheme: String,
+    /// Lower-cased host, without port.
+    pub host: String,
+    /// `scheme://authority`, as written.
+    pub origin: String,
+    pub path_and_query: String,
+}
+
+/// Split an absolute `http://` or `https://` URL.
+pub fn url_parts(url: &str) -> Result<UrlParts, String> {
+    let uri: ureq::http::Uri = url
+        .parse()
+        .map_err(|e| format!("`{url}` is not a valid URL: {e}"))?;
+    let scheme = uri.scheme_str().unwrap_or_default().to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return Err(format!(
+            "`{url}`: only http:// and https:// URLs are fetched"
+        ));
+    }
+    let authority = uri
+        .authority()
+        .ok_or_else(|| format!("`{url}` has no host"))?;
+    let host = authority
+        .host()
+        .trim_matches(['[', ']'])
+        .to_ascii_lowercase();
+    if host.is_empty() {
+        return Err(format!("`{url}` has no host"));
+    }
+    Ok(UrlParts {
+        origin: format!("{scheme}://{}", authority.as_str()),
+        scheme,
+        host,
+        path_and_query: uri
+            .path_and_query()
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_else(|| "/".to_string()),
+    })
+}
+
+/// Resolve a `Location` header against the URL that answered with it.
+pub fn resolve_location(base: &str, location: &str) -> Result<String, String> {
+    let lower = location.to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") {
+        return Ok(location.to_string());
+    }
+    let b = url_parts(base)?;
+    if let Some(rest) = location.strip_prefix("//") {
+        return Ok(format!("{}://{rest}", b.scheme));
+    }
+    if location.starts_with('/') {
+        return Ok(format!("{}{}", b.origin, remove_dot_segments(location)));
+    }
+    let path = match b.path_and_query.split(['?', '#']).next() {
+        Some(p) if p.starts_with('/') => p,
+        _ => "/",
+    };
+    let dir = &path[..=path.rfind('/').unwrap_or(0)];
+    Ok(format!(
+        "{}{}",
+        b.origin,
+        remove_dot_segments(&format!("{dir}{location}"))
+    ))
+}
+
+/// RFC 3986 section 5.2.4 for an absolute path (query and fragment kept as they are).
+fn remove_dot_segments(path_and_query: &str) -> String {
+    let split = path_and_query
+        .find(['?', '#'])
+        .unwrap_or(path_and_query.len());
+    let (path, rest) = path_and_query.split_at(split);
+    let mut out: Vec<&str> = Vec::new();
+    let segments: Vec<&str> = path.split('/').skip(1).collect();
+    for (i, seg) in segments.iter().enumerate() {
+        let last = i + 1 == segments.len();
+        match *seg {
+            "." => {
+                if last {
+                    out.push("");
+                }
+            }
+            ".." => {
+                out.pop();
+                if last {
+                    out.push("");
+                }
+            }
+            s => out.push(s),
+        }
+    }
+    format!("/{}{rest}", out.join("/"))
+}
+
+/// Why one attempt failed, and whether another attempt may help.
+enum Failure {
+    Retry(FetchError),
+    Fatal(FetchError),
+}
+
+/// Download `url` into `tmp` (created or truncated). Returns the number of bytes written.
+/// `tmp` may hold a partial body on error; the caller removes it.
+pub fn download(
+    input: &str,
+    url: &str,
+    tmp: &Path,
+    settings: &HttpSettings,
+) -> Result<u64, FetchError> {
+    let origin = url_parts(url).map_err(|m| FetchError::Input {
+        input: input.to_string(),
+        message: m,
+    })?;
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_resolve(Some(settings.timeout))
+        .timeout_connect(Some(settings.timeout))
+        .timeout_recv_response(Some(settings.timeout))
+        .timeout_per_read(Some(settings.timeout))
+        .user_agent(concat!("protospread/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .into();
+    let mut attempt = 1u32;
+    loop {
+        match attempt_once(&agent, input, url, &origin, tmp, settings, attempt) {
+            Ok(n) => return Ok(n),
+            Err(Failure::Retry(_)) if attempt <= settings.retries => {
+                std::thread::sleep(backoff(attempt));
+                attempt += 1;
+            }
+            Err(Failure::Retry(e)) | Err(Failure::Fatal(e)) => return Err(e),
+        }
+    }
+}
+
+fn attempt_once(
+    agent: &ureq::Agent,
+    input: &str,
+    url0: &str,
+    origin: &UrlParts,
+    tmp: &Path,
+    settings: &HttpSettings,
+    attempt: u32,
+) -> Result<u64, Failure> {
+    let mut url = url0.to_string();
+    let network = |url: &str, message: String| FetchError::Network {
+        input: input.to_string(),
+        url: url.to_string(),
+        message,
+        attempts: attempt,
+    };
+    for _ in 0..=MAX_REDIRECTS {
+        let resp = agent
+            .get(&url)
+            .header("Accept-Encoding", "identity")
+            .call()
+            .map_err(|e| Failure::Retry(network(&url, describe(&e, settings.timeout))))?;
+        let status = resp.status().as_u16();
+        if matches!(status, 301 | 302 | 303 | 307 | 308) {
+            let location = resp
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .ok_or_else(|| {
+                    Failure::Fatal(network(&url, format!("HTTP {status} without a Location")))
+                })?;
+            let next = resolve_location(&url, location)
+                .map_err(|m| Failure::Fatal(network(&url, format!("redirect: {m}"))))?;
+            let to = url_parts(&next)
+                .map_err(|m| Failure::Fatal(network(&url, format!("redirect: {m}"))))?;
+            let same_host = to.host == origin.host;
+            let allowed = settings.allowed_redirect_hosts.contains(&to.host);
+            let downgrade = origin.scheme == "https" && to.scheme == "http";
+            if downgrade || !(same_host || allowed) {
+                return Err(Failure::Fatal(FetchError::Redirect {
+                    input: input.to_string(),
+                    url: url.clone(),
+                    location: next,
+                    reason: if downgrade {
+                        "from https to http".to_string()
+                    } else {
+                        format!(
+                            "to another host ({}); add it to [fetch] allowed_redirect_hosts to allow it",
+                            to.host
+                        )
+                    },
+                }));
+            }
+            url = next;
+            continue;
+        }
+        if status != 200 {
+            let e = FetchError::HttpStatus {
+                input: input.to_string(),
+                url: url.clone(),
+                status,
+                reason: resp
+                    .status()
+                    .canonical_reason()
+                    .unwrap_or_default()
+                    .to_string(),
+                attempts: attempt,
+            };
+            return Err(if status == 408 || status == 429 || status >= 500 {
+                Failure::Retry(e)
+            } else {
+                Failure::Fatal(e)
+            });
+        }
+        if let Some(enc) = resp
+            .headers()
+            .get("content-encoding")
+            .and_then(|v| v.to_str().ok())
+        {
+            if !enc.eq_ignore_ascii_case("identity") {
+                return Err(Failure::Fatal(network(
+                    &url,
+                    format!("the server sent Content-Encoding `{enc}`; only identity is accepted, since the sha256 covers the file's own bytes"),
+                )));
+            }
+        }
+        let content_length = resp
+            .headers()
+            .get("content-length")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        let reader = resp.into_body().into_with_config().limit(u64::MAX).reader();
+        return save_body(input, &url, reader, content_length, tmp, settings, attempt);
+    }
+    Err(Failure::Fatal(network(
+        &url,
+        format!("more than {MAX_REDIRECTS} redirects"),
+    )))
+}
+
+fn save_body(
+    input: &str,
+    url: &str,
+    mut reader: impl Read,
+    content_length: Option<u64>,
+    tmp: &Path,
+    settings: &HttpSettings,
+    attempt: u32,
+) -> Result<u64, Failure> {
+    let io_fatal = |e: std::io::Error| {
+        Failure::Fatal(FetchError::Io {
+            input: input.to_string(),
+            path: tmp.to_path_buf(),
+            error: e,
+        })
+    };
+    let mut f = fs::File::create(tmp).map_err(io_fatal)?;
+    let bar = if settings.progress {
+        let bar = match content_length {
+            Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr()),
+            None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
+        };
+        if let Ok(style) =
+            ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}")
+        {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(input.to_string());
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let mut buf = vec![0u8; 1 << 16];
+    let mut received: u64 = 0;
+    let truncated = |received: u64, expected: u64, why: String| {
+        Failure::Retry(FetchError::Truncated {
+            input: input.to_string(),
+            url: url.to_string(),
+            received,
+            expected,
+            why,
+            attempts: attempt,
+        })
+    };
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) => {
+                bar.finish_and_clear();
+                let why = describe(&ureq::Error::from(e), settings.timeout);
+                return Err(match content_length {
+                    Some(cl) if received < cl => truncated(received, cl, why),
+                    _ => Failure::Retry(FetchError::Network {
+                        input: input.to_string(),
+                        url: url.to_string(),
+                        message: format!("reading the body after {received} bytes: {why}"),
+                        attempts: attempt,
+                    }),
+                });
+            }
+        };
+        if n == 0 {
+            break;
+        }
+        f.write_all(&buf[..n]).map_err(io_fatal)?;
+        received += n as u64;
+        bar.set_position(received);
+    }
+    bar.finish_and_clear();
+    if let Some(cl) = content_length {
+        if received != cl {
+            return Err(truncated(
+                received,
+                cl,
+                "the body length differs from Content-Length".to_string(),
+            ));
+        }
+    }
+    f.sync_all().map_err(io_fatal)?;
+    Ok(received)
+}
+
+fn describe(e: &ureq::Error, timeout: Duration) -> String {
+    match e {
+        ureq::Error::Timeout(t) => format!("timed out ({t}; limit {}s)", timeout.as_secs()),
+        ureq::Error::Io(io) => format!("{io}"),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_resolve() {
+        let b = "http://127.0.0.1:8080/a/b/file.csv?x=1";
+        assert_eq!(
+            resolve_location(b, "/c.csv").unwrap(),
+            "http://127.0.0.1:8080/c.csv"
+        );
+        assert_eq!(
+            resolve_location(b, "c.csv").unwrap(),
+            "http://127.0.0.1:8080/a/b/c.csv"
+        );
+        assert_eq!(
+            resolve_location(b, "../new/c.csv?v=1").unwrap(),
+            "http://127.0.0.1:8080/a/new/c.csv?v=1"
+        );
+        assert_eq!(
+            resolve_location(b, "/x/./y/../../z").unwrap(),
+            "http://127.0.0.1:8080/z"
+        );
+        assert_eq!(
+            resolve_location(b, "../../../up").unwrap(),
+            "http://127.0.0.1:8080/up"
+        );
+        assert_eq!(
+            resolve_location(b, "./").unwrap(),
+            "http://127.0.0.1:8080/a/b/"
+        );
+        assert_eq!(
+            resolve_location(b, "//localhost:9/x").unwrap(),
+            "http://localhost:9/x"
+        );
+        assert_eq!(
+            resolve_location(b, "HTTPS://cdn.example/x").unwrap(),
+            "HTTPS://cdn.example/x"
+        );
+    }
+
+    #[test]
+    fn url_parts_lowercases_host_and_refuses_other_schemes() {
+        let p = url_parts("http://LocalHost:81/x?y").unwrap();
+        assert_eq!(p.host, "localhost");
+        assert_eq!(p.path_and_query, "/x?y");
+        assert!(url_parts("ftp://h/x").is_err());
+        assert!(url_parts("/relative").is_err());
+    }
+
+    #[test]
+    fn backoff_is_bounded() {
+        assert_eq!(backoff(1), Duration::from_millis(250));
+        assert_eq!(backoff(2), Duration::from_millis(500));
+        assert_eq!(backoff(30), Duration::from_secs(4));
+    }
+}

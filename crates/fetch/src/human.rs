@@ -1,0 +1,445 @@
+//! Import of a JobCannon human-response CSV into one Arrow record batch.
+//!
+//! The schema is [`protospread_core::instruments::arrow_schema`]; nothing is inferred. Every
+//! cell is parsed by the type of its column. A blank cell becomes null only in a column the
+//! schema marks nullable (`locale`, `duration_seconds`, the text score columns); a blank
+//! anywhere else is an error, as is every other cell that does not parse.
+
+use crate::cells::{parse_int, parse_timestamp_micros, Bounded, IntError};
+use arrow::array::{
+    ArrayRef, Int32Builder, Int64Builder, Int8Builder, StringBuilder, TimestampMicrosecondBuilder,
+};
+use arrow::datatypes::{DataType, SchemaRef, TimeUnit};
+use arrow::record_batch::RecordBatch;
+use protospread_core::instruments::{arrow_schema, Instrument};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Where in a CSV file an import error is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CsvPlace {
+    /// The whole file (e.g. it is empty).
+    File,
+    /// The header row, at a 1-based column.
+    Header { column: usize, name: Option<String> },
+    /// A data row: 1-based among data rows, its starting line in the file, and the column.
+    Row {
+        row: usize,
+        line: u64,
+        column: usize,
+        name: String,
+    },
+}
+
+/// A CSV import error naming file, row (and line) and column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CsvError {
+    pub file: PathBuf,
+    pub place: CsvPlace,
+    pub message: String,
+}
+
+impl fmt::Display for CsvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.file.display())?;
+        match &self.place {
+            CsvPlace::File => {}
+            CsvPlace::Header { column, name } => {
+                write!(f, "header (line 1), column {column}")?;
+                if let Some(n) = name {
+                    write!(f, " `{n}`")?;
+                }
+                write!(f, ": ")?;
+            }
+            CsvPlace::Row {
+                row,
+                line,
+                column,
+                name,
+            } => write!(f, "row {row} (line {line}), column {column} `{name}`: ")?,
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+impl std::error::Error for CsvError {}
+
+enum Col {
+    I64(Int64Builder),
+    I32(Int32Builder),
+    I8(Int8Builder),
+    Ts(TimestampMicrosecondBuilder),
+    Str(StringBuilder),
+}
+
+impl Col {
+    fn for_type(t: &DataType) -> Col {
+        match t {
+            DataType::Int64 => Col::I64(Int64Builder::new()),
+            DataType::Int32 => Col::I32(Int32Builder::new()),
+            DataType::Int8 => Col::I8(Int8Builder::new()),
+            DataType::Timestamp(TimeUnit::Microsecond, tz) => {
+                Col::Ts(TimestampMicrosecondBuilder::new().with_timezone_opt(tz.clone()))
+            }
+            DataType::Utf8 => Col::Str(StringBuilder::new()),
+            other => unreachable!("instrument schemas use no {other} column"),
+        }
+    }
+
+    fn push_null(&mut self) {
+        match self {
+            Col::I64(b) => b.append_null(),
+            Col::I32(b) => b.append_null(),
+            Col::I8(b) => b.append_null(),
+            Col::Ts(b) => b.append_null(),
+            Col::Str(b) => b.append_null(),
+        }
+    }
+
+    /// Parse and append one non-blank cell; the error text describes the cell.
+    fn push(&mut self, cell: &str) -> Result<(), String> {
+        fn int<T: TryFrom<i128> + Bounded>(cell: &str, ty: &str) -> Result<T, String> {
+            parse_int::<T>(cell).map_err(|e| match e {
+                IntError::OutOfRange { .. } => format!("`{cell}` {e} ({ty})"),
+                _ => format!("`{cell}` {e}"),
+            })
+        }
+        match self {
+            Col::I64(b) => b.append_value(int::<i64>(cell, "Int64")?),
+            Col::I32(b) => b.append_value(int::<i32>(cell, "Int32")?),
+            Col::I8(b) => b.append_value(int::<i8>(cell, "Int8")?),
+            Col::Ts(b) => b.append_value(parse_timestamp_micros(cell)?),
+            Col::Str(b) => b.append_value(cell),
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Col::I64(b) => Arc::new(b.finish()),
+            Col::I32(b) => Arc::new(b.finish()),
+            Col::I8(b) => Arc::new(b.finish()),
+            Col::Ts(b) => Arc::new(b.finish()),
+            Col::Str(b) => Arc::new(b.finish()),
+        }
+    }
+}
+
+/// Import the bytes of a human-response CSV of `inst`. `file` only names the file in errors.
+///
+/// The first record must be exactly the instrument's header
+/// ([`Instrument::columns`]; the csv reader skips a UTF-8 byte-order mark at the very start); every later record must have exactly that many fields. Rows
+/// keep the file's order. A file with a header but no data row is an error, as is an empty
+/// file or one that is not UTF-8.
+pub fn import_human_csv(
+    file: &Path,
+    bytes: &[u8],
+    inst: &Instrument,
+) -> Result<RecordBatch, CsvError> {
+    let schema: SchemaRef = arrow_schema(inst);
+    let err = |place: CsvPlace, message: String| CsvError {
+        file: file.to_path_buf(),
+        place,
+        message,
+    };
+    if bytes.is_empty() {
+        return Err(err(
+            CsvPlace::File,
+            "empty file: expected a header row".to_string(),
+        ));
+    }
+    let expected = inst.columns();
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(bytes);
+    let mut rec = csv::ByteRecord::new();
+    let read = |rdr: &mut csv::Reader<&[u8]>, rec: &mut csv::ByteRecord| {
+        rdr.read_byte_record(rec)
+            .map_err(|e| err(CsvPlace::File, format!("CSV: {e}")))
+    };
+
+    if !read(&mut rdr, &mut rec)? {
+        return Err(err(
+            CsvPlace::File,
+            "no records: expected a header row".to_string(),
+        ));
+    }
+    for (i, field) in rec.iter().enumerate() {
+        let column = i + 1;
+        let name = std::str::from_utf8(field).map_err(|e| {
+            err(
+                CsvPlace::Header { column, name: None },
+                format!("not UTF-8 (invalid byte at offset {})", e.valid_up_to()),
+            )
+        })?;
+        match expected.get(i) {
+            None => {
+                return Err(err(
+                    CsvPlace::Header {
+                        column,
+                        name: Some(name.to_string()),
+                    },
+                    format!(
+                        "extra column: header has {} columns, {} expects {}",
+                        rec.len(),
+                        inst.name,
+                        expected.len()
+                    ),
+                ))
+            }
+            Some(want) if want.as_str() != name => {
+                return Err(err(
+                    CsvPlace::Header {
+                        column,
+                        name: Some(name.to_string()),
+                    },
+                    format!("expected `{want}`"),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    if rec.len() < expected.len() {
+        return Err(err(
+            CsvPlace::Header {
+                column: rec.len() + 1,
+                name: None,
+            },
+            format!(
+                "missing column `{}`: header has {} columns, {} expects {}",
+                expected[rec.len()],
+                rec.len(),
+                inst.name,
+                expected.len()
+            ),
+        ));
+    }
+
+    let mut cols: Vec<Col> = schema
+        .fields()
+        .iter()
+        .map(|f| Col::for_type(f.data_type()))
+        .collect();
+    let nullable: Vec<bool> = schema.fields().iter().map(|f| f.is_nullable()).collect();
+    let mut row = 0usize;
+    while read(&mut rdr, &mut rec)? {
+        row += 1;
+        let line = rec.position().map(|p| p.line()).unwrap_or(0);
+        let place = |column: usize| CsvPlace::Row {
+            row,
+            line,
+            column,
+            name: expected
+                .get(column - 1)
+                .cloned()
+                .unwrap_or_else(|| "(none)".to_string()),
+        };
+        if rec.len() < expected.len() {
+            return Err(err(
+                place(rec.len() + 1),
+                format!(
+                    "missing: the row has {} columns, the header {}",
+                    rec.len(),
+                    expected.len()
+                ),
+            ));
+        }
+        if rec.len() > expected.len() {
+            return Err(err(
+                place(expected.len() + 1),
+                format!(
+                    "extra column: the row has {} columns, the header {}",
+                    rec.len(),
+                    expected.len()
+                ),
+            ));
+        }
+        for (i, field) in rec.iter().enumerate() {
+            let cell = std::str::from_utf8(field).map_err(|e| {
+                err(
+                    place(i + 1),
+                    format!("not UTF-8 (invalid byte at offset {})", e.valid_up_to()),
+                )
+            })?;
+            if cell.is_empty() {
+                if nullable[i] {
+                    cols[i].push_null();
+                    continue;
+                }
+                return Err(err(
+                    place(i + 1),
+                    "blank, but this column requires a value".to_string(),
+                ));
+            }
+            cols[i].push(cell).map_err(|m| err(place(i + 1), m))?;
+        }
+    }
+    if row == 0 {
+        return Err(err(
+            CsvPlace::File,
+            "no data rows after the header".to_string(),
+        ));
+    }
+    let arrays: Vec<ArrayRef> = cols.iter_mut().map(Col::finish).collect();
+    RecordBatch::try_new(schema, arrays).map_err(|e| err(CsvPlace::File, format!("arrow: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Array, Int8Array, StringArray, TimestampMicrosecondArray};
+    use protospread_core::instruments::{by_name, DARK_TRIAD};
+
+    fn header(inst: &Instrument) -> String {
+        inst.columns().join(",")
+    }
+
+    fn row(id: u32, ts: &str, q: &str) -> String {
+        format!("{id},{ts},,,narcissism,1,2,3,{q}")
+    }
+
+    fn items(v: &str) -> String {
+        vec![v; 18].join(",")
+    }
+
+    fn good() -> String {
+        format!(
+            "{}\n{}\n{}\n",
+            header(&DARK_TRIAD),
+            row(1, "2026-03-10T15:48:45.624832+00:00", &items("3")),
+            row(2, "2026-04-03T20:50:20.089+00:00", &items("0"))
+        )
+    }
+
+    fn e(text: &str) -> String {
+        import_human_csv(Path::new("dt.csv"), text.as_bytes(), &DARK_TRIAD)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn good_file_imports_with_nulls() {
+        let b = import_human_csv(Path::new("dt.csv"), good().as_bytes(), &DARK_TRIAD).unwrap();
+        assert_eq!(b.num_rows(), 2);
+        assert_eq!(b.schema(), arrow_schema(&DARK_TRIAD));
+        let loc = b
+            .column_by_name("locale")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap();
+        assert!(loc.is_null(0));
+        assert!(b.column_by_name("duration_seconds").unwrap().is_null(1));
+        let q = b
+            .column_by_name("q18")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<Int8Array>()
+            .unwrap();
+        assert_eq!(q.values().to_vec(), vec![3, 0]);
+        let ts = b
+            .column_by_name("created_at")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<TimestampMicrosecondArray>()
+            .unwrap();
+        assert_eq!(ts.value(1), 1_775_249_420_089_000);
+    }
+
+    #[test]
+    fn bad_cells_name_row_line_column() {
+        let mut t = good();
+        t = t.replacen(",3,3,3,3", ",3,x,3,3", 1);
+        let m = e(&t);
+        assert!(m.starts_with("dt.csv: row 1 (line 2), column "), "{m}");
+        assert!(m.contains("`x` is not an integer"), "{m}");
+
+        let t = good().replacen(",0,0,0", ",0,200,0", 1);
+        let m = e(&t);
+        assert!(
+            m.contains("row 2 (line 3)") && m.contains("outside -128..=127 (Int8)"),
+            "{m}"
+        );
+
+        let t = good().replace("2026-04-03T20:50:20.089+00:00", "2026-04-03 20:50:20");
+        let m = e(&t);
+        assert!(m.contains("row 2 (line 3), column 2 `created_at`"), "{m}");
+
+        let t = good().replacen(",narcissism,", ",,", 1);
+        let m = e(&t);
+        assert!(m.contains("column 5 `top_result`: blank"), "{m}");
+    }
+
+    #[test]
+    fn column_count_errors() {
+        let t = good().trim_end().to_string() + ",0\n";
+        let m = e(&t);
+        assert!(
+            m.contains("row 2 (line 3), column 27 `(none)`: extra column"),
+            "{m}"
+        );
+        let g = good();
+        let lines: Vec<&str> = g.lines().collect();
+        let short = format!("{}\n{}\n", lines[0], lines[1].rsplit_once(',').unwrap().0);
+        let m = e(&short);
+        assert!(
+            m.contains("row 1 (line 2), column 26 `q18`: missing"),
+            "{m}"
+        );
+        let m = e(&good().replacen(",q18", "", 1));
+        assert!(
+            m.contains("header (line 1), column 26: missing column `q18`"),
+            "{m}"
+        );
+        let m = e(&good().replacen(",q18", ",q18,q19", 1));
+        assert!(
+            m.contains("header (line 1), column 27 `q19`: extra column"),
+            "{m}"
+        );
+        let m = e(&good().replacen("locale", "loc", 1));
+        assert!(m.contains("column 3 `loc`: expected `locale`"), "{m}");
+    }
+
+    #[test]
+    fn empty_header_only_and_non_utf8() {
+        assert!(e("").contains("empty file"));
+        assert!(e(&format!("{}\n", header(&DARK_TRIAD))).contains("no data rows"));
+        let mut bytes = good().into_bytes();
+        let header_end = bytes.iter().position(|b| *b == b'\n').unwrap();
+        let pos = header_end
+            + bytes[header_end..]
+                .windows(10)
+                .position(|w| w == b"narcissism")
+                .unwrap();
+        bytes[pos + 1] = 0xff;
+        let m = import_human_csv(Path::new("dt.csv"), &bytes, &DARK_TRIAD)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            m.contains("row 1 (line 2), column 5 `top_result`: not UTF-8"),
+            "{m}"
+        );
+        // The csv reader skips a UTF-8 byte-order mark at the very start; elsewhere it is text.
+        let bom = format!("\u{feff}{}", good());
+        assert!(import_human_csv(Path::new("dt.csv"), bom.as_bytes(), &DARK_TRIAD).is_ok());
+        let m = e(&good().replacen("locale", "\u{feff}locale", 1));
+        assert!(m.contains("column 3"), "{m}");
+    }
+
+    #[test]
+    fn line_numbers_follow_quoted_newlines() {
+        let inst = by_name("riasec").unwrap();
+        let q = vec!["1"; 60].join(",");
+        let text = format!(
+            "{}\n1,2026-03-10T15:48:45Z,,,RIE,1,2,3,4,5,6,\"{{\n}}\",{q}\n2,2026-03-10T15:48:45Z,,,RIE,1,2,3,4,5,6,,{}\n",
+            header(inst),
+            q.replacen('1', "x", 1)
+        );
+        let m = import_human_csv(Path::new("r.csv"), text.as_bytes(), inst)
+            .unwrap_err()
+            .to_string();
+        assert!(m.contains("row 2 (line 4), column 13 `q1`"), "{m}");
+    }
+}

@@ -1,0 +1,386 @@
+//! The self-contained HTML report: inline CSS, inline SVG figures drawn here, no scripts, no
+//! fonts or images from anywhere. The figures are drawn from the rendered `cells` table (the
+//! same strings as the canonical CSV), so they show exactly the published figures.
+
+use crate::render::TextTable;
+use crate::{ReportError, Rendered};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+
+const PALETTE: &[&str] = &[
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
+];
+
+/// Escape text for HTML element content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            _ => o.push(c),
+        }
+    }
+    o
+}
+
+/// A coordinate with two decimals (SVG user units).
+fn c(x: f64) -> String {
+    format!("{x:.2}")
+}
+
+/// A "nice" tick step (1, 2 or 5 times a power of ten) giving about `n` ticks up to `max`.
+fn tick_step(max: f64, n: f64) -> f64 {
+    let raw = (max / n).max(1e-9);
+    let p = 10f64.powf(raw.log10().floor());
+    let m = raw / p;
+    let k = if m <= 1.0 {
+        1.0
+    } else if m <= 2.0 {
+        2.0
+    } else if m <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    k * p
+}
+
+fn tick_label(v: f64, step: f64) -> String {
+    if step >= 1.0 {
+        format!("{v:.0}")
+    } else if step >= 0.1 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// A kept cell as the figures need it.
+#[derive(Debug, Clone)]
+struct Point {
+    model: String,
+    arm: String,
+    test: String,
+    protocol_sd: f64,
+    /// None for a cell without sampling administrations (a separate arm).
+    sampling_sd: Option<f64>,
+    range_z: f64,
+}
+
+fn points(cells: &TextTable) -> Result<BTreeMap<(String, String), Vec<Point>>, String> {
+    let col = |n: &str| cells.col(n).ok_or_else(|| format!("cells table has no column `{n}`"));
+    let (src, lab, model, arm, test, kept) = (col("source")?, col("label")?, col("model")?, col("arm")?, col("test")?, col("kept")?);
+    let (psd, ssd, range) = (col("protocol_sd")?, col("sampling_sd")?, col("range_z")?);
+    let mut out: BTreeMap<(String, String), Vec<Point>> = BTreeMap::new();
+    for r in &cells.rows {
+        if r[kept] != "true" {
+            continue;
+        }
+        let num = |i: usize| r[i].parse::<f64>().map_err(|_| format!("cells table: `{}` is not a number", r[i]));
+        out.entry((r[src].clone(), r[lab].clone())).or_default().push(Point {
+            model: r[model].clone(),
+            arm: r[arm].clone(),
+            test: r[test].clone(),
+            protocol_sd: num(psd)?,
+            sampling_sd: if r[ssd].is_empty() { None } else { Some(num(ssd)?) },
+            range_z: num(range)?,
+        });
+    }
+    Ok(out)
+}
+
+fn color_map(keys: impl IntoIterator<Item = String>) -> BTreeMap<String, &'static str> {
+    keys.into_iter()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .enumerate()
+        .map(|(i, k)| (k, PALETTE[i % PALETTE.len()]))
+        .collect()
+}
+
+/// Scatter of protocol SD (y) against sampling SD (x) per kept cell, with the line y = x.
+fn scatter(all: &[Point], source: &str, label: &str) -> String {
+    let pts: Vec<(&Point, f64)> = all.iter().filter_map(|p| p.sampling_sd.map(|s| (p, s))).collect();
+    let (w, h, ml, mr, mt, mb) = (520.0, 470.0, 60.0, 20.0, 40.0, 50.0);
+    let (pw, ph) = (w - ml - mr, h - mt - mb);
+    let max = pts
+        .iter()
+        .flat_map(|(p, s)| [p.protocol_sd, *s])
+        .fold(0.0f64, f64::max);
+    let step = tick_step(if max > 0.0 { max } else { 1.0 }, 5.0);
+    let top = ((if max > 0.0 { max } else { 1.0 }) / step).ceil() * step;
+    let x = |v: f64| ml + v / top * pw;
+    let y = |v: f64| mt + ph - v / top * ph;
+    let colors = color_map(pts.iter().map(|(p, _)| p.arm.clone()));
+    let above = pts.iter().filter(|(p, s)| p.protocol_sd > *s).count();
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="protocol SD against sampling SD, {src}">"#,
+        src = esc(source)
+    );
+    let _ = write!(s, r##"<rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>"##);
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="20" class="t">{} ({}): {} cells, {} above y = x</text>"#,
+        c(ml),
+        esc(source),
+        esc(label),
+        pts.len(),
+        above
+    );
+    let mut v = 0.0;
+    while v <= top + step / 2.0 {
+        let _ = write!(
+            s,
+            r##"<line x1="{x1}" y1="{yy}" x2="{x2}" y2="{yy}" stroke="#e5e5e5"/><line x1="{xx}" y1="{y1}" x2="{xx}" y2="{y2}" stroke="#e5e5e5"/><text x="{tx}" y="{ty}" class="a" text-anchor="end">{l}</text><text x="{xx}" y="{bx}" class="a" text-anchor="middle">{l}</text>"##,
+            x1 = c(ml),
+            x2 = c(ml + pw),
+            yy = c(y(v)),
+            xx = c(x(v)),
+            y1 = c(mt),
+            y2 = c(mt + ph),
+            tx = c(ml - 6.0),
+            ty = c(y(v) + 4.0),
+            bx = c(mt + ph + 16.0),
+            l = tick_label(v, step)
+        );
+        v += step;
+    }
+    let _ = write!(
+        s,
+        r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/>"##,
+        c(ml),
+        c(mt),
+        c(pw),
+        c(ph)
+    );
+    let _ = write!(
+        s,
+        r##"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#444" stroke-dasharray="5,4"/><text x="{}" y="{}" class="a" text-anchor="end">y = x</text>"##,
+        c(x(0.0)),
+        c(y(0.0)),
+        c(x(top)),
+        c(y(top)),
+        c(x(top) - 4.0),
+        c(y(top) + 14.0)
+    );
+    for (p, ssd) in &pts {
+        let _ = write!(
+            s,
+            r#"<circle cx="{}" cy="{}" r="3.5" fill="{}" fill-opacity="0.65"><title>{} {}: protocol SD {:.3}, sampling SD {:.3}</title></circle>"#,
+            c(x(*ssd)),
+            c(y(p.protocol_sd)),
+            colors[&p.arm],
+            esc(&p.model),
+            esc(&p.test),
+            p.protocol_sd,
+            ssd
+        );
+    }
+    for (i, (arm, col)) in colors.iter().enumerate() {
+        let ly = mt + 14.0 + 16.0 * i as f64;
+        let _ = write!(
+            s,
+            r##"<circle cx="{}" cy="{}" r="4" fill="{col}"/><text x="{}" y="{}" class="a">arm {}</text>"##,
+            c(ml + 12.0),
+            c(ly - 4.0),
+            c(ml + 20.0),
+            c(ly),
+            esc(arm)
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="{}" class="a" text-anchor="middle">sampling SD (three temperature-1 samples), human SDs</text><text x="14" y="{}" class="a" text-anchor="middle" transform="rotate(-90 14 {})">protocol SD (ten temperature-0 setups), human SDs</text></svg>"#,
+        c(ml + pw / 2.0),
+        c(h - 10.0),
+        c(mt + ph / 2.0),
+        c(mt + ph / 2.0)
+    );
+    s
+}
+
+/// Range (highest minus lowest setup, human SDs) of every kept cell, one row per model,
+/// coloured by test, with reference lines at 1 and 2 human SDs.
+fn range_strip(pts: &[Point], source: &str, label: &str) -> String {
+    let mut models: Vec<(String, String)> = pts
+        .iter()
+        .map(|p| (p.arm.clone(), p.model.clone()))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    models.sort();
+    let tests: Vec<String> = pts.iter().map(|p| p.test.clone()).collect::<BTreeSet<_>>().into_iter().collect();
+    let colors = color_map(tests.iter().cloned());
+    let name_w = models.iter().map(|(a, m)| a.len() + m.len() + 3).max().unwrap_or(8) as f64 * 6.5;
+    let (ml, mr, mt, mb, row) = (name_w.max(80.0) + 10.0, 20.0, 40.0 + 16.0 * tests.len() as f64, 40.0, 20.0);
+    let w = 720.0f64.max(ml + 400.0);
+    let pw = w - ml - mr;
+    let ph = row * models.len().max(1) as f64;
+    let h = mt + ph + mb;
+    let max = pts.iter().map(|p| p.range_z).fold(2.0f64, f64::max);
+    let step = tick_step(max, 6.0);
+    let top = (max / step).ceil() * step;
+    let x = |v: f64| ml + v / top * pw;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="range per model and test, {}">"#,
+        esc(source)
+    );
+    let _ = write!(s, r##"<rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>"##);
+    let _ = write!(
+        s,
+        r#"<text x="10" y="20" class="t">{} ({}): range over the protocol setups per cell, human SDs</text>"#,
+        esc(source),
+        esc(label)
+    );
+    for (i, t) in tests.iter().enumerate() {
+        let ly = 38.0 + 16.0 * i as f64;
+        let _ = write!(
+            s,
+            r#"<circle cx="{}" cy="{}" r="4" fill="{}"/><text x="{}" y="{}" class="a">{}</text>"#,
+            c(ml + 6.0),
+            c(ly - 4.0),
+            colors[t],
+            c(ml + 14.0),
+            c(ly),
+            esc(t)
+        );
+    }
+    let mut v = 0.0;
+    while v <= top + step / 2.0 {
+        let strong = (v - 1.0).abs() < 1e-9 || (v - 2.0).abs() < 1e-9;
+        let _ = write!(
+            s,
+            r#"<line x1="{xx}" y1="{}" x2="{xx}" y2="{}" stroke="{}"/><text x="{xx}" y="{}" class="a" text-anchor="middle">{}</text>"#,
+            c(mt),
+            c(mt + ph),
+            if strong { "#999" } else { "#e5e5e5" },
+            c(mt + ph + 16.0),
+            tick_label(v, step),
+            xx = c(x(v))
+        );
+        v += step;
+    }
+    for (ri, (arm, model)) in models.iter().enumerate() {
+        let cy = mt + row * ri as f64 + row / 2.0;
+        if ri % 2 == 0 {
+            let _ = write!(s, r##"<rect x="{}" y="{}" width="{}" height="{}" fill="#f6f6f6"/>"##, c(ml), c(cy - row / 2.0), c(pw), c(row));
+        }
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{}" class="a" text-anchor="end">{} ({})</text>"#,
+            c(ml - 6.0),
+            c(cy + 4.0),
+            esc(model),
+            esc(arm)
+        );
+        for p in pts.iter().filter(|p| &p.model == model && &p.arm == arm) {
+            let ti = tests.iter().position(|t| t == &p.test).unwrap_or(0) as f64;
+            let dy = (ti - (tests.len() as f64 - 1.0) / 2.0) * 3.0;
+            let _ = write!(
+                s,
+                r#"<circle cx="{}" cy="{}" r="3.5" fill="{}" fill-opacity="0.7"><title>{} {}: range {:.3}</title></circle>"#,
+                c(x(p.range_z)),
+                c(cy + dy),
+                colors[&p.test],
+                esc(&p.model),
+                esc(&p.test),
+                p.range_z
+            );
+        }
+    }
+    let _ = write!(
+        s,
+        r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/><text x="{}" y="{}" class="a" text-anchor="middle">highest minus lowest setup, human SDs (lines at 1 and 2)</text></svg>"##,
+        c(ml),
+        c(mt),
+        c(pw),
+        c(ph),
+        c(ml + pw / 2.0),
+        c(h - 8.0)
+    );
+    s
+}
+
+fn html_table(t: &TextTable) -> String {
+    let mut s = String::from("<div class=\"tw\"><table><thead><tr>");
+    for h in &t.header {
+        let _ = write!(s, "<th>{}</th>", esc(h));
+    }
+    s.push_str("</tr></thead><tbody>");
+    for r in &t.rows {
+        s.push_str("<tr>");
+        for (j, v) in r.iter().enumerate() {
+            if t.numeric[j] {
+                let _ = write!(s, "<td class=\"n\">{}</td>", esc(v));
+            } else {
+                let _ = write!(s, "<td>{}</td>", esc(v));
+            }
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</tbody></table></div>");
+    if t.rows.is_empty() {
+        s.push_str("<p class=\"d\">(no rows)</p>");
+    }
+    s
+}
+
+const STYLE: &str = "body{font-family:sans-serif;margin:24px;max-width:1200px;color:#222}\
+h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ccc}h3{font-size:15px;margin-top:22px}\
+.d{color:#555;font-size:13px}.tw{overflow-x:auto}table{border-collapse:collapse;font-size:12px}\
+th,td{border:1px solid #ddd;padding:2px 6px;white-space:nowrap}th{background:#f0f0f0}td.n{text-align:right;font-family:monospace}\
+svg{display:block;margin:8px 0}svg .t{font:bold 13px sans-serif}svg .a{font:11px sans-serif;fill:#333}\
+.figs{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}";
+
+/// The whole HTML report.
+pub fn report(title: &str, tables: &[Rendered]) -> Result<String, ReportError> {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n<p class=\"d\">Generated by protospread from the stored answers. Every table is also written as canonical CSV (hashed). Floats have six decimals; SDs and ranges are in human SDs; conventions in docs/statistics.md. Sources are labelled (\"simulated\" data is marked as such in every table).</p>\n",
+        esc(title),
+        esc(title)
+    );
+    if let Some(cells) = tables.iter().find(|t| t.name == "cells") {
+        let pts = points(&cells.table).map_err(|m| ReportError::Usage(format!("report.html: {m}")))?;
+        s.push_str("<h2>Figures</h2>\n");
+        for ((source, label), p) in &pts {
+            let _ = write!(s, "<h3>Source {} ({})</h3>\n<div class=\"figs\">", esc(source), esc(label));
+            s.push_str(&scatter(p, source, label));
+            s.push_str(&range_strip(p, source, label));
+            s.push_str("</div>\n");
+        }
+    }
+    s.push_str("<h2>Tables</h2>\n");
+    for t in tables {
+        let _ = write!(s, "<h3 id=\"{}\">{}</h3>\n", esc(&t.name), esc(&t.title));
+        if !t.description.is_empty() {
+            let _ = write!(s, "<p class=\"d\">{}</p>\n", esc(&t.description));
+        }
+        let _ = write!(s, "<p class=\"d\"><code>{}.csv</code> from <code>{}</code></p>\n", esc(&t.name), esc(&t.from));
+        s.push_str(&html_table(&t.table));
+        s.push('\n');
+    }
+    s.push_str("</body>\n</html>\n");
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_nice() {
+        assert_eq!(tick_step(1.0, 5.0), 0.2);
+        assert_eq!(tick_step(3.84, 6.0), 1.0);
+        assert_eq!(esc("<a&\"b\">"), "&lt;a&amp;&quot;b&quot;&gt;");
+    }
+}

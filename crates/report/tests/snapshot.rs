@@ -1,0 +1,129 @@
+//! The report stage on the aggregate fixture: committed snapshots of every CSV table and of
+//! report.md (rewrite them on purpose with `UPDATE_SNAPSHOTS=1`), the generic renderer on a
+//! table of another stage, and the self-containedness of report.html.
+
+use protospread_core::config::ReportSection;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+fn snapshots() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots")
+}
+
+/// A score-stage-like table (the parity summary's contract shape).
+fn write_parity(out: &Path) {
+    use arrow::array::{ArrayRef, Int64Array, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("instrument", DataType::Utf8, false),
+        Field::new("category", DataType::Utf8, false),
+        Field::new("reason", DataType::Utf8, true),
+        Field::new("rows", DataType::Int64, false),
+    ]));
+    let b = arrow::record_batch::RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(StringArray::from(vec!["big_five", "big_five"])) as ArrayRef,
+            Arc::new(StringArray::from(vec!["reproduced", "set_aside"])),
+            Arc::new(StringArray::from(vec![None, Some("duplicate of row 3, \"same\" | answers")])),
+            Arc::new(Int64Array::from(vec![877, 3])),
+        ],
+    )
+    .unwrap();
+    protospread_core::pq::write(&out.join("score/parity_summary.parquet"), schema, &[b]).unwrap();
+}
+
+fn build() -> (tempfile::TempDir, protospread_report::Summary) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path();
+    protospread_aggregate::fixture::write(&out.join("score")).unwrap();
+    write_parity(out);
+    protospread_aggregate::run(&out.join("score"), &out.join("aggregate"), &Default::default()).unwrap();
+    let section = ReportSection {
+        tables: vec![PathBuf::from("score/parity_summary.parquet")],
+        ..ReportSection::default()
+    };
+    let s = protospread_report::run(out, &section).unwrap();
+    (dir, s)
+}
+
+#[test]
+fn tables_match_committed_snapshots() {
+    let (dir, s) = build();
+    let report = dir.path().join("report");
+    let update = std::env::var_os("UPDATE_SNAPSHOTS").is_some();
+    let mut names: Vec<String> = s.files.iter().filter(|f| f.ends_with(".csv")).cloned().collect();
+    names.push("report.md".to_string());
+    assert!(names.len() >= 12, "{names:?}");
+    let mut mismatched = Vec::new();
+    for n in &names {
+        let got = std::fs::read(report.join(n)).unwrap();
+        let snap = snapshots().join(n);
+        if update {
+            std::fs::create_dir_all(snapshots()).unwrap();
+            std::fs::write(&snap, &got).unwrap();
+            continue;
+        }
+        match std::fs::read(&snap) {
+            Ok(want) if want == got => {}
+            Ok(want) => {
+                let w = protospread_report::verify::first_csv_difference(&want, &got).unwrap_or_default();
+                mismatched.push(format!("{n}: {w}"));
+            }
+            Err(_) => mismatched.push(format!("{n}: no snapshot (run with UPDATE_SNAPSHOTS=1)")),
+        }
+    }
+    assert!(mismatched.is_empty(), "snapshots differ:\n{}", mismatched.join("\n"));
+    // Every table carries its source label.
+    for n in names.iter().filter(|n| n.ends_with(".csv") && *n != "parity_summary.csv") {
+        let text = std::fs::read_to_string(report.join(n)).unwrap();
+        let lines = text.lines().count();
+        if lines > 1 {
+            assert!(text.lines().next().unwrap().contains("label"), "{n} has no label column");
+            assert!(text.contains("fixture"), "{n} does not show the label");
+        }
+    }
+}
+
+#[test]
+fn generic_rendering_and_manifest() {
+    let (dir, _) = build();
+    let report = dir.path().join("report");
+    let csv = std::fs::read_to_string(report.join("parity_summary.csv")).unwrap();
+    assert_eq!(
+        csv,
+        "instrument,category,reason,rows\nbig_five,reproduced,,877\nbig_five,set_aside,\"duplicate of row 3, \"\"same\"\" | answers\",3\n"
+    );
+    let md = std::fs::read_to_string(report.join("parity_summary.md")).unwrap();
+    assert!(md.contains("| big_five | set_aside | duplicate of row 3, \"same\" \\| answers | 3 |"), "{md}");
+    let m = protospread_core::hash::Manifest::read(&report.join("SHA256SUMS")).unwrap();
+    assert!(m.entries.contains_key("report.html") && m.entries.contains_key("cells.csv"));
+    let fresh = protospread_core::hash::Manifest::from_dir(&report).unwrap();
+    assert_eq!(m, fresh);
+}
+
+#[test]
+fn html_is_self_contained_with_figures() {
+    let (dir, _) = build();
+    let html = std::fs::read_to_string(dir.path().join("report/report.html")).unwrap();
+    for banned in ["<script", "http://", "https://", "@import", "url(", "<link", "<img"] {
+        let hits: Vec<_> = html.match_indices(banned).filter(|(i, _)| !html[..*i].ends_with("xmlns=\"")).collect();
+        assert!(hits.is_empty(), "report.html contains {banned}");
+    }
+    assert_eq!(html.matches("<svg").count(), 4, "scatter and range figure for each of two sources");
+    assert!(html.contains("above y = x"));
+    assert!(html.contains("recorded-fixture"));
+}
+
+#[test]
+fn a_missing_listed_table_is_an_error_and_keeps_previous_outputs() {
+    let (dir, _) = build();
+    let before = std::fs::read(dir.path().join("report/cells.csv")).unwrap();
+    let section = ReportSection {
+        tables: vec![PathBuf::from("score/nope.parquet")],
+        ..ReportSection::default()
+    };
+    let e = protospread_report::run(dir.path(), &section).unwrap_err().to_string();
+    assert!(e.contains("score/nope.parquet") && e.contains("does not exist"), "{e}");
+    assert_eq!(std::fs::read(dir.path().join("report/cells.csv")).unwrap(), before);
+}

@@ -1,0 +1,591 @@
+//! The sweep's tables, from per-document records.
+//!
+//! A cell is (model, benchmark, variant, delimiter): `n` documents (MMLU: all subjects
+//! pooled, as lm-eval's weight-by-size group accuracy), `correct` of them right. Accuracies
+//! and gains are in percentage points; every derived float is rounded to 6 decimals by
+//! [`round6`] so that last-bit differences between platforms' `ln`/`exp` cannot change the
+//! bytes. Means are unweighted means over delimiters (or models), summed in table order.
+
+use crate::ingest::SampleRecord;
+use crate::stats::clopper_pearson;
+use crate::{SweepError, SweepSpec};
+use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
+use arrow::datatypes::{Field, Schema};
+use arrow::record_batch::RecordBatch;
+use protospread_core::config::SweepVariant;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Level of every interval: 95%.
+pub const ALPHA: f64 = 0.05;
+
+/// Round to 6 decimals, half away from zero: the one float rule of the sweep tables.
+pub fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+/// `correct/n` as a percentage with two decimals, for printing (`56.25%`).
+pub fn fmt_pct(correct: u64, n: u64) -> String {
+    format!("{:.2}%", 100.0 * correct as f64 / n as f64)
+}
+
+/// One cell's counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    pub model: String,
+    pub benchmark: String,
+    pub variant: SweepVariant,
+    /// Index of the delimiter in the configured set (table order).
+    pub delim_index: usize,
+    pub n: u64,
+    pub correct: u64,
+}
+
+impl Cell {
+    fn pct(&self) -> f64 {
+        100.0 * self.correct as f64 / self.n as f64
+    }
+    fn ci(&self) -> (f64, f64) {
+        let (lo, hi) = clopper_pearson(self.correct, self.n, ALPHA);
+        (round6(100.0 * lo), round6(100.0 * hi))
+    }
+}
+
+/// Count correct answers per cell. Records whose delimiter is not configured are refused.
+pub fn cells(records: &[SampleRecord], spec: &SweepSpec) -> Result<Vec<Cell>, SweepError> {
+    let index: BTreeMap<&str, usize> = spec
+        .delimiters
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.slug.as_str(), i))
+        .collect();
+    let mut acc: BTreeMap<(String, String, SweepVariant, usize), (u64, u64)> = BTreeMap::new();
+    for r in records {
+        let i = *index.get(r.delimiter.slug.as_str()).ok_or_else(|| {
+            SweepError::Check(vec![format!(
+                "delimiter {} is not in [sweep] delimiters",
+                r.delimiter.quoted()
+            )])
+        })?;
+        let e = acc
+            .entry((r.model.clone(), r.benchmark.clone(), r.variant, i))
+            .or_default();
+        e.0 += 1;
+        e.1 += u64::from(r.correct);
+    }
+    Ok(acc
+        .into_iter()
+        .map(
+            |((model, benchmark, variant, delim_index), (n, correct))| Cell {
+                model,
+                benchmark,
+                variant,
+                delim_index,
+                n,
+                correct,
+            },
+        )
+        .collect())
+}
+
+fn s(v: Vec<String>) -> ArrayRef {
+    Arc::new(StringArray::from(v))
+}
+fn f(v: Vec<f64>) -> ArrayRef {
+    Arc::new(Float64Array::from(v))
+}
+fn i(v: Vec<i64>) -> ArrayRef {
+    Arc::new(Int64Array::from(v))
+}
+fn b(v: Vec<bool>) -> ArrayRef {
+    Arc::new(BooleanArray::from(v))
+}
+
+fn batch(cols: Vec<(&str, ArrayRef)>) -> RecordBatch {
+    let fields: Vec<Field> = cols
+        .iter()
+        .map(|(n, a)| Field::new(*n, a.data_type().clone(), false))
+        .collect();
+    let schema = Arc::new(Schema::new(fields));
+    RecordBatch::try_new(schema, cols.into_iter().map(|(_, a)| a).collect())
+        .expect("columns of equal length")
+}
+
+/// `a` better than `b` by exact comparison of correct/n (no float rounding in ranks).
+fn cmp_acc(a: &Cell, b: &Cell) -> std::cmp::Ordering {
+    (a.correct as u128 * b.n as u128).cmp(&(b.correct as u128 * a.n as u128))
+}
+
+/// Group cells by a key, keeping table order within each group.
+fn group<K: Ord>(cells: &[Cell], key: impl Fn(&Cell) -> K) -> BTreeMap<K, Vec<&Cell>> {
+    let mut m: BTreeMap<K, Vec<&Cell>> = BTreeMap::new();
+    for c in cells {
+        m.entry(key(c)).or_default().push(c);
+    }
+    m
+}
+
+/// Every table, named as its Parquet file stem (`out/aggregate/<name>.parquet`), in a fixed
+/// order. `cells` must come from [`cells`] (sorted by model, benchmark, variant, delimiter).
+pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
+    let d = |c: &Cell| &spec.delimiters[c.delim_index];
+    let mut out = Vec::new();
+
+    // Accuracy with its exact interval.
+    {
+        let (mut m, mut bn, mut v, mut dl, mut sl) = (vec![], vec![], vec![], vec![], vec![]);
+        let (mut n, mut k, mut a, mut lo, mut hi) = (vec![], vec![], vec![], vec![], vec![]);
+        for c in cells {
+            let (l, h) = c.ci();
+            m.push(c.model.clone());
+            bn.push(c.benchmark.clone());
+            v.push(c.variant.as_str().to_string());
+            dl.push(d(c).text.clone());
+            sl.push(d(c).slug.clone());
+            n.push(c.n as i64);
+            k.push(c.correct as i64);
+            a.push(round6(c.pct()));
+            lo.push(l);
+            hi.push(h);
+        }
+        out.push((
+            "sweep_accuracy".to_string(),
+            batch(vec![
+                ("model", s(m)),
+                ("benchmark", s(bn)),
+                ("variant", s(v)),
+                ("delimiter", s(dl)),
+                ("delimiter_slug", s(sl)),
+                ("n", i(n)),
+                ("correct", i(k)),
+                ("accuracy_pct", f(a)),
+                ("ci95_low_pct", f(lo)),
+                ("ci95_high_pct", f(hi)),
+            ]),
+        ));
+    }
+
+    // Spread (max - min) per model, benchmark and variant.
+    {
+        let mut cols: (Vec<String>, Vec<String>, Vec<String>, Vec<i64>) = Default::default();
+        let (mut mn, mut mnd, mut mx, mut mxd, mut sp, mut ex) =
+            (vec![], vec![], vec![], vec![], vec![], vec![]);
+        for ((model, bench, var), g) in
+            group(cells, |c| (c.model.clone(), c.benchmark.clone(), c.variant))
+        {
+            let lo = g
+                .iter()
+                .copied()
+                .min_by(|a, b| cmp_acc(a, b))
+                .expect("non-empty");
+            let hi = g
+                .iter()
+                .copied()
+                .max_by(|a, b| cmp_acc(a, b))
+                .expect("non-empty");
+            let slugs = |t: &Cell| {
+                g.iter()
+                    .filter(|c| cmp_acc(c, t).is_eq())
+                    .map(|c| d(c).slug.clone())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            cols.0.push(model);
+            cols.1.push(bench);
+            cols.2.push(var.as_str().to_string());
+            cols.3.push(g.len() as i64);
+            mn.push(round6(lo.pct()));
+            mnd.push(slugs(lo));
+            mx.push(round6(hi.pct()));
+            mxd.push(slugs(hi));
+            sp.push(round6(hi.pct() - lo.pct()));
+            // The extremes differ beyond sampling error when their intervals are disjoint.
+            ex.push(lo.ci().1 < hi.ci().0);
+        }
+        out.push((
+            "sweep_spread".to_string(),
+            batch(vec![
+                ("model", s(cols.0)),
+                ("benchmark", s(cols.1)),
+                ("variant", s(cols.2)),
+                ("delimiters", i(cols.3)),
+                ("min_pct", f(mn)),
+                ("min_delimiters", s(mnd)),
+                ("max_pct", f(mx)),
+                ("max_delimiters", s(mxd)),
+                ("spread_pct", f(sp)),
+                ("intervals_disjoint", b(ex)),
+            ]),
+        ));
+    }
+
+    // Rank of each model under each delimiter (1 = best; ties share the best rank).
+    let mut leads: BTreeMap<(String, String, SweepVariant), Vec<usize>> = BTreeMap::new();
+    {
+        let (mut m, mut bn, mut v, mut dl, mut sl) = (vec![], vec![], vec![], vec![], vec![]);
+        let (mut a, mut r, mut nm, mut ld) = (vec![], vec![], vec![], vec![]);
+        let by_delim = group(cells, |c| (c.benchmark.clone(), c.variant, c.delim_index));
+        let mut rows = Vec::new();
+        for ((bench, var, di), g) in &by_delim {
+            for c in g {
+                let rank = 1 + g.iter().filter(|o| cmp_acc(o, c).is_gt()).count();
+                rows.push((c.model.clone(), bench.clone(), *var, *di, c, rank, g.len()));
+            }
+        }
+        rows.sort_by(|x, y| (&x.0, &x.1, x.2, x.3).cmp(&(&y.0, &y.1, y.2, y.3)));
+        for (model, bench, var, di, c, rank, models) in rows {
+            if rank == 1 {
+                leads
+                    .entry((model.clone(), bench.clone(), var))
+                    .or_default()
+                    .push(di);
+            } else {
+                leads
+                    .entry((model.clone(), bench.clone(), var))
+                    .or_default();
+            }
+            m.push(model);
+            bn.push(bench);
+            v.push(var.as_str().to_string());
+            dl.push(spec.delimiters[di].text.clone());
+            sl.push(spec.delimiters[di].slug.clone());
+            a.push(round6(c.pct()));
+            r.push(rank as i64);
+            nm.push(models as i64);
+            ld.push(rank == 1);
+        }
+        out.push((
+            "sweep_rank".to_string(),
+            batch(vec![
+                ("model", s(m)),
+                ("benchmark", s(bn)),
+                ("variant", s(v)),
+                ("delimiter", s(dl)),
+                ("delimiter_slug", s(sl)),
+                ("accuracy_pct", f(a)),
+                ("rank", i(r)),
+                ("models", i(nm)),
+                ("leads", b(ld)),
+            ]),
+        ));
+    }
+
+    // Does some delimiter put each model in the lead?
+    {
+        let mut every: BTreeMap<(String, SweepVariant), bool> = BTreeMap::new();
+        for ((_, bench, var), ds) in &leads {
+            let e = every.entry((bench.clone(), *var)).or_insert(true);
+            *e &= !ds.is_empty();
+        }
+        let (mut m, mut bn, mut v, mut n, mut any, mut which, mut all) =
+            (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+        for ((model, bench, var), ds) in &leads {
+            m.push(model.clone());
+            bn.push(bench.clone());
+            v.push(var.as_str().to_string());
+            n.push(ds.len() as i64);
+            any.push(!ds.is_empty());
+            which.push(
+                ds.iter()
+                    .map(|i| spec.delimiters[*i].slug.clone())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
+            all.push(every[&(bench.clone(), *var)]);
+        }
+        out.push((
+            "sweep_lead".to_string(),
+            batch(vec![
+                ("model", s(m)),
+                ("benchmark", s(bn)),
+                ("variant", s(v)),
+                ("delimiters_leading", i(n)),
+                ("leads_under_some_delimiter", b(any)),
+                ("leading_delimiters", s(which)),
+                ("every_model_can_lead", b(all)),
+            ]),
+        ));
+    }
+
+    // Named minus plain, per delimiter and on average.
+    {
+        type Pairs<'c> = Vec<(usize, &'c Cell, &'c Cell)>;
+        let mut per: BTreeMap<(String, String), Pairs> = BTreeMap::new();
+        let plain = group(cells, |c| {
+            (
+                c.model.clone(),
+                c.benchmark.clone(),
+                c.variant,
+                c.delim_index,
+            )
+        });
+        for ((model, bench, var, di), p) in &plain {
+            if *var != SweepVariant::Plain {
+                continue;
+            }
+            if let Some(nm) = plain.get(&(model.clone(), bench.clone(), SweepVariant::Named, *di)) {
+                per.entry((model.clone(), bench.clone()))
+                    .or_default()
+                    .push((*di, p[0], nm[0]));
+            }
+        }
+        let (mut m, mut bn, mut dl, mut sl, mut pp, mut np, mut g) =
+            (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+        let (mut m2, mut bn2, mut k2, mut mp, mut mn, mut mg) =
+            (vec![], vec![], vec![], vec![], vec![], vec![]);
+        for ((model, bench), rows) in &per {
+            let (mut sp, mut sn) = (0.0, 0.0);
+            for (di, p, n) in rows {
+                m.push(model.clone());
+                bn.push(bench.clone());
+                dl.push(spec.delimiters[*di].text.clone());
+                sl.push(spec.delimiters[*di].slug.clone());
+                pp.push(round6(p.pct()));
+                np.push(round6(n.pct()));
+                g.push(round6(n.pct() - p.pct()));
+                sp += p.pct();
+                sn += n.pct();
+            }
+            let k = rows.len() as f64;
+            m2.push(model.clone());
+            bn2.push(bench.clone());
+            k2.push(rows.len() as i64);
+            mp.push(round6(sp / k));
+            mn.push(round6(sn / k));
+            mg.push(round6(sn / k - sp / k));
+        }
+        out.push((
+            "sweep_named_gain".to_string(),
+            batch(vec![
+                ("model", s(m)),
+                ("benchmark", s(bn)),
+                ("delimiter", s(dl)),
+                ("delimiter_slug", s(sl)),
+                ("plain_pct", f(pp)),
+                ("named_pct", f(np)),
+                ("gain_pct", f(g)),
+            ]),
+        ));
+        out.push((
+            "sweep_named_gain_mean".to_string(),
+            batch(vec![
+                ("model", s(m2)),
+                ("benchmark", s(bn2)),
+                ("delimiters", i(k2)),
+                ("mean_plain_pct", f(mp)),
+                ("mean_named_pct", f(mn)),
+                ("mean_gain_pct", f(mg)),
+            ]),
+        ));
+    }
+
+    // Each delimiter against the mean of all delimiters, per model; then averaged over models.
+    {
+        let (mut m, mut bn, mut v, mut dl, mut sl, mut a, mut mean, mut g) = (
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+        );
+        let mut across: BTreeMap<(String, SweepVariant, usize), Vec<f64>> = BTreeMap::new();
+        for ((model, bench, var), grp) in
+            group(cells, |c| (c.model.clone(), c.benchmark.clone(), c.variant))
+        {
+            let mu = grp.iter().map(|c| c.pct()).sum::<f64>() / grp.len() as f64;
+            for c in grp {
+                m.push(model.clone());
+                bn.push(bench.clone());
+                v.push(var.as_str().to_string());
+                dl.push(d(c).text.clone());
+                sl.push(d(c).slug.clone());
+                a.push(round6(c.pct()));
+                mean.push(round6(mu));
+                g.push(round6(c.pct() - mu));
+                across
+                    .entry((bench.clone(), var, c.delim_index))
+                    .or_default()
+                    .push(c.pct() - mu);
+            }
+        }
+        out.push((
+            "sweep_delimiter_gain".to_string(),
+            batch(vec![
+                ("model", s(m)),
+                ("benchmark", s(bn)),
+                ("variant", s(v)),
+                ("delimiter", s(dl)),
+                ("delimiter_slug", s(sl)),
+                ("accuracy_pct", f(a)),
+                ("mean_all_delimiters_pct", f(mean)),
+                ("gain_over_mean_pct", f(g)),
+            ]),
+        ));
+        let (mut bn, mut v, mut dl, mut sl, mut k, mut mg) =
+            (vec![], vec![], vec![], vec![], vec![], vec![]);
+        for ((bench, var, di), gains) in across {
+            bn.push(bench);
+            v.push(var.as_str().to_string());
+            dl.push(spec.delimiters[di].text.clone());
+            sl.push(spec.delimiters[di].slug.clone());
+            k.push(gains.len() as i64);
+            mg.push(round6(gains.iter().sum::<f64>() / gains.len() as f64));
+        }
+        out.push((
+            "sweep_delimiter_gain_mean".to_string(),
+            batch(vec![
+                ("benchmark", s(bn)),
+                ("variant", s(v)),
+                ("delimiter", s(dl)),
+                ("delimiter_slug", s(sl)),
+                ("models", i(k)),
+                ("mean_gain_over_mean_pct", f(mg)),
+            ]),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::AsArray;
+    use protospread_core::config::SweepSection;
+
+    fn spec(delims: &[&str]) -> SweepSpec {
+        SweepSpec::from_section(&SweepSection {
+            delimiters: delims.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    fn cell(model: &str, di: usize, correct: u64, n: u64) -> Cell {
+        Cell {
+            model: model.into(),
+            benchmark: "b".into(),
+            variant: SweepVariant::Plain,
+            delim_index: di,
+            n,
+            correct,
+        }
+    }
+
+    fn table<'a>(t: &'a [(String, RecordBatch)], name: &str) -> &'a RecordBatch {
+        &t.iter().find(|(n, _)| n == name).unwrap().1
+    }
+
+    fn strs(b: &RecordBatch, col: &str) -> Vec<String> {
+        b.column_by_name(col)
+            .unwrap()
+            .as_string::<i32>()
+            .iter()
+            .map(|s| s.unwrap().to_string())
+            .collect()
+    }
+
+    fn bools(b: &RecordBatch, col: &str) -> Vec<bool> {
+        b.column_by_name(col)
+            .unwrap()
+            .as_boolean()
+            .iter()
+            .map(|x| x.unwrap())
+            .collect()
+    }
+
+    /// Three models, four delimiters. m1 leads under "\n" and (tied with m2) under "#", m2
+    /// under "!" and "#", m3 only under ",", where its 31 of 50 (0.62) beats m1's 60 of 100:
+    /// accuracies out of different n are compared exactly, not by counts.
+    #[test]
+    fn any_model_in_the_lead_known_answer() {
+        let spec = spec(&["\n", "!", "#", ","]);
+        let cells = vec![
+            cell("m1", 0, 80, 100),
+            cell("m1", 1, 40, 100),
+            cell("m1", 2, 50, 100),
+            cell("m1", 3, 60, 100),
+            cell("m2", 0, 70, 100),
+            cell("m2", 1, 60, 100),
+            cell("m2", 2, 50, 100),
+            cell("m2", 3, 59, 100),
+            cell("m3", 0, 10, 100),
+            cell("m3", 1, 50, 100),
+            cell("m3", 2, 20, 100),
+            cell("m3", 3, 31, 50),
+        ];
+        let t = build(&cells, &spec);
+        let lead = table(&t, "sweep_lead");
+        assert_eq!(strs(lead, "model"), ["m1", "m2", "m3"]);
+        assert_eq!(
+            strs(lead, "leading_delimiters"),
+            ["nl hash", "exclam hash", "comma"]
+        );
+        assert_eq!(
+            bools(lead, "leads_under_some_delimiter"),
+            [true, true, true]
+        );
+        assert_eq!(bools(lead, "every_model_can_lead"), [true, true, true]);
+        let rank = table(&t, "sweep_rank");
+        let ranks: Vec<i64> = rank
+            .column_by_name("rank")
+            .unwrap()
+            .as_primitive::<arrow::datatypes::Int64Type>()
+            .values()
+            .to_vec();
+        // Rows by model then delimiter: m1 (1,3,1,2), m2 (2,1,1,3), m3 (3,2,3,1).
+        assert_eq!(ranks, [1, 3, 1, 2, 2, 1, 1, 3, 3, 2, 3, 1]);
+
+        // With 29/50 (0.58, below m2's 0.59) m3 leads nowhere and the flag turns false.
+        let mut cells2 = cells.clone();
+        cells2[11] = cell("m3", 3, 29, 50);
+        let t2 = build(&cells2, &spec);
+        let lead2 = table(&t2, "sweep_lead");
+        assert_eq!(
+            strs(lead2, "leading_delimiters"),
+            ["nl hash comma", "exclam hash", ""]
+        );
+        assert_eq!(
+            bools(lead2, "leads_under_some_delimiter"),
+            [true, true, false]
+        );
+        assert_eq!(bools(lead2, "every_model_can_lead"), [false, false, false]);
+    }
+
+    #[test]
+    fn spread_and_gains_by_hand() {
+        let spec = spec(&["\n", "!"]);
+        let mut cells = vec![cell("m", 0, 30, 40), cell("m", 1, 10, 40)];
+        let mut named = cells.clone();
+        for c in &mut named {
+            c.variant = SweepVariant::Named;
+        }
+        named[1].correct = 20;
+        cells.extend(named);
+        let t = build(&cells, &spec);
+        let sp = table(&t, "sweep_spread");
+        let f = |b: &RecordBatch, c: &str| -> Vec<f64> {
+            b.column_by_name(c)
+                .unwrap()
+                .as_primitive::<arrow::datatypes::Float64Type>()
+                .values()
+                .to_vec()
+        };
+        // Variants sort plain, named. plain: 75% vs 25% -> 50 points; named: 75% vs 50% -> 25.
+        assert_eq!(strs(sp, "variant"), ["plain", "named"]);
+        assert_eq!(f(sp, "spread_pct"), [50.0, 25.0]);
+        assert_eq!(strs(sp, "max_delimiters"), ["nl", "nl"]);
+        let g = table(&t, "sweep_named_gain");
+        assert_eq!(f(g, "gain_pct"), [0.0, 25.0]);
+        let gm = table(&t, "sweep_named_gain_mean");
+        assert_eq!(f(gm, "mean_gain_pct"), [12.5]);
+        let dg = table(&t, "sweep_delimiter_gain");
+        // plain mean 50: +25, -25; named mean 62.5: +12.5, -12.5.
+        assert_eq!(f(dg, "gain_over_mean_pct"), [25.0, -25.0, 12.5, -12.5]);
+        // Clopper-Pearson: 30/40 (58.8-87.3) and 10/40 (12.7-41.2) are disjoint; 20/40
+        // (33.8-66.2) overlaps 30/40.
+        assert_eq!(bools(sp, "intervals_disjoint"), [true, false]);
+    }
+}

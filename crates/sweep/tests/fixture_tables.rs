@@ -1,0 +1,148 @@
+//! `tables(&config)` on the lm-eval fixtures of tests/fixtures/lm_eval (two models, three
+//! delimiters, two variants, eight ARC-style documents per cell): every table's figures
+//! against values worked out by hand from make_fixtures.py's SCORES, and byte-identical
+//! Parquet from two runs.
+
+use arrow::array::{AsArray, RecordBatch};
+use arrow::datatypes::{Float64Type, Int64Type};
+use protospread_core::config::Config;
+use std::path::{Path, PathBuf};
+
+fn config() -> Config {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/lm_eval/pipeline.toml");
+    Config::load(&p).unwrap()
+}
+
+fn get<'a>(t: &'a [(String, RecordBatch)], name: &str) -> &'a RecordBatch {
+    &t.iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no {name}"))
+        .1
+}
+
+fn floats(b: &RecordBatch, c: &str) -> Vec<f64> {
+    b.column_by_name(c)
+        .unwrap()
+        .as_primitive::<Float64Type>()
+        .values()
+        .to_vec()
+}
+
+fn ints(b: &RecordBatch, c: &str) -> Vec<i64> {
+    b.column_by_name(c)
+        .unwrap()
+        .as_primitive::<Int64Type>()
+        .values()
+        .to_vec()
+}
+
+fn strs(b: &RecordBatch, c: &str) -> Vec<String> {
+    b.column_by_name(c)
+        .unwrap()
+        .as_string::<i32>()
+        .iter()
+        .map(|s| s.unwrap().to_string())
+        .collect()
+}
+
+fn bools(b: &RecordBatch, c: &str) -> Vec<bool> {
+    b.column_by_name(c)
+        .unwrap()
+        .as_boolean()
+        .iter()
+        .map(|x| x.unwrap())
+        .collect()
+}
+
+#[test]
+fn fixture_tables_by_hand() {
+    let t = protospread_sweep::tables(&config()).unwrap();
+    let names: Vec<&str> = t.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "sweep_accuracy",
+            "sweep_spread",
+            "sweep_rank",
+            "sweep_lead",
+            "sweep_named_gain",
+            "sweep_named_gain_mean",
+            "sweep_delimiter_gain",
+            "sweep_delimiter_gain_mean"
+        ]
+    );
+    // Rows: SmolLM2 plain (nl, !, #), SmolLM2 named, Qwen plain, Qwen named.
+    let acc = get(&t, "sweep_accuracy");
+    assert_eq!(ints(acc, "correct"), [6, 3, 5, 7, 5, 6, 4, 5, 2, 6, 6, 4]);
+    assert_eq!(ints(acc, "n"), [8; 12]);
+    assert_eq!(floats(acc, "accuracy_pct")[..3], [75.0, 37.5, 62.5]);
+    // Clopper-Pearson 95% for 6/8: 34.9146% .. 96.8145% (R: binom.test(6, 8)).
+    let lo = floats(acc, "ci95_low_pct")[0];
+    let hi = floats(acc, "ci95_high_pct")[0];
+    assert!(
+        (lo - 34.9146).abs() < 1e-3 && (hi - 96.8145).abs() < 1e-3,
+        "{lo} {hi}"
+    );
+
+    let sp = get(&t, "sweep_spread");
+    assert_eq!(floats(sp, "spread_pct"), [37.5, 25.0, 37.5, 25.0]);
+    assert_eq!(
+        strs(sp, "max_delimiters"),
+        ["nl", "nl", "exclam", "nl exclam"]
+    );
+    // Eight documents per cell: no extreme pair is outside sampling error.
+    assert_eq!(bools(sp, "intervals_disjoint"), [false; 4]);
+
+    // Plain: SmolLM2 leads under nl (6>4) and hash (5>2), Qwen under exclam (5>3).
+    // Named: SmolLM2 leads under nl (7>6) and hash (6>4); exclam 5 vs 6 -> Qwen.
+    let lead = get(&t, "sweep_lead");
+    assert_eq!(
+        strs(lead, "leading_delimiters"),
+        ["nl hash", "nl hash", "exclam", "exclam"]
+    );
+    assert_eq!(bools(lead, "every_model_can_lead"), [true; 4]);
+
+    let g = get(&t, "sweep_named_gain_mean");
+    // SmolLM2: plain mean 58.333333, named 75 -> +16.666667; Qwen: 45.833333 -> 66.666667.
+    assert_eq!(floats(g, "mean_gain_pct"), [16.666667, 20.833333]);
+    let dg = get(&t, "sweep_delimiter_gain_mean");
+    // Plain nl: SmolLM2 75 - 58.333333 = 16.666667, Qwen 50 - 45.833333 = 4.166667 -> 10.416667.
+    let rows: Vec<(String, String, f64)> = strs(dg, "variant")
+        .into_iter()
+        .zip(strs(dg, "delimiter_slug"))
+        .zip(floats(dg, "mean_gain_over_mean_pct"))
+        .map(|((v, d), x)| (v, d, x))
+        .collect();
+    assert!(
+        rows.contains(&("plain".into(), "nl".into(), 10.416667)),
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn same_parquet_bytes_twice() {
+    let enc = || -> Vec<Vec<u8>> {
+        protospread_sweep::tables(&config())
+            .unwrap()
+            .iter()
+            .map(|(n, b)| {
+                protospread_core::pq::encode(Path::new(n), b.schema(), std::slice::from_ref(b))
+                    .unwrap()
+            })
+            .collect()
+    };
+    assert_eq!(enc(), enc());
+}
+
+#[test]
+fn a_failed_check_is_an_error_listing_problems() {
+    let mut cfg = config();
+    cfg.sweep.delimiters.push(";".into());
+    let e = protospread_sweep::tables(&cfg).unwrap_err().to_string();
+    assert!(e.contains("4 problem(s)"), "{e}");
+    assert!(
+        e.contains("delimiter \";\" (semicolon) variant plain is missing"),
+        "{e}"
+    );
+}

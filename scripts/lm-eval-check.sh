@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Acceptance check of the delimiter-sweep task files against lm-evaluation-harness itself.
+#
+#   scripts/lm-eval-check.sh            # install lm-eval 0.4.13 (once), generate, check
+#
+# 1. Installs lm-eval==0.4.13 from PyPI into a venv under target/ (core install: no torch;
+#    the script fails if torch is importable there, so the claim stays tested).
+# 2. Writes task files for mmlu, arc_challenge and commonsense_qa with
+#    `protospread sweep lm-eval` (default [sweep] set: 35 delimiters x plain/named).
+# 3. Runs scripts/lm_eval_check.py: lm-eval's TaskManager(include_path=...) must register
+#    every generated task, and the few-shot context rendered by lm-eval for one document must
+#    have the delimiter after every example and the naming line in the named variant.
+#    Data sets are small local JSON files written by the checker: no network besides PyPI.
+#
+# Environment: PROTOSPREAD (binary; default target/release/protospread, built if missing),
+# LM_EVAL_VENV (default target/lm-eval-venv), PYTHON (default python3).
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+venv="${LM_EVAL_VENV:-$repo/target/lm-eval-venv}"
+py="${PYTHON:-python3}"
+bin="${PROTOSPREAD:-$repo/target/release/protospread}"
+LM_EVAL_VERSION="0.4.13"
+
+if [[ ! -x "$venv/bin/python" ]]; then
+    "$py" -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(0 if m.version('lm_eval') == '$LM_EVAL_VERSION' else 1)" 2>/dev/null; then
+    nice "$venv/bin/python" -m pip install --quiet "lm-eval==$LM_EVAL_VERSION"
+fi
+if "$venv/bin/python" -c "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('torch') else 1)"; then
+    echo "lm-eval-check: torch is installed in $venv; the core install of lm-eval $LM_EVAL_VERSION should not need it" >&2
+    exit 1
+fi
+if [[ ! -x "$bin" ]]; then
+    (cd "$repo" && cargo build --release --locked --bin protospread)
+fi
+
+tasks_dir="$("$venv/bin/python" -c 'import lm_eval.tasks, os; print(os.path.dirname(lm_eval.tasks.__file__))')"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+# A configuration with the default [sweep] section.
+printf '[study]\nname = "lm-eval-check"\n' > "$work/pipeline.toml"
+dirs=()
+for t in mmlu arc_challenge commonsense_qa; do
+    "$bin" --config "$work/pipeline.toml" --quiet sweep lm-eval --task "$t" \
+        --lm-eval-tasks "$tasks_dir" --out "$work/$t"
+    dirs+=("$work/$t")
+done
+"$venv/bin/python" "$repo/scripts/lm_eval_check.py" "${dirs[@]}"

@@ -1,0 +1,896 @@
+//! Stored answers: the strict reply rule, the option mapping, import errors, and recovery of
+//! the planted effects of the committed simulated study (issue 4).
+
+use protospread_answers::format::{OptionOrder, StoredRecord, Vocabulary};
+use protospread_answers::import::{import_file, read_records};
+use protospread_answers::parse::{option_to_value, read_single, read_whole, Reading, Status};
+use protospread_answers::simulate::{self, ItemInfo};
+use protospread_answers::stage::{parse_and_score, ParsedRow, ScaleRow};
+use protospread_score::norms::Norms;
+use protospread_score::ScoringKey;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_protospread"))
+}
+
+use Status::*;
+
+/// (reply, expected status, expected option number as replied)
+const TABLE: &[(&str, Status, Option<i32>)] = &[
+    ("", NotANumber, None),
+    ("   ", NotANumber, None),
+    ("\n\t ", NotANumber, None),
+    ("3", Ok, Some(3)),
+    ("1", Ok, Some(1)),
+    ("5", Ok, Some(5)),
+    (" 3 ", Ok, Some(3)),
+    ("3\n", Ok, Some(3)),
+    ("\t4\r\n", Ok, Some(4)),
+    ("\u{a0}2\u{a0}", Ok, Some(2)),
+    ("3.", Ok, Some(3)),
+    ("3)", Ok, Some(3)),
+    ("03", Ok, Some(3)),
+    ("0", OutOfRange, Some(0)),
+    ("6", OutOfRange, Some(6)),
+    ("6.", OutOfRange, Some(6)),
+    ("12", OutOfRange, Some(12)),
+    ("00", OutOfRange, Some(0)),
+    ("99999999999999999999", OutOfRange, Some(i32::MAX)),
+    ("3 - Moderately Accurate", NotANumber, None),
+    ("Answer: 3", NotANumber, None),
+    ("3/5", NotANumber, None),
+    ("three", NotANumber, None),
+    ("Three.", NotANumber, None),
+    ("3 or 4", NotANumber, None),
+    ("3, 4", NotANumber, None),
+    ("3 4", NotANumber, None),
+    ("(3)", NotANumber, None),
+    ("**3**", NotANumber, None),
+    ("`3`", NotANumber, None),
+    ("\"3\"", NotANumber, None),
+    ("3.0", NotANumber, None),
+    ("3..", NotANumber, None),
+    ("3.)", NotANumber, None),
+    ("-3", NotANumber, None),
+    ("+3", NotANumber, None),
+    ("3!", NotANumber, None),
+    ("#3", NotANumber, None),
+    ("Option 3", NotANumber, None),
+    ("3 (Neutral)", NotANumber, None),
+    ("\u{ff13}", NotANumber, None),             // full-width 3
+    ("\u{0663}", NotANumber, None),             // Arabic-Indic 3
+    ("\u{0969}", NotANumber, None),             // Devanagari 3
+    ("\u{2462}", NotANumber, None),             // circled 3
+    ("III", NotANumber, None),
+    ("I'm an AI language model and don't have personal feelings, so I can't rate this statement.", NotANumber, None),
+    ("I cannot answer that.", NotANumber, None),
+    ("Considering the statement carefully, I would say that on most days I feel this way, but there are 2 or 3 exceptions each week, so overall I lean towards agreeing with it moderately.", NotANumber, None),
+    ("3\n\nExplanation: I am moderately accurate here.", NotANumber, None),
+    ("1: 3", NotANumber, None),
+];
+
+#[test]
+fn parsing_table() {
+    assert!(
+        TABLE.len() >= 40,
+        "the acceptance asks for at least 40 reply texts"
+    );
+    for (reply, status, option) in TABLE {
+        let got = read_single(reply);
+        assert_eq!(
+            got,
+            Reading {
+                option: *option,
+                status: *status
+            },
+            "reply {reply:?}"
+        );
+    }
+}
+
+/// (whole-test reply for a 4-item test, expected (status, option) per shown position)
+#[test]
+fn whole_reply_table() {
+    let cases: &[(&str, [(Status, Option<i32>); 4])] = &[
+        (
+            "1: 4\n2: 3\n3: 2\n4: 1",
+            [(Ok, Some(4)), (Ok, Some(3)), (Ok, Some(2)), (Ok, Some(1))],
+        ),
+        // items out of order, other separators, prose before and after
+        (
+            "Here are my answers:\n\n3) 5\n1. 2\n4 - 1\n2= 3\n\nI hope this helps!",
+            [(Ok, Some(2)), (Ok, Some(3)), (Ok, Some(5)), (Ok, Some(1))],
+        ),
+        // a missing item
+        (
+            "1: 4\n2: 3\n4: 1",
+            [
+                (Ok, Some(4)),
+                (Ok, Some(3)),
+                (MissingInWhole, None),
+                (Ok, Some(1)),
+            ],
+        ),
+        // a duplicated item (even with the same answer)
+        (
+            "1: 4\n2: 3\n2: 3\n3: 1\n4: 2",
+            [
+                (Ok, Some(4)),
+                (DuplicateInWhole, None),
+                (Ok, Some(1)),
+                (Ok, Some(2)),
+            ],
+        ),
+        // words, out of range, trailing dot, positions beyond the test ignored
+        (
+            "1: Agree\n2: 7\n3: 4.\n4: 2\n5: 5",
+            [
+                (NotANumber, None),
+                (OutOfRange, Some(7)),
+                (Ok, Some(4)),
+                (Ok, Some(2)),
+            ],
+        ),
+        // lines that are not answer lines: markup, prefixes, no separator
+        (
+            "**1**: 4\nItem 2: 3\n- 3: 2\n4 1",
+            [
+                (MissingInWhole, None),
+                (MissingInWhole, None),
+                (MissingInWhole, None),
+                (MissingInWhole, None),
+            ],
+        ),
+        // CRLF line ends and extra prose with numbers in it
+        (
+            "I rated 4 statements.\r\n1: 1\r\n2: 2\r\n3: 3\r\n4: 4\r\nThat is 4 answers.",
+            [(Ok, Some(1)), (Ok, Some(2)), (Ok, Some(3)), (Ok, Some(4))],
+        ),
+        ("", [(MissingInWhole, None); 4]),
+    ];
+    for (reply, expect) in cases {
+        let got = read_whole(reply, 4);
+        let want: Vec<Reading> = expect
+            .iter()
+            .map(|(s, o)| Reading {
+                option: *o,
+                status: *s,
+            })
+            .collect();
+        assert_eq!(got, want, "reply {reply:?}");
+    }
+}
+
+#[test]
+fn reversed_options_map_back_for_every_option() {
+    for k in 1..=5 {
+        assert_eq!(option_to_value(k, OptionOrder::Human), Some(k - 1));
+        assert_eq!(option_to_value(k, OptionOrder::Reversed), Some(5 - k));
+    }
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+const HEADER: &str = "format_version,study,model,arm,cohort,condition,sample,test,mode,item,item_order,order_seed,option_order,instruction,temperature,reply,error,label";
+
+fn csv_row(condition: &str, model: &str, sample: &str, item: u32, reply: &str) -> String {
+    format!("1,st,{model},api,full,{condition},{sample},dark_triad,single,{item},,,human,P1,0,{reply},,t")
+}
+
+#[test]
+fn bad_rows_are_rejected_with_file_row_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (csv_row("S9", "m", "1", 2, "3"), "column condition", "S9"),
+        (csv_row("S0", "", "1", 2, "3"), "column model", "missing"),
+        (csv_row("S0", "m", "x", 2, "3"), "column sample", "\"x\""),
+        (csv_row("S0", "m", "1.5", 2, "3"), "column sample", "1.5"),
+        (csv_row("S0", "m", "1", 19, "3"), "column item", "19"),
+    ];
+    for (i, (bad, col, what)) in cases.iter().enumerate() {
+        let text = format!("{HEADER}\n{}\n{bad}\n", csv_row("S0", "m", "1", 1, "3"));
+        let p = write(dir.path(), &format!("bad{i}.csv"), &text);
+        let e = import_file(&p).unwrap_err().to_string();
+        assert!(e.contains(&format!("bad{i}.csv")), "{e}");
+        assert!(e.contains("row 2 (line 3)"), "{e}");
+        assert!(e.contains(col), "{e}");
+        assert!(e.contains(what), "{e}");
+    }
+    // JSONL: sample given as a word; an unknown key; a missing required key.
+    let good = r#"{"format_version":1,"study":"st","model":"m","arm":"api","condition":"S0","sample":1,"test":"dark_triad","mode":"single","item":1,"option_order":"human","instruction":"P1","reply":"3"}"#;
+    for (bad, col) in [
+        (
+            good.replace("\"sample\":1", "\"sample\":\"one\""),
+            "column sample",
+        ),
+        (
+            good.replace("\"sample\":1", "\"sampel\":1"),
+            "column sampel",
+        ),
+        (good.replace(",\"reply\":\"3\"", ""), "column reply"),
+        (good.replace("\"S0\"", "\"X1\""), "column condition"),
+        (good.replace("\"model\":\"m\",", ""), "column model"),
+    ] {
+        let p = write(dir.path(), "bad.jsonl", &format!("{good}\n{bad}\n"));
+        let e = import_file(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("bad.jsonl: row 2 (line 2), ") && e.contains(col),
+            "{e}"
+        );
+    }
+    // A duplicated request names the first row.
+    let r = csv_row("S0", "m", "1", 1, "3");
+    let p = write(dir.path(), "dup.csv", &format!("{HEADER}\n{r}\n{r}\n"));
+    let e = import_file(&p).unwrap_err().to_string();
+    assert!(e.contains("row 2") && e.contains("as row 1"), "{e}");
+    // Unknown extension.
+    let p = write(dir.path(), "x.txt", "");
+    assert!(import_file(&p).unwrap_err().to_string().contains(".txt"));
+}
+
+#[test]
+fn declared_conditions_and_tests_are_accepted() {
+    use protospread_core::config::{AnswersExtraTest, AnswersSection};
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("{HEADER}\n1,st,m,local,,S0sys,0,mini,single,2,,,reversed,P3,0.7,4,,\n");
+    let p = write(dir.path(), "a.csv", &text);
+    assert!(import_file(&p).is_err());
+    let sec = AnswersSection {
+        extra_conditions: vec!["S0sys".into()],
+        extra_tests: vec![AnswersExtraTest {
+            name: "mini".into(),
+            items: 2,
+        }],
+        extra_instructions: vec!["P3".into()],
+    };
+    let recs = read_records(&p, &Vocabulary::from_section(&sec)).unwrap();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0].temperature, Some(0.7));
+    assert_eq!(recs[0].cohort, None);
+}
+
+#[test]
+fn csv_jsonl_and_parquet_import_identically() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv_text = format!(
+        "{HEADER}\n\
+         1,st,m,api,pilot,B0,1,dark_triad,whole,,{order},,human,P1,0,\"Answers:\n1: 3\n2: 4\",,\n\
+         1,st,m,api,pilot,S0,1,dark_triad,single,2,,,human,P1,0,3,,\n\
+         1,st,m,api,pilot,S0,1,dark_triad,single,1,,,human,P1,0,,HTTP 500,\n",
+        order = (1..=18)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(";")
+    );
+    let c = write(dir.path(), "a.csv", &csv_text);
+    let from_csv = read_records(&c, &Vocabulary::default()).unwrap();
+    assert_eq!(from_csv.len(), 3);
+    assert_eq!(from_csv[0].condition, "B0"); // sorted by (model, condition, ...)
+    assert_eq!(from_csv[1].item, Some(1));
+    assert_eq!(from_csv[1].error.as_deref(), Some("HTTP 500"));
+    // JSONL with the same content.
+    let mut jl = String::new();
+    for r in &from_csv {
+        let mut o = serde_json::Map::new();
+        o.insert("format_version".into(), 1.into());
+        o.insert("study".into(), r.study.clone().into());
+        o.insert("model".into(), r.model.clone().into());
+        o.insert("arm".into(), "api".into());
+        o.insert("cohort".into(), "pilot".into());
+        o.insert("condition".into(), r.condition.clone().into());
+        o.insert("sample".into(), r.sample.into());
+        o.insert("test".into(), r.test.clone().into());
+        o.insert("mode".into(), r.mode.as_str().into());
+        if let Some(i) = r.item {
+            o.insert("item".into(), i.into());
+        }
+        if let Some(t) = r.item_order_text() {
+            o.insert("item_order".into(), t.into());
+        }
+        o.insert("option_order".into(), "human".into());
+        o.insert("instruction".into(), "P1".into());
+        o.insert("temperature".into(), 0.into());
+        o.insert("reply".into(), r.reply.clone().into());
+        o.insert("error".into(), r.error.clone().into());
+        o.insert("x_latency_ms".into(), 12.into());
+        jl.push_str(&serde_json::Value::Object(o).to_string());
+        jl.push('\n');
+    }
+    let j = write(dir.path(), "a.jsonl", &jl);
+    assert_eq!(read_records(&j, &Vocabulary::default()).unwrap(), from_csv);
+    // Parquet as the fetch stage writes it.
+    let (schema, batches) = import_file(&c).unwrap();
+    let p = dir.path().join("a.parquet");
+    protospread_core::pq::write(&p, schema, &batches).unwrap();
+    assert_eq!(read_records(&p, &Vocabulary::default()).unwrap(), from_csv);
+}
+
+// ---- the committed simulated study -------------------------------------------------------
+
+const SEED: u64 = 20250401;
+
+fn sim_dir() -> PathBuf {
+    root().join("data/simulated")
+}
+
+fn key() -> ScoringKey {
+    ScoringKey::load(&root().join("data/scoring_key.csv")).unwrap()
+}
+
+struct Sim {
+    records: Vec<StoredRecord>,
+    parsed: Vec<ParsedRow>,
+    scales: Vec<ScaleRow>,
+    truth: serde_json::Value,
+    items: Vec<ItemInfo>,
+}
+
+fn load_sim() -> Sim {
+    let key = key();
+    let records = read_records(
+        &sim_dir().join(simulate::ANSWERS_FILE),
+        &Vocabulary::default(),
+    )
+    .unwrap();
+    let (parsed, scales, _) = parse_and_score(
+        "simulated",
+        Some("simulated"),
+        &records,
+        &Vocabulary::default(),
+        &key,
+        &Norms::default(),
+    )
+    .unwrap();
+    let truth: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sim_dir().join(simulate::TRUTH_FILE)).unwrap())
+            .unwrap();
+    Sim {
+        records,
+        parsed,
+        scales,
+        truth,
+        items: simulate::item_map(&key).unwrap(),
+    }
+}
+
+#[test]
+fn simulate_is_deterministic_and_matches_the_committed_study() {
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["a", "b"] {
+        let st = bin()
+            .args([
+                "--quiet",
+                "--config",
+                root().join("pipeline.toml").to_str().unwrap(),
+            ])
+            .args(["simulate", "--seed", &SEED.to_string(), "--out"])
+            .arg(dir.path().join(sub))
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    for f in [simulate::ANSWERS_FILE, simulate::TRUTH_FILE] {
+        let a = std::fs::read(dir.path().join("a").join(f)).unwrap();
+        let b = std::fs::read(dir.path().join("b").join(f)).unwrap();
+        assert!(a == b, "{f} differs between two runs with the same seed");
+        let committed = std::fs::read(sim_dir().join(f)).unwrap();
+        assert!(
+            a == committed,
+            "data/simulated/{f} is not what `simulate --seed {SEED}` writes"
+        );
+    }
+    // Another seed gives another study.
+    let st = bin()
+        .args([
+            "--quiet",
+            "--config",
+            root().join("pipeline.toml").to_str().unwrap(),
+        ])
+        .args(["simulate", "--seed", "7", "--out"])
+        .arg(dir.path().join("c"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_ne!(
+        std::fs::read(dir.path().join("c").join(simulate::ANSWERS_FILE)).unwrap(),
+        std::fs::read(dir.path().join("a").join(simulate::ANSWERS_FILE)).unwrap()
+    );
+}
+
+#[test]
+fn simulated_study_has_the_published_design_and_is_labelled() {
+    let s = load_sim();
+    let mut per_model: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in &s.records {
+        *per_model.entry(&r.model).or_default() += 1;
+        assert_eq!(r.label.as_deref(), Some("simulated"));
+        assert!(r.study.contains("simulated") && r.model.contains("simulated"));
+    }
+    assert_eq!(per_model.len(), 16);
+    let api: Vec<_> = per_model.keys().filter(|m| m.contains("-api-")).collect();
+    assert_eq!(api.len(), 13);
+    for (m, n) in &per_model {
+        let expect = match *m {
+            "simulated-api-05" => 1200 - 18 * 7 - 6, // skips the Dark Triad
+            m if m.contains("-api-") => 1200,
+            _ => 168 * 4 + 24, // cli: the ten temperature-0 conditions only
+        };
+        assert_eq!(*n, expect, "{m}");
+    }
+    let cohorts: BTreeSet<_> = s
+        .records
+        .iter()
+        .filter(|r| r.arm.as_str() == "api")
+        .map(|r| (r.cohort.clone().unwrap(), r.model.clone()))
+        .collect();
+    assert_eq!(cohorts.iter().filter(|(c, _)| c == "pilot").count(), 3);
+    assert_eq!(cohorts.iter().filter(|(c, _)| c == "full").count(), 10);
+    let conds: BTreeSet<_> = s.records.iter().map(|r| r.condition.as_str()).collect();
+    assert_eq!(conds.len(), 11);
+    assert!(!s
+        .records
+        .iter()
+        .any(|r| r.model == "simulated-api-05" && r.test == "dark_triad"));
+}
+
+#[test]
+fn planted_unreadable_replies_are_counted_exactly() {
+    let s = load_sim();
+    let got: BTreeSet<(String, String, i64, String, i64, String)> = s
+        .parsed
+        .iter()
+        .filter(|p| p.status != Ok)
+        .map(|p| {
+            (
+                p.model.clone(),
+                p.condition.clone(),
+                p.sample as i64,
+                p.test.clone(),
+                p.item as i64,
+                p.status.as_str().to_string(),
+            )
+        })
+        .collect();
+    let want: BTreeSet<(String, String, i64, String, i64, String)> = s.truth["planted"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["model"].as_str().unwrap().to_string(),
+                p["condition"].as_str().unwrap().to_string(),
+                p["sample"].as_i64().unwrap(),
+                p["test"].as_str().unwrap().to_string(),
+                p["item"].as_i64().unwrap(),
+                p["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+    // The paraphrase breaker: 67 of its 168 single-item SP requests, as in the study.
+    let sp = s
+        .parsed
+        .iter()
+        .filter(|p| p.model == "simulated-api-07" && p.condition == "SP" && p.status == NotANumber)
+        .count();
+    assert_eq!(sp, 67);
+    let sp_total = s
+        .parsed
+        .iter()
+        .filter(|p| p.model == "simulated-api-07" && p.condition == "SP")
+        .count();
+    assert_eq!(sp_total, 168);
+    // Every status of the rule occurs at least once in the simulated study.
+    for st in Status::ALL {
+        assert!(
+            s.parsed.iter().any(|p| p.status == st),
+            "{st:?} never occurs"
+        );
+    }
+}
+
+#[test]
+fn constant_answer_model_is_flagged_and_only_it() {
+    let s = load_sim();
+    let mut flagged: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for r in &s.scales {
+        let e = flagged.entry(&r.model).or_default();
+        e.1 += 1;
+        if r.constant_answers {
+            e.0 += 1;
+        }
+    }
+    for (m, (c, n)) in flagged {
+        if m == "simulated-api-12" {
+            assert_eq!(
+                c, n,
+                "every administration of the constant model is flagged"
+            );
+        } else {
+            assert_eq!(c, 0, "{m} is flagged constant");
+        }
+    }
+}
+
+fn keyed(items: &[ItemInfo], test: &str, item: i32, value: i32) -> f64 {
+    let info = items
+        .iter()
+        .find(|x| x.test == test && x.item == item)
+        .unwrap();
+    if info.reverse {
+        (4 - value) as f64
+    } else {
+        value as f64
+    }
+}
+
+/// The planted shift of a condition (relative to S0) of each model x scale is recovered from
+/// the parsed answers. Measured: the mean keyed item value of the scale under the condition
+/// minus under S0, over the items answered in both (a scale with fewer than two such items is
+/// skipped: only the paraphrase breaker's SP cells). Expected, computed here from the truth
+/// file alone: the same difference of the unrounded latent values (item level + planted
+/// shift, the option-order bias -bias in human order and +bias in reversed order on the raw
+/// scale, clamped to 0..4). Only the rounding of each answer to an option separates the two:
+/// per cell within 4.5 x sqrt(1/6) / sqrt(n) item points for a scale of n items (0.82 for 5
+/// items, 0.58 for 10), mean absolute error below 0.15, correlation above 0.95.
+/// The planted shift itself (ignoring clamping and bias) correlates above 0.9 with the
+/// measured one.
+#[test]
+fn planted_condition_shifts_are_recovered() {
+    let s = load_sim();
+    // (model, condition, test, item) -> value
+    let mut v: BTreeMap<(&str, &str, &str, i32), i32> = BTreeMap::new();
+    for p in &s.parsed {
+        if p.sample == 1 {
+            if let Some(x) = p.value {
+                v.insert((&p.model, &p.condition, &p.test, p.item), x);
+            }
+        }
+    }
+    let bias: BTreeMap<&str, f64> = s.truth["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["model"].as_str().unwrap(),
+                m["option_bias"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let level: BTreeMap<(&str, &str, i64), f64> = s.truth["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                (
+                    x["model"].as_str().unwrap(),
+                    x["test"].as_str().unwrap(),
+                    x["item"].as_i64().unwrap(),
+                ),
+                x["level"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    // Expected keyed value of an item from the latent model, unrounded.
+    let latent = |model: &str, it: &ItemInfo, shift: f64, reversed_options: bool| -> f64 {
+        let x = level[&(model, it.test.as_str(), it.item as i64)] + shift;
+        let raw = if it.reverse { 4.0 - x } else { x };
+        let b = if reversed_options {
+            bias[model]
+        } else {
+            -bias[model]
+        };
+        let val = (raw + b).clamp(0.0, 4.0);
+        if it.reverse {
+            4.0 - val
+        } else {
+            val
+        }
+    };
+    let (mut exp_pairs, mut planted_pairs) = (Vec::new(), Vec::new());
+    let mut worst = (0.0f64, String::new());
+    for sc in s.truth["scales"].as_array().unwrap() {
+        let model = sc["model"].as_str().unwrap();
+        if model == "simulated-api-12" {
+            continue; // the constant model has no condition effects to recover
+        }
+        let (test, dim) = (
+            sc["test"].as_str().unwrap(),
+            sc["dimension"].as_str().unwrap(),
+        );
+        let items: Vec<&ItemInfo> = s
+            .items
+            .iter()
+            .filter(|x| x.test == test && x.dimension == dim)
+            .collect();
+        for cond in ["SR", "SP", "B0", "BS1", "BS2", "BS3", "BS4"] {
+            let planted = sc["shift"][cond].as_f64().unwrap();
+            let (mut diff, mut expected, mut n) = (0.0, 0.0, 0);
+            for it in &items {
+                let (Some(a), Some(b)) = (
+                    v.get(&(model, cond, test, it.item)),
+                    v.get(&(model, "S0", test, it.item)),
+                ) else {
+                    continue;
+                };
+                diff += keyed(&s.items, test, it.item, *a) - keyed(&s.items, test, it.item, *b);
+                expected +=
+                    latent(model, it, planted, cond == "SR") - latent(model, it, 0.0, false);
+                n += 1;
+            }
+            if n < 2 {
+                // Only the paraphrase breaker's SP replies leave a scale this empty.
+                assert_eq!((model, cond), ("simulated-api-07", "SP"), "{test} {dim}");
+                continue;
+            }
+            let (measured, expected) = (diff / n as f64, expected / n as f64);
+            // Rounding one answer moves the difference by a roughly uniform error of SD
+            // sqrt(1/6); the mean over n items has SD sqrt(1/6)/sqrt(n). Tolerance 4.5 of those.
+            let tol = 4.5 * (1.0f64 / 6.0).sqrt() / (n as f64).sqrt();
+            let err = (measured - expected).abs() / tol;
+            if err > worst.0 {
+                worst = (
+                    err,
+                    format!("{model} {test} {dim} {cond} ({n} items, tolerance {tol:.3}): planted {planted:.3}, expected {expected:.3}, measured {measured:.3}"),
+                );
+            }
+            exp_pairs.push((expected, measured));
+            if cond != "SR" {
+                planted_pairs.push((planted, measured));
+            }
+        }
+    }
+    let mae = exp_pairs.iter().map(|(p, m)| (p - m).abs()).sum::<f64>() / exp_pairs.len() as f64;
+    let r = corr(&exp_pairs);
+    let r_planted = corr(&planted_pairs);
+    eprintln!(
+        "recovery: {} cells x conditions, MAE {mae:.4}, r {r:.4}, r(planted) {r_planted:.4}, worst {}",
+        exp_pairs.len(),
+        worst.1
+    );
+    assert!(exp_pairs.len() >= 2000);
+    assert!(worst.0 <= 1.0, "worst cell: {}", worst.1);
+    assert!(mae < 0.15, "mean absolute error {mae}");
+    assert!(r > 0.95, "correlation {r}");
+    assert!(
+        r_planted > 0.9,
+        "correlation with the planted shifts {r_planted}"
+    );
+}
+
+fn corr(pairs: &[(f64, f64)]) -> f64 {
+    let n = pairs.len() as f64;
+    let (mp, mm) = (
+        pairs.iter().map(|p| p.0).sum::<f64>() / n,
+        pairs.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let cov: f64 = pairs.iter().map(|(p, m)| (p - mp) * (m - mm)).sum();
+    let vp: f64 = pairs.iter().map(|(p, _)| (p - mp).powi(2)).sum();
+    let vm: f64 = pairs.iter().map(|(_, m)| (m - mm).powi(2)).sum();
+    cov / (vp * vm).sqrt()
+}
+
+/// Sample SD of a slice (divisor n - 1).
+fn sd(x: &[f64]) -> f64 {
+    let m = x.iter().sum::<f64>() / x.len() as f64;
+    (x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (x.len() - 1) as f64).sqrt()
+}
+
+/// Temperature-1 noise is planted smaller than the protocol effects: in most complete api
+/// cells the SD of the scale score over the ten temperature-0 conditions exceeds the SD over
+/// the three ST1 samples; S0 and S0r agree exactly except for the one jittery endpoint.
+#[test]
+fn sampling_noise_is_smaller_than_protocol_spread() {
+    let s = load_sim();
+    let mut cell: BTreeMap<(&str, &str, &str), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let mut s0: BTreeMap<(&str, &str, &str), (Option<f64>, Option<f64>)> = BTreeMap::new();
+    for r in &s.scales {
+        if r.arm != "api" || r.model == "simulated-api-12" {
+            continue;
+        }
+        let k = (r.model.as_str(), r.test.as_str(), r.dimension.as_str());
+        if let Some(x) = r.score {
+            let e = cell.entry(k).or_default();
+            if r.condition == "ST1" {
+                e.1.push(x);
+            } else {
+                e.0.push(x);
+            }
+        }
+        match r.condition.as_str() {
+            "S0" => s0.entry(k).or_default().0 = r.score,
+            "S0r" => s0.entry(k).or_default().1 = r.score,
+            _ => {}
+        }
+    }
+    let (mut above, mut total) = (0, 0);
+    for (p, st) in cell.values() {
+        if p.len() == 10 && st.len() == 3 {
+            total += 1;
+            if sd(p) > sd(st) {
+                above += 1;
+            }
+        }
+    }
+    eprintln!("protocol SD > sampling SD in {above} of {total} complete cells");
+    assert!(total >= 200, "{total} complete cells");
+    assert!(above as f64 >= 0.8 * total as f64);
+    for ((m, _, _), (a, b)) in &s0 {
+        if *m != "simulated-api-09" {
+            assert_eq!(
+                a, b,
+                "{m}: S0 and S0r differ although temperature 0 is honoured"
+            );
+        }
+    }
+    assert!(s0
+        .iter()
+        .any(|((m, _, _), (a, b))| *m == "simulated-api-09" && a != b));
+}
+
+fn sha256(p: &Path) -> String {
+    protospread_core::hash::sha256_file(p).unwrap()
+}
+
+/// A bad stored-answer file stops `protospread fetch` with file/row/column, and the previous
+/// outputs (here from a good file) stay exactly as they were; `score` writes nothing new.
+#[test]
+fn bad_stored_answer_file_writes_nothing_downstream() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("answers.csv");
+    let cfg = dir.path().join("pipeline.toml");
+    let out = dir.path().join("out");
+    let write_cfg = |sha: &str| {
+        std::fs::write(
+            &cfg,
+            format!(
+                "[study]\nname = \"t\"\n\n[[inputs]]\nname = \"mine\"\nrole = \"answers\"\npath = \"answers.csv\"\nsha256 = \"{sha}\"\n"
+            ),
+        )
+        .unwrap();
+    };
+    let fetch = || {
+        bin()
+            .args(["--quiet", "--config"])
+            .arg(&cfg)
+            .arg("--out")
+            .arg(&out)
+            .arg("fetch")
+            .output()
+            .unwrap()
+    };
+    std::fs::write(
+        &data,
+        format!("{HEADER}\n{}\n", csv_row("S0", "m", "1", 1, "3")),
+    )
+    .unwrap();
+    write_cfg(&sha256(&data));
+    let ok = fetch();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let fetched = out.join("fetch/answers/mine.parquet");
+    let before = std::fs::read(&fetched).unwrap();
+
+    for (bad, col) in [
+        (csv_row("S7", "m", "1", 2, "3"), "column condition"),
+        (csv_row("S0", "", "1", 2, "3"), "column model"),
+        (csv_row("S0", "m", "first", 2, "3"), "column sample"),
+    ] {
+        std::fs::write(
+            &data,
+            format!("{HEADER}\n{}\n{bad}\n", csv_row("S0", "m", "1", 1, "3")),
+        )
+        .unwrap();
+        write_cfg(&sha256(&data));
+        let o = fetch();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success());
+        assert!(
+            err.contains("answers.csv") && err.contains("row 2 (line 3)") && err.contains(col),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read(&fetched).unwrap(),
+            before,
+            "previous output changed"
+        );
+        assert!(!out.join("score").exists());
+    }
+}
+
+/// Parsing and scoring of a small administration, end to end through `parse_and_score`:
+/// reversed options mapped back, statuses, constant flag, z and percentile from the norms.
+#[test]
+fn parse_and_score_small_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = format!("{HEADER}\n");
+    // S0: every Dark Triad item answered option 3 (value 2): constant.
+    for i in 1..=18 {
+        text.push_str(&format!(
+            "1,st,m,api,full,S0,1,dark_triad,single,{i},,,human,P1,0,3,,\n"
+        ));
+    }
+    // SR: option k on item k%5+1 pattern, reversed: value 5 - option; item 18 unreadable.
+    for i in 1..=18 {
+        let reply = if i == 18 {
+            "Agree".to_string()
+        } else {
+            ((i % 5) + 1).to_string()
+        };
+        text.push_str(&format!(
+            "1,st,m,api,full,SR,1,dark_triad,single,{i},,,reversed,P1,0,{reply},,\n"
+        ));
+    }
+    let p = write(dir.path(), "small.csv", &text);
+    let recs = read_records(&p, &Vocabulary::default()).unwrap();
+    let key = key();
+    let norms = Norms::from_scores(
+        ["machiavellianism", "narcissism", "psychopathy"]
+            .iter()
+            .flat_map(|d| {
+                [
+                    ("dark_triad", *d, 40.0),
+                    ("dark_triad", *d, 50.0),
+                    ("dark_triad", *d, 60.0),
+                ]
+            }),
+    );
+    let (parsed, scales, sum) =
+        parse_and_score("small", None, &recs, &Vocabulary::default(), &key, &norms).unwrap();
+    assert_eq!(parsed.len(), 36);
+    assert_eq!(sum.constant_administrations, 1);
+    for p in parsed.iter().filter(|p| p.condition == "SR" && p.item < 18) {
+        let opt = (p.item % 5) + 1;
+        assert_eq!(p.option_replied, Some(opt));
+        assert_eq!(p.value, Some(5 - opt), "item {}", p.item);
+    }
+    let last = parsed
+        .iter()
+        .find(|p| p.condition == "SR" && p.item == 18)
+        .unwrap();
+    assert_eq!((last.status, last.value), (NotANumber, None));
+    // S0: complete, all constant; z and percentile follow the norms (mean 50, SD 10).
+    let s0: Vec<_> = scales.iter().filter(|s| s.condition == "S0").collect();
+    assert_eq!(s0.len(), 3);
+    for s in &s0 {
+        assert!(s.complete && s.constant_answers);
+        let v = s.score.unwrap();
+        assert_eq!(s.z, Some((v - 50.0) / 10.0));
+        let below = [40.0, 50.0, 60.0].iter().filter(|x| **x < v).count() as f64;
+        let eq = [40.0, 50.0, 60.0].iter().filter(|x| **x == v).count() as f64;
+        assert_eq!(s.percentile, Some(100.0 * (below + 0.5 * eq) / 3.0));
+    }
+    // SR: the dimension holding item 18 is incomplete, with no score, z or percentile.
+    let sr: Vec<_> = scales.iter().filter(|s| s.condition == "SR").collect();
+    assert_eq!(sr.iter().filter(|s| !s.complete).count(), 1);
+    for s in sr {
+        assert!(!s.constant_answers);
+        assert_eq!(s.complete, s.score.is_some());
+        assert_eq!(s.complete, s.z.is_some());
+        assert_eq!(s.n_answered < s.n_items, !s.complete);
+    }
+    // Rows are sorted by (model, condition, sample, test, item / dimension).
+    let keys: Vec<_> = parsed
+        .iter()
+        .map(|p| (p.condition.clone(), p.item))
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+}

@@ -1,0 +1,222 @@
+//! The binary's aggregate, report, bag and verify commands. Everything runs on copies in
+//! temporary folders; the repository is never modified.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_protospread"))
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn run(args: &[&str]) -> Output {
+    let o = bin().args(args).output().unwrap();
+    o
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A folder with a minimal configuration, a small data/ folder and the fixture's score-stage
+/// output; aggregate and report run on it.
+fn fixture_project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("pipeline.toml"),
+        "[study]\nname = \"fixture\"\n\n[report]\ntables = []\ntitle = \"Fixture report\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(d.join("data")).unwrap();
+    std::fs::write(d.join("data/scoring_key.csv"), "test,item,dimension,reverse,weight\n").unwrap();
+    protospread_aggregate::fixture::write(&d.join("out/score")).unwrap();
+    dir
+}
+
+fn stage(d: &Path, out: &str, args: &[&str]) -> Output {
+    let cfg = d.join("pipeline.toml");
+    let out = d.join(out);
+    let mut v = vec!["--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()];
+    v.extend_from_slice(args);
+    run(&v)
+}
+
+#[test]
+fn aggregate_and_report_commands() {
+    let p = fixture_project();
+    let d = p.path();
+    let o = stage(d, "out", &["aggregate", "--partitions", "1"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("source fx (fixture): 31 cells kept, 4 dropped"), "{}", text(&o));
+    let o = stage(d, "out", &["report"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("| source | label | criterion |"), "{stdout}");
+    assert!(stdout.contains("| fx | fixture | arm=api |"), "{stdout}");
+    for f in ["cells.csv", "cells.md", "verdict.csv", "report.md", "report.html", "SHA256SUMS"] {
+        assert!(d.join("out/report").join(f).is_file(), "{f}");
+    }
+    // Same report bytes with many partitions.
+    std::fs::create_dir_all(d.join("out6")).unwrap();
+    copy_dir(&d.join("out/score"), &d.join("out6/score"));
+    let o = stage(d, "out6", &["aggregate", "--partitions", "6"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = stage(d, "out6", &["--quiet", "report"]);
+    assert!(o.status.success() && o.stdout.is_empty(), "{}", text(&o));
+    assert_eq!(
+        std::fs::read(d.join("out/report/SHA256SUMS")).unwrap(),
+        std::fs::read(d.join("out6/report/SHA256SUMS")).unwrap()
+    );
+    // A missing score stage output is a clear error naming the file.
+    std::fs::remove_file(d.join("out6/score/parsed_answers.parquet")).unwrap();
+    let o = stage(d, "out6", &["aggregate"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("parsed_answers.parquet"), "{}", text(&o));
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &t);
+        } else {
+            std::fs::copy(e.path(), t).unwrap();
+        }
+    }
+}
+
+#[test]
+fn bag_is_deterministic_and_validates_with_the_reference_validator() {
+    let p = fixture_project();
+    let d = p.path();
+    assert!(stage(d, "out", &["aggregate"]).status.success());
+    assert!(stage(d, "out", &["report"]).status.success());
+    let bag = d.join("bag");
+    let o = stage(d, "out", &["bag", bag.to_str().unwrap(), "--date", "2025-01-02"]);
+    assert!(o.status.success(), "{}", text(&o));
+    for f in ["bagit.txt", "bag-info.txt", "manifest-sha256.txt", "manifest-sha512.txt", "tagmanifest-sha256.txt", "data/provenance.json", "data/config/pipeline.toml", "data/inputs/data/scoring_key.csv", "data/outputs/report/report.html"] {
+        assert!(bag.join(f).is_file(), "{f} missing from the bag");
+    }
+    let info = std::fs::read_to_string(bag.join("bag-info.txt")).unwrap();
+    assert!(info.contains("Bagging-Date: 2025-01-02\n") && info.contains("Payload-Oxum: "), "{info}");
+    assert!(!std::fs::read_to_string(bag.join("manifest-sha256.txt")).unwrap().contains("cache/"));
+    let prov = std::fs::read_to_string(bag.join("data/provenance.json")).unwrap();
+    assert!(prov.contains("cargo_lock_sha256") && prov.contains("\"version\""), "{prov}");
+    // Same inputs and date: same bytes.
+    let bag2 = d.join("bag2");
+    assert!(stage(d, "out", &["bag", bag2.to_str().unwrap(), "--date", "2025-01-02"]).status.success());
+    for f in ["bag-info.txt", "manifest-sha256.txt", "manifest-sha512.txt", "tagmanifest-sha256.txt", "tagmanifest-sha512.txt"] {
+        assert_eq!(std::fs::read(bag.join(f)).unwrap(), std::fs::read(bag2.join(f)).unwrap(), "{f}");
+    }
+    // An existing destination is refused.
+    let o = stage(d, "out", &["bag", bag.to_str().unwrap()]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("already exists"), "{}", text(&o));
+
+    let o = Command::new(repo().join("scripts/check-bag.sh")).arg(&bag).output().unwrap();
+    if o.status.code() == Some(77) {
+        eprintln!("SKIPPED bagit.py validation: python3 is not installed");
+        return;
+    }
+    assert!(o.status.success(), "check-bag.sh failed:\n{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("corrupted copy rejected") && out.contains("check-bag: OK"), "{out}");
+}
+
+/// A copy of the repository's configuration and data in a temporary folder.
+fn repo_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(repo().join("pipeline.toml"), dir.path().join("pipeline.toml")).unwrap();
+    copy_dir(&repo().join("data"), &dir.path().join("data"));
+    dir
+}
+
+fn verify(d: &Path, extra: &[&str]) -> Output {
+    let cfg = d.join("pipeline.toml");
+    let ck = d.join("checksums");
+    let out = d.join("out");
+    let mut v = vec!["--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "verify", "--checksums", ck.to_str().unwrap()];
+    v.extend_from_slice(extra);
+    run(&v)
+}
+
+fn flip_byte(p: &Path, at: usize) -> Vec<u8> {
+    let orig = std::fs::read(p).unwrap();
+    let mut b = orig.clone();
+    let i = at.min(b.len() - 1);
+    b[i] = if b[i] == b'1' { b'2' } else { b'1' };
+    std::fs::write(p, &b).unwrap();
+    orig
+}
+
+#[test]
+fn verify_passes_then_names_each_change() {
+    let p = repo_copy();
+    let d = p.path();
+    let o = verify(d, &["--update"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = verify(d, &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let line = String::from_utf8_lossy(&o.stdout);
+    assert!(line.starts_with("verify: OK,") && line.lines().count() == 1, "{line}");
+
+    // One byte of one input.
+    let human = d.join("data/jobcannon/dark_triad.csv");
+    let orig = flip_byte(&human, 200);
+    let o = verify(d, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("input data/jobcannon/dark_triad.csv"), "{}", text(&o));
+    std::fs::write(&human, orig).unwrap();
+
+    // One byte of the key.
+    let key = d.join("data/scoring_key.csv");
+    let orig = flip_byte(&key, 60);
+    let o = verify(d, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("input data/scoring_key.csv"), "{}", text(&o));
+    std::fs::write(&key, orig).unwrap();
+
+    // One committed expected hash (of a table): named, with the first differing row/column.
+    let outputs = d.join("checksums/outputs.sha256");
+    let text0 = std::fs::read_to_string(&outputs).unwrap();
+    let line = text0.lines().find(|l| l.ends_with("  report/cells.csv")).expect("cells.csv listed").to_string();
+    let flipped = format!("{}{}", if line.starts_with('0') { '1' } else { '0' }, &line[1..]);
+    std::fs::write(&outputs, text0.replace(&line, &flipped)).unwrap();
+    let o = verify(d, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("output report/cells.csv"), "{err}");
+    assert!(err.contains("checksums tables/cells.csv"), "the committed copy no longer matches the edited hash: {err}");
+    std::fs::write(&outputs, &text0).unwrap();
+
+    // A committed table copy edited: the row and column are named.
+    let copy = d.join("checksums/tables/range.csv");
+    let t = std::fs::read_to_string(&copy).unwrap();
+    let mut lines: Vec<String> = t.lines().map(str::to_string).collect();
+    let mut cells: Vec<String> = lines[1].split(',').map(str::to_string).collect();
+    cells[3] = "999999".into();
+    lines[1] = cells.join(",");
+    std::fs::write(&copy, lines.join("\n") + "\n").unwrap();
+    let new_hash = protospread_core::hash::sha256_file(&copy).unwrap();
+    let l = text0.lines().find(|l| l.ends_with("  report/range.csv")).unwrap();
+    std::fs::write(&outputs, text0.replace(l, &format!("{new_hash}  report/range.csv"))).unwrap();
+    let o = verify(d, &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("output report/range.csv") && err.contains("line 2 (row 1), column 4"), "{err}");
+
+    // An extra expected file that is not regenerated.
+    std::fs::write(&outputs, format!("{text0}{}  report/ghost.csv\n", "0".repeat(64))).unwrap();
+    let o = verify(d, &[]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("output report/ghost.csv: expected but not regenerated"), "{}", text(&o));
+}
