@@ -96,9 +96,12 @@ fn parsing_table() {
 }
 
 /// (whole-test reply for a 4-item test, expected (status, option) per shown position)
+/// A whole-test reply for a 4-item test and the expected (status, option) per shown position.
+type WholeCase<'a> = (&'a str, [(Status, Option<i32>); 4]);
+
 #[test]
 fn whole_reply_table() {
-    let cases: &[(&str, [(Status, Option<i32>); 4])] = &[
+    let cases: &[WholeCase] = &[
         (
             "1: 4\n2: 3\n3: 2\n4: 1",
             [(Ok, Some(4)), (Ok, Some(3)), (Ok, Some(2)), (Ok, Some(1))],
@@ -695,8 +698,9 @@ fn sd(x: &[f64]) -> f64 {
 #[test]
 fn sampling_noise_is_smaller_than_protocol_spread() {
     let s = load_sim();
-    let mut cell: BTreeMap<(&str, &str, &str), (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-    let mut s0: BTreeMap<(&str, &str, &str), (Option<f64>, Option<f64>)> = BTreeMap::new();
+    type Cell<'a> = (&'a str, &'a str, &'a str);
+    let mut cell: BTreeMap<Cell, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let mut s0: BTreeMap<Cell, (Option<f64>, Option<f64>)> = BTreeMap::new();
     for r in &s.scales {
         if r.arm != "api" || r.model == "simulated-api-12" {
             continue;

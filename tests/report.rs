@@ -37,7 +37,11 @@ fn fixture_project() -> tempfile::TempDir {
     )
     .unwrap();
     std::fs::create_dir_all(d.join("data")).unwrap();
-    std::fs::write(d.join("data/scoring_key.csv"), "test,item,dimension,reverse,weight\n").unwrap();
+    std::fs::write(
+        d.join("data/scoring_key.csv"),
+        "test,item,dimension,reverse,weight\n",
+    )
+    .unwrap();
     protospread_aggregate::fixture::write(&d.join("out/score")).unwrap();
     dir
 }
@@ -45,7 +49,12 @@ fn fixture_project() -> tempfile::TempDir {
 fn stage(d: &Path, out: &str, args: &[&str]) -> Output {
     let cfg = d.join("pipeline.toml");
     let out = d.join(out);
-    let mut v = vec!["--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()];
+    let mut v = vec![
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
     v.extend_from_slice(args);
     run(&v)
 }
@@ -56,13 +65,28 @@ fn aggregate_and_report_commands() {
     let d = p.path();
     let o = stage(d, "out", &["aggregate", "--partitions", "1"]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("source fx (fixture): 31 cells kept, 4 dropped"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .contains("source fx (fixture): 31 cells kept, 4 dropped"),
+        "{}",
+        text(&o)
+    );
     let o = stage(d, "out", &["report"]);
     assert!(o.status.success(), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("| source | label | criterion |"), "{stdout}");
+    assert!(
+        stdout.contains("| source | label | criterion |"),
+        "{stdout}"
+    );
     assert!(stdout.contains("| fx | fixture | arm=api |"), "{stdout}");
-    for f in ["cells.csv", "cells.md", "verdict.csv", "report.md", "report.html", "SHA256SUMS"] {
+    for f in [
+        "cells.csv",
+        "cells.md",
+        "verdict.csv",
+        "report.md",
+        "report.html",
+        "SHA256SUMS",
+    ] {
         assert!(d.join("out/report").join(f).is_file(), "{f}");
     }
     // Same report bytes with many partitions.
@@ -80,7 +104,11 @@ fn aggregate_and_report_commands() {
     std::fs::remove_file(d.join("out6/score/parsed_answers.parquet")).unwrap();
     let o = stage(d, "out6", &["aggregate"]);
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("parsed_answers.parquet"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("parsed_answers.parquet"),
+        "{}",
+        text(&o)
+    );
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -103,40 +131,92 @@ fn bag_is_deterministic_and_validates_with_the_reference_validator() {
     assert!(stage(d, "out", &["aggregate"]).status.success());
     assert!(stage(d, "out", &["report"]).status.success());
     let bag = d.join("bag");
-    let o = stage(d, "out", &["bag", bag.to_str().unwrap(), "--date", "2025-01-02"]);
+    let o = stage(
+        d,
+        "out",
+        &["bag", bag.to_str().unwrap(), "--date", "2025-01-02"],
+    );
     assert!(o.status.success(), "{}", text(&o));
-    for f in ["bagit.txt", "bag-info.txt", "manifest-sha256.txt", "manifest-sha512.txt", "tagmanifest-sha256.txt", "data/provenance.json", "data/config/pipeline.toml", "data/inputs/data/scoring_key.csv", "data/outputs/report/report.html"] {
+    for f in [
+        "bagit.txt",
+        "bag-info.txt",
+        "manifest-sha256.txt",
+        "manifest-sha512.txt",
+        "tagmanifest-sha256.txt",
+        "data/provenance.json",
+        "data/config/pipeline.toml",
+        "data/inputs/data/scoring_key.csv",
+        "data/outputs/report/report.html",
+    ] {
         assert!(bag.join(f).is_file(), "{f} missing from the bag");
     }
     let info = std::fs::read_to_string(bag.join("bag-info.txt")).unwrap();
-    assert!(info.contains("Bagging-Date: 2025-01-02\n") && info.contains("Payload-Oxum: "), "{info}");
-    assert!(!std::fs::read_to_string(bag.join("manifest-sha256.txt")).unwrap().contains("cache/"));
+    assert!(
+        info.contains("Bagging-Date: 2025-01-02\n") && info.contains("Payload-Oxum: "),
+        "{info}"
+    );
+    assert!(!std::fs::read_to_string(bag.join("manifest-sha256.txt"))
+        .unwrap()
+        .contains("cache/"));
     let prov = std::fs::read_to_string(bag.join("data/provenance.json")).unwrap();
-    assert!(prov.contains("cargo_lock_sha256") && prov.contains("\"version\""), "{prov}");
+    assert!(
+        prov.contains("cargo_lock_sha256") && prov.contains("\"version\""),
+        "{prov}"
+    );
     // Same inputs and date: same bytes.
     let bag2 = d.join("bag2");
-    assert!(stage(d, "out", &["bag", bag2.to_str().unwrap(), "--date", "2025-01-02"]).status.success());
-    for f in ["bag-info.txt", "manifest-sha256.txt", "manifest-sha512.txt", "tagmanifest-sha256.txt", "tagmanifest-sha512.txt"] {
-        assert_eq!(std::fs::read(bag.join(f)).unwrap(), std::fs::read(bag2.join(f)).unwrap(), "{f}");
+    assert!(stage(
+        d,
+        "out",
+        &["bag", bag2.to_str().unwrap(), "--date", "2025-01-02"]
+    )
+    .status
+    .success());
+    for f in [
+        "bag-info.txt",
+        "manifest-sha256.txt",
+        "manifest-sha512.txt",
+        "tagmanifest-sha256.txt",
+        "tagmanifest-sha512.txt",
+    ] {
+        assert_eq!(
+            std::fs::read(bag.join(f)).unwrap(),
+            std::fs::read(bag2.join(f)).unwrap(),
+            "{f}"
+        );
     }
     // An existing destination is refused.
     let o = stage(d, "out", &["bag", bag.to_str().unwrap()]);
-    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("already exists"), "{}", text(&o));
+    assert!(
+        !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("already exists"),
+        "{}",
+        text(&o)
+    );
 
-    let o = Command::new(repo().join("scripts/check-bag.sh")).arg(&bag).output().unwrap();
+    let o = Command::new(repo().join("scripts/check-bag.sh"))
+        .arg(&bag)
+        .output()
+        .unwrap();
     if o.status.code() == Some(77) {
         eprintln!("SKIPPED bagit.py validation: python3 is not installed");
         return;
     }
     assert!(o.status.success(), "check-bag.sh failed:\n{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("corrupted copy rejected") && out.contains("check-bag: OK"), "{out}");
+    assert!(
+        out.contains("corrupted copy rejected") && out.contains("check-bag: OK"),
+        "{out}"
+    );
 }
 
 /// A copy of the repository's configuration and data in a temporary folder.
 fn repo_copy() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(repo().join("pipeline.toml"), dir.path().join("pipeline.toml")).unwrap();
+    std::fs::copy(
+        repo().join("pipeline.toml"),
+        dir.path().join("pipeline.toml"),
+    )
+    .unwrap();
     copy_dir(&repo().join("data"), &dir.path().join("data"));
     dir
 }
@@ -145,7 +225,15 @@ fn verify(d: &Path, extra: &[&str]) -> Output {
     let cfg = d.join("pipeline.toml");
     let ck = d.join("checksums");
     let out = d.join("out");
-    let mut v = vec!["--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap(), "verify", "--checksums", ck.to_str().unwrap()];
+    let mut v = vec![
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "verify",
+        "--checksums",
+        ck.to_str().unwrap(),
+    ];
     v.extend_from_slice(extra);
     run(&v)
 }
@@ -168,14 +256,21 @@ fn verify_passes_then_names_each_change() {
     let o = verify(d, &[]);
     assert!(o.status.success(), "{}", text(&o));
     let line = String::from_utf8_lossy(&o.stdout);
-    assert!(line.starts_with("verify: OK,") && line.lines().count() == 1, "{line}");
+    assert!(
+        line.starts_with("verify: OK,") && line.lines().count() == 1,
+        "{line}"
+    );
 
     // One byte of one input.
     let human = d.join("data/jobcannon/dark_triad.csv");
     let orig = flip_byte(&human, 200);
     let o = verify(d, &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("input data/jobcannon/dark_triad.csv"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("input data/jobcannon/dark_triad.csv"),
+        "{}",
+        text(&o)
+    );
     std::fs::write(&human, orig).unwrap();
 
     // One byte of the key.
@@ -183,20 +278,35 @@ fn verify_passes_then_names_each_change() {
     let orig = flip_byte(&key, 60);
     let o = verify(d, &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("input data/scoring_key.csv"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("input data/scoring_key.csv"),
+        "{}",
+        text(&o)
+    );
     std::fs::write(&key, orig).unwrap();
 
     // One committed expected hash (of a table): named, with the first differing row/column.
     let outputs = d.join("checksums/outputs.sha256");
     let text0 = std::fs::read_to_string(&outputs).unwrap();
-    let line = text0.lines().find(|l| l.ends_with("  report/cells.csv")).expect("cells.csv listed").to_string();
-    let flipped = format!("{}{}", if line.starts_with('0') { '1' } else { '0' }, &line[1..]);
+    let line = text0
+        .lines()
+        .find(|l| l.ends_with("  report/cells.csv"))
+        .expect("cells.csv listed")
+        .to_string();
+    let flipped = format!(
+        "{}{}",
+        if line.starts_with('0') { '1' } else { '0' },
+        &line[1..]
+    );
     std::fs::write(&outputs, text0.replace(&line, &flipped)).unwrap();
     let o = verify(d, &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("output report/cells.csv"), "{err}");
-    assert!(err.contains("checksums tables/cells.csv"), "the committed copy no longer matches the edited hash: {err}");
+    assert!(
+        err.contains("checksums tables/cells.csv"),
+        "the committed copy no longer matches the edited hash: {err}"
+    );
     std::fs::write(&outputs, &text0).unwrap();
 
     // A committed table copy edited: the row and column are named.
@@ -208,15 +318,34 @@ fn verify_passes_then_names_each_change() {
     lines[1] = cells.join(",");
     std::fs::write(&copy, lines.join("\n") + "\n").unwrap();
     let new_hash = protospread_core::hash::sha256_file(&copy).unwrap();
-    let l = text0.lines().find(|l| l.ends_with("  report/range.csv")).unwrap();
-    std::fs::write(&outputs, text0.replace(l, &format!("{new_hash}  report/range.csv"))).unwrap();
+    let l = text0
+        .lines()
+        .find(|l| l.ends_with("  report/range.csv"))
+        .unwrap();
+    std::fs::write(
+        &outputs,
+        text0.replace(l, &format!("{new_hash}  report/range.csv")),
+    )
+    .unwrap();
     let o = verify(d, &[]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("output report/range.csv") && err.contains("line 2 (row 1), column 4"), "{err}");
+    assert!(
+        err.contains("output report/range.csv") && err.contains("line 2 (row 1), column 4"),
+        "{err}"
+    );
 
     // An extra expected file that is not regenerated.
-    std::fs::write(&outputs, format!("{text0}{}  report/ghost.csv\n", "0".repeat(64))).unwrap();
+    std::fs::write(
+        &outputs,
+        format!("{text0}{}  report/ghost.csv\n", "0".repeat(64)),
+    )
+    .unwrap();
     let o = verify(d, &[]);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("output report/ghost.csv: expected but not regenerated"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("output report/ghost.csv: expected but not regenerated"),
+        "{}",
+        text(&o)
+    );
 }

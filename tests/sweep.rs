@@ -116,7 +116,7 @@ fn malformed_line_is_named_with_file_and_line() {
     assert!(err.contains("line 3"), "{err}");
 
     // A line without one of lm-eval's fields is refused the same way.
-    let mut v: serde_json::Value = serde_json::from_str(&text.lines().nth(4).unwrap()).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(text.lines().nth(4).unwrap()).unwrap();
     v.as_object_mut().unwrap().remove("doc_hash");
     lines[2] = text.lines().nth(2).unwrap().to_string();
     lines[4] = v.to_string();

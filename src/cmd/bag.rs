@@ -67,18 +67,26 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         let path = if rel.starts_with("..") || rel.starts_with('/') {
             format!(
                 "inputs/external/{}",
-                abs.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+                abs.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
             )
         } else {
             format!("inputs/{rel}")
         };
-        payload.push(PayloadFile { path, content: Content::File(abs) });
+        payload.push(PayloadFile {
+            path,
+            content: Content::File(abs),
+        });
     }
     let mut outs = Vec::new();
-    for e in std::fs::read_dir(&ctx.out).with_context(|| format!("reading {}", ctx.out.display()))? {
+    for e in
+        std::fs::read_dir(&ctx.out).with_context(|| format!("reading {}", ctx.out.display()))?
+    {
         let e = e?;
         let name = e.file_name().to_string_lossy().into_owned();
-        if name == cfg.fetch.cache_dir.to_string_lossy() || name == "cache" || name.starts_with('.') {
+        if name == cfg.fetch.cache_dir.to_string_lossy() || name == "cache" || name.starts_with('.')
+        {
             continue;
         }
         if e.file_type()?.is_dir() {
@@ -89,7 +97,10 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     }
     for p in outs {
         let rel = protospread_core::hash::rel_path(&ctx.out, &p);
-        payload.push(PayloadFile { path: format!("outputs/{rel}"), content: Content::File(p) });
+        payload.push(PayloadFile {
+            path: format!("outputs/{rel}"),
+            content: Content::File(p),
+        });
     }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -104,7 +115,9 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
             let (source, revision) = match i.source() {
                 Ok(Source::Local(p)) => (format!("path:{}", p.display()), None),
                 Ok(Source::Http(u)) => (format!("url:{u}"), None),
-                Ok(Source::HuggingFace(h)) => (format!("hf:{}/{}", h.repo, h.file), Some(h.commit.clone())),
+                Ok(Source::HuggingFace(h)) => {
+                    (format!("hf:{}/{}", h.repo, h.file), Some(h.commit.clone()))
+                }
                 Err(e) => (format!("invalid: {e}"), None),
             };
             serde_json::json!({
@@ -127,13 +140,22 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     });
     let mut text = serde_json::to_string_pretty(&provenance)?;
     text.push('\n');
-    payload.push(PayloadFile { path: "provenance.json".into(), content: Content::Bytes(text.into_bytes()) });
+    payload.push(PayloadFile {
+        path: "provenance.json".into(),
+        content: Content::Bytes(text.into_bytes()),
+    });
     let info = vec![
-        ("Bag-Software-Agent".to_string(), format!("protospread {}", env!("CARGO_PKG_VERSION"))),
+        (
+            "Bag-Software-Agent".to_string(),
+            format!("protospread {}", env!("CARGO_PKG_VERSION")),
+        ),
         ("Bagging-Date".to_string(), date.clone()),
         (
             "External-Description".to_string(),
-            format!("{}: configuration, inputs, outputs and provenance of a protospread run", cfg.study.name),
+            format!(
+                "{}: configuration, inputs, outputs and provenance of a protospread run",
+                cfg.study.name
+            ),
         ),
     ];
     let s = bag::write_bag(&args.dir, &payload, &info)?;

@@ -28,9 +28,11 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
     }
 }
 
+type Stage = fn(&Ctx) -> anyhow::Result<ExitCode>;
+
 /// Every stage in order; the first failing stage stops the run with its exit code.
 pub fn run_all(ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let stages: [(&str, fn(&Ctx) -> anyhow::Result<ExitCode>); 4] = [
+    let stages: [(&str, Stage); 4] = [
         ("fetch", |c| fetch::run(c, Default::default())),
         ("score", |c| score::run(c, Default::default())),
         ("aggregate", |c| aggregate::run(c, Default::default())),
@@ -51,7 +53,9 @@ pub fn run_all(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     ctx.say(format!(
         "run: {} output files hashed in {}",
         m.entries.len(),
-        ctx.out.join(protospread_core::hash::MANIFEST_NAME).display()
+        ctx.out
+            .join(protospread_core::hash::MANIFEST_NAME)
+            .display()
     ));
     Ok(ExitCode::SUCCESS)
 }

@@ -105,7 +105,7 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         staged.put(&p, &bytes)?;
     }
     let failing = stage::not_allowlisted(&run.classes);
-    print_summary(ctx, &run, &allowlist, &failing);
+    let parity_json = print_summary(ctx, &run, &allowlist, &failing);
 
     // ==== STORED ANSWERS (issue 4) ==============================================================
     // The stored-answer helper inserts its part here: parse the fetched stored answers with
@@ -121,9 +121,11 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         &mut staged,
     )
     .context("scoring stored answers")?;
-    if ctx.json {
+    // One JSON object for the whole stage: parity and stored answers together.
+    if let Some(mut v) = parity_json {
+        v["stored_answers"] = answers.to_json();
         if !ctx.quiet {
-            println!("{}", answers.to_json());
+            println!("{v}");
         }
     } else {
         answers.lines().iter().for_each(|l| ctx.say(l));
@@ -153,7 +155,7 @@ fn print_summary(
     run: &stage::ParityRun,
     allowlist: &Allowlist,
     failing: &[&parity::RowClass],
-) {
+) -> Option<serde_json::Value> {
     let summary = parity::summarize(&run.classes);
     let stale = allowlist.stale(&run.classes);
     let sweep_min = |f: fn(&parity::MutationResult) -> usize| {
@@ -212,10 +214,7 @@ fn print_summary(
             },
             "norms": run.norm_rows.iter().map(|(t, n)| serde_json::json!({"test": t, "reproduced": n.reproduced, "duplicates": n.duplicates, "used": n.used})).collect::<Vec<_>>(),
         });
-        if !ctx.quiet {
-            println!("{v}");
-        }
-        return;
+        return Some(v);
     }
     ctx.say("scorer parity on the human data (key: current; rows: every row of each file)");
     for (name, m) in &summary {
@@ -276,6 +275,7 @@ fn print_summary(
             n.used, n.reproduced, n.duplicates
         ));
     }
+    None
 }
 
 fn mutate_one(

@@ -26,6 +26,40 @@ pub enum SweepCommand {
     /// check that every delimiter variant is present and saw the same documents, and print
     /// the accuracy of each model, delimiter and variant. Exits 1 if any check fails.
     Ingest(IngestArgs),
+    /// Administer the generated dictionary-lookup task (docs/sweep.md) to a model behind an
+    /// OpenAI-compatible endpoint, one request per document x delimiter x variant, recording
+    /// every request and reply in the JSONL file given by the global `--out FILE.jsonl`
+    /// (appended and flushed per reply; a rerun sends only unanswered requests).
+    Dictionary(DictionaryArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DictionaryArgs {
+    /// API base up to and including `/v1`, e.g. http://127.0.0.1:8088/v1.
+    #[arg(long)]
+    pub base_url: String,
+    /// Model id exactly as sent.
+    #[arg(long)]
+    pub model: String,
+    /// Generator seed: the same seed gives the same documents.
+    #[arg(long, default_value_t = 20251005)]
+    pub seed: u64,
+    /// Documents per delimiter and variant.
+    #[arg(long, default_value_t = 20)]
+    pub n_docs: u32,
+    /// Delimiters by slug, comma-separated (e.g. nl,space,comma); default all of
+    /// `[sweep] delimiters`. Each must be in `[sweep] delimiters`.
+    #[arg(long, value_delimiter = ',')]
+    pub delimiters: Vec<String>,
+    /// Seconds one attempt may take.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
+    /// Attempts after the first (HTTP 429/5xx, timeouts, connection errors).
+    #[arg(long, default_value_t = 2)]
+    pub retries: u32,
+    /// Print the number of requests and the first request body; send nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -47,9 +81,10 @@ pub struct IngestArgs {
 
 pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
-        None => anyhow::bail!("give a sweep subcommand: `protospread sweep lm-eval` or `protospread sweep ingest` (see --help)"),
+        None => anyhow::bail!("give a sweep subcommand: `protospread sweep lm-eval`, `sweep ingest` or `sweep dictionary` (see --help)"),
         Some(SweepCommand::LmEval(a)) => lm_eval(ctx, a),
         Some(SweepCommand::Ingest(a)) => ingest_cmd(ctx, a),
+        Some(SweepCommand::Dictionary(a)) => dictionary_cmd(ctx, a),
     }
 }
 
@@ -166,4 +201,163 @@ fn ingest_cmd(ctx: &Ctx, a: IngestArgs) -> anyhow::Result<ExitCode> {
         eprintln!("check failed: {} problem(s)", ing.problems.len());
         Ok(ExitCode::from(1))
     }
+}
+
+fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
+    use protospread_sweep::dictionary::{self, Record};
+    use std::io::Write;
+    let (_, spec) = spec(ctx)?;
+    let out = ctx.out.clone();
+    if out.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+        anyhow::bail!(
+            "sweep dictionary: give the record file as --out FILE.jsonl (got {})",
+            out.display()
+        );
+    }
+    if a.n_docs == 0 {
+        anyhow::bail!("--n-docs must be at least 1");
+    }
+    let delimiters = if a.delimiters.is_empty() {
+        spec.delimiters.clone()
+    } else {
+        let mut v = Vec::new();
+        for slug in &a.delimiters {
+            let d = spec
+                .delimiters
+                .iter()
+                .find(|d| &d.slug == slug)
+                .ok_or_else(|| {
+                    let all: Vec<&str> = spec.delimiters.iter().map(|d| d.slug.as_str()).collect();
+                    anyhow::anyhow!(
+                        "--delimiters: '{slug}' is not the slug of a [sweep] delimiter ({})",
+                        all.join(",")
+                    )
+                })?;
+            if v.contains(d) {
+                anyhow::bail!("--delimiters: '{slug}' given twice");
+            }
+            v.push(d.clone());
+        }
+        v
+    };
+    let planned = dictionary::plan(
+        &a.model,
+        a.seed,
+        a.n_docs,
+        &delimiters,
+        &spec.variants,
+        &spec.naming_template,
+    );
+    if a.dry_run {
+        ctx.say(format!("{} requests; first body:", planned.len()));
+        println!("{}", planned[0].body);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let loaded = dictionary::load(&out)?;
+    let mut answered = std::collections::BTreeMap::new();
+    for r in loaded.records.iter().filter(|r| r.answered()) {
+        answered.insert(r.request_key.clone(), r.request_sha256.clone());
+    }
+    let mut todo = Vec::new();
+    let mut already = 0usize;
+    for p in &planned {
+        match answered.get(&p.key) {
+            Some(sha) if *sha == p.body_sha256 => already += 1,
+            Some(_) => anyhow::bail!(
+                "{}: request {} was answered earlier with a different request body (model or template changed); write to a new file",
+                out.display(),
+                p.key
+            ),
+            None => todo.push(p),
+        }
+    }
+    let client = protospread_administer::client::Client::new(
+        &a.base_url,
+        None,
+        std::time::Duration::from_secs(a.timeout),
+        a.retries,
+        std::time::Duration::from_secs(1),
+    )
+    .map_err(|e| anyhow::anyhow!(e))?;
+    let mut new_records = Vec::new();
+    let (mut sent, mut failed) = (0usize, 0usize);
+    if !todo.is_empty() {
+        if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&out)
+            .with_context(|| format!("opening {}", out.display()))?;
+        if loaded.truncated_bytes > 0 {
+            // Cut an interrupted last line so the next record starts on its own line.
+            let len = f.metadata()?.len() - loaded.truncated_bytes as u64;
+            f.set_len(len)?;
+        }
+        for p in todo {
+            let o = client.send(&p.body);
+            let r = Record::new(
+                p,
+                &a.model,
+                a.seed,
+                o.reply,
+                o.error,
+                o.finish_reason,
+                o.response_model,
+                o.http_status,
+                o.attempts,
+                o.elapsed_ms,
+            );
+            f.write_all(r.to_line().as_bytes())
+                .and_then(|_| f.flush())
+                .with_context(|| format!("appending to {}", out.display()))?;
+            sent += 1;
+            if !r.answered() {
+                failed += 1;
+                eprintln!(
+                    "request {} failed: {}",
+                    r.request_key,
+                    r.error.as_deref().unwrap_or("")
+                );
+            }
+            new_records.push(r);
+            if !ctx.quiet && !ctx.json && sent % 20 == 0 {
+                eprintln!("{sent} sent, {failed} failed");
+            }
+        }
+    }
+    // Canonical file: one record per key (answered first, else the latest failure) in plan
+    // order, then records of keys outside this plan in key order.
+    let mut all = loaded.records;
+    all.extend(new_records);
+    let mut latest = dictionary::latest_by_key(all);
+    let mut ordered: Vec<Record> = planned
+        .iter()
+        .filter_map(|p| latest.remove(&p.key))
+        .collect();
+    ordered.extend(latest.into_values());
+    let text: String = ordered.iter().map(Record::to_line).collect();
+    protospread_core::atomic::write_atomic(&out, text.as_bytes())?;
+    let correct = ordered.iter().filter(|r| r.correct == Some(true)).count();
+    if ctx.json {
+        println!(
+            "{}",
+            serde_json::json!({"planned": planned.len(), "already_answered": already, "sent": sent,
+                "failed": failed, "records_in_file": ordered.len(), "correct": correct})
+        );
+    } else {
+        ctx.say(format!(
+            "sweep dictionary: {} planned, {already} already answered, {sent} sent, {failed} failed; {} records in {} ({correct} correct)",
+            planned.len(),
+            ordered.len(),
+            out.display()
+        ));
+    }
+    Ok(if failed > 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -60,7 +60,10 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     if args.update {
         let code = regenerate(ctx, &out).context("regenerating the outputs")?;
         if code != ExitCode::SUCCESS {
-            anyhow::bail!("a stage failed; checksums/ left unchanged (outputs in {})", out.display());
+            anyhow::bail!(
+                "a stage failed; checksums/ left unchanged (outputs in {})",
+                out.display()
+            );
         }
         let (ni, no, nt) = v::update(&checksums, &inputs, &out)?;
         let _ = std::fs::remove_dir_all(&work);
@@ -123,7 +126,11 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         eprintln!(
             "verify: FAILED, {} difference(s){}; regenerated folder kept at {}",
             diffs.len(),
-            if regen_error.is_some() { " and a failed regeneration" } else { "" },
+            if regen_error.is_some() {
+                " and a failed regeneration"
+            } else {
+                ""
+            },
             out.display()
         );
     }

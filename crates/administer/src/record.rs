@@ -291,3 +291,66 @@ pub fn write_all(path: &Path, records: &[Record]) -> Result<(), AdministerError>
     protospread_core::atomic::write_atomic(path, text.as_bytes())?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(key: &str, error: Option<&str>) -> Record {
+        let p = crate::plan::Planned {
+            key: key.to_string(),
+            test: "big_five".into(),
+            condition: "S0".into(),
+            sample: 1,
+            mode: crate::plan::Mode::Single,
+            item: Some(1),
+            item_order: None,
+            order_seed: None,
+            reversed: false,
+            instruction: "P1".into(),
+            temperature: 0.0,
+            max_tokens: 8,
+            seed: None,
+            body: "{}".into(),
+            body_sha256: "x".into(),
+            rank: 0,
+        };
+        let labels = RunLabels {
+            study: "s".into(),
+            model: "m".into(),
+            arm: "api".into(),
+            cohort: "c".into(),
+            label: "recorded".into(),
+            endpoint: "http://127.0.0.1:1/v1/chat/completions".into(),
+        };
+        let o = Outcome {
+            reply: error.is_none().then(|| "3".to_string()),
+            error: error.map(String::from),
+            ..Outcome::default()
+        };
+        make_record(&p, &labels, o, 0)
+    }
+
+    #[test]
+    fn answered_record_wins_over_failures_in_any_order() {
+        let recs = vec![rec("a", Some("e1")), rec("a", None), rec("a", Some("e2"))];
+        assert!(latest_by_key(recs)["a"].answered());
+        let recs = vec![rec("b", Some("e1")), rec("b", Some("e2"))];
+        assert_eq!(latest_by_key(recs)["b"].error.as_deref(), Some("e2"));
+    }
+
+    #[test]
+    fn partial_last_line_is_cut_and_a_bad_middle_line_is_an_error() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.jsonl");
+        let line = serde_json::to_string(&rec("a", None)).unwrap();
+        std::fs::write(&p, format!("{line}\n{{\"format_ver")).unwrap();
+        let e = load_existing(&p).unwrap();
+        assert_eq!((e.records.len(), e.truncated_bytes), (1, 12));
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), format!("{line}\n"));
+
+        std::fs::write(&p, format!("{line}\nnot json\n{line}\n")).unwrap();
+        let err = load_existing(&p).unwrap_err().to_string();
+        assert!(err.contains("a.jsonl") && err.contains("line 2"), "{err}");
+    }
+}

@@ -115,8 +115,16 @@ pub fn cells(inputs: &Inputs, params: &Params) -> Result<Vec<Cell>, AggregateErr
             .or_default()
             .insert((r.test.as_str(), r.dimension.as_str()));
     }
-    let protocol: BTreeSet<&str> = params.protocol_conditions.iter().map(String::as_str).collect();
-    let sampling: BTreeSet<&str> = params.sampling_conditions.iter().map(String::as_str).collect();
+    let protocol: BTreeSet<&str> = params
+        .protocol_conditions
+        .iter()
+        .map(String::as_str)
+        .collect();
+    let sampling: BTreeSet<&str> = params
+        .sampling_conditions
+        .iter()
+        .map(String::as_str)
+        .collect();
     let mut out = Vec::new();
     for ((source, model), m) in &meta {
         let tests_of_model: BTreeSet<&str> = by_cell
@@ -129,7 +137,9 @@ pub fn cells(inputs: &Inputs, params: &Params) -> Result<Vec<Cell>, AggregateErr
                 .get(&(source.as_str(), model.as_str(), *test, *dimension))
                 .map(Vec::as_slice)
                 .unwrap_or(&[]);
-            let mut cell = compute_cell(source, model, m, test, dimension, rows, params, &protocol, &sampling);
+            let mut cell = compute_cell(
+                source, model, m, test, dimension, rows, params, &protocol, &sampling,
+            );
             if rows.is_empty() && !tests_of_model.contains(test) {
                 cell.drop_reasons = vec!["test not administered (no scale scores)".to_string()];
             }
@@ -160,7 +170,11 @@ fn compute_cell(
     let missing: Vec<&str> = params
         .protocol_conditions
         .iter()
-        .chain(if sampling_optional { &[][..] } else { &params.sampling_conditions[..] })
+        .chain(if sampling_optional {
+            &[][..]
+        } else {
+            &params.sampling_conditions[..]
+        })
         .filter(|c| !rows.iter().any(|r| &r.condition == *c))
         .map(String::as_str)
         .collect();
@@ -170,7 +184,9 @@ fn compute_cell(
     let used: Vec<&ScoreRow> = rows
         .iter()
         .copied()
-        .filter(|r| protocol.contains(r.condition.as_str()) || sampling.contains(r.condition.as_str()))
+        .filter(|r| {
+            protocol.contains(r.condition.as_str()) || sampling.contains(r.condition.as_str())
+        })
         .collect();
     let incomplete: Vec<String> = used
         .iter()
@@ -178,7 +194,10 @@ fn compute_cell(
         .map(|r| admin_name(r))
         .collect();
     if !incomplete.is_empty() {
-        reasons.push(format!("incomplete administrations: {}", incomplete.join(", ")));
+        reasons.push(format!(
+            "incomplete administrations: {}",
+            incomplete.join(", ")
+        ));
     }
     let no_z: Vec<String> = used
         .iter()
@@ -186,7 +205,10 @@ fn compute_cell(
         .map(|r| admin_name(r))
         .collect();
     if !no_z.is_empty() {
-        reasons.push(format!("no score in human SDs (z is null): {}", no_z.join(", ")));
+        reasons.push(format!(
+            "no score in human SDs (z is null): {}",
+            no_z.join(", ")
+        ));
     }
     let pz: Vec<f64> = used
         .iter()
@@ -247,7 +269,10 @@ fn compute_cell(
             .filter_map(|r| r.z)
             .collect()
     };
-    if let (Some(to), Some(from)) = (stats::mean(&side(&params.shift_to)), stats::mean(&side(&params.shift_from))) {
+    if let (Some(to), Some(from)) = (
+        stats::mean(&side(&params.shift_to)),
+        stats::mean(&side(&params.shift_from)),
+    ) {
         cell.shift_z = Some(to - from);
     }
     cell.min_z = Some(lo);
@@ -338,16 +363,26 @@ fn ranges(cells: &[&Cell]) -> Vec<f64> {
 }
 
 fn exceeding(cells: &[&Cell]) -> i64 {
-    cells.iter().filter(|c| c.protocol_exceeds == Some(true)).count() as i64
+    cells
+        .iter()
+        .filter(|c| c.protocol_exceeds == Some(true))
+        .count() as i64
 }
 
 /// Cells with both SDs (the denominator of the share of protocol SD > sampling SD).
 fn compared(cells: &[&Cell]) -> i64 {
-    cells.iter().filter(|c| c.protocol_exceeds.is_some()).count() as i64
+    cells
+        .iter()
+        .filter(|c| c.protocol_exceeds.is_some())
+        .count() as i64
 }
 
 fn distinct_models(cells: &[&Cell]) -> i64 {
-    cells.iter().map(|c| &c.model).collect::<BTreeSet<_>>().len() as i64
+    cells
+        .iter()
+        .map(|c| &c.model)
+        .collect::<BTreeSet<_>>()
+        .len() as i64
 }
 
 /// Every output table of the stage, in file-name order.
@@ -381,23 +416,39 @@ fn cells_table(cells: &[Cell], params: &Params) -> Table {
         .str("test", cells.iter().map(|c| Some(c.test.clone())))
         .str("dimension", cells.iter().map(|c| Some(c.dimension.clone())))
         .bool("kept", cells.iter().map(|c| Some(c.kept())))
-        .str("drop_reason", cells.iter().map(|c| (!c.kept()).then(|| c.drop_reasons.join("; "))))
+        .str(
+            "drop_reason",
+            cells
+                .iter()
+                .map(|c| (!c.kept()).then(|| c.drop_reasons.join("; "))),
+        )
         .int("protocol_n", cells.iter().map(|c| Some(c.protocol_n)))
         .int("sampling_n", cells.iter().map(|c| Some(c.sampling_n)))
         .float("protocol_mean_z", cells.iter().map(|c| c.protocol_mean_z))
         .float("protocol_sd", cells.iter().map(|c| c.protocol_sd))
         .float("sampling_sd", cells.iter().map(|c| c.sampling_sd))
         .float("ratio", cells.iter().map(|c| c.ratio))
-        .str("ratio_rule", cells.iter().map(|c| c.ratio_rule.map(|r| r.as_str())))
-        .bool("protocol_gt_sampling", cells.iter().map(|c| c.protocol_exceeds))
+        .str(
+            "ratio_rule",
+            cells.iter().map(|c| c.ratio_rule.map(|r| r.as_str())),
+        )
+        .bool(
+            "protocol_gt_sampling",
+            cells.iter().map(|c| c.protocol_exceeds),
+        )
         .float("min_z", cells.iter().map(|c| c.min_z))
         .float("max_z", cells.iter().map(|c| c.max_z))
         .float("range_z", cells.iter().map(|c| c.range_z));
     for (i, [a, b]) in params.rerun_pairs.iter().enumerate() {
-        t = t.float(&format!("rerun_{a}_{b}_z"), cells.iter().map(|c| c.reruns[i]));
+        t = t.float(
+            &format!("rerun_{a}_{b}_z"),
+            cells.iter().map(|c| c.reruns[i]),
+        );
     }
-    t.float("shift_z", cells.iter().map(|c| c.shift_z))
-        .int("constant_administrations", cells.iter().map(|c| Some(c.constant_administrations)))
+    t.float("shift_z", cells.iter().map(|c| c.shift_z)).int(
+        "constant_administrations",
+        cells.iter().map(|c| Some(c.constant_administrations)),
+    )
 }
 
 fn dropped_table(cells: &[Cell]) -> Table {
@@ -413,7 +464,10 @@ fn dropped_table(cells: &[Cell]) -> Table {
         .str("reason", d.iter().map(|c| Some(c.drop_reasons.join("; "))))
 }
 
-fn protocol_vs_sampling_table(groups: &BTreeMap<GroupKey, Vec<&Cell>>, columns: &[String]) -> Table {
+fn protocol_vs_sampling_table(
+    groups: &BTreeMap<GroupKey, Vec<&Cell>>,
+    columns: &[String],
+) -> Table {
     let rows: Vec<(&GroupKey, &Vec<&Cell>)> = groups.iter().collect();
     Table::new("protocol_vs_sampling")
         .str("source", rows.iter().map(|(k, _)| Some(k.source.clone())))
@@ -421,11 +475,26 @@ fn protocol_vs_sampling_table(groups: &BTreeMap<GroupKey, Vec<&Cell>>, columns: 
         .str("group", rows.iter().map(|(k, _)| Some(k.name(columns))))
         .int("models", rows.iter().map(|(_, c)| Some(distinct_models(c))))
         .int("cells", rows.iter().map(|(_, c)| Some(c.len() as i64)))
-        .int("compared_cells", rows.iter().map(|(_, c)| Some(compared(c))))
-        .int("protocol_gt_sampling", rows.iter().map(|(_, c)| Some(exceeding(c))))
-        .float("share", rows.iter().map(|(_, c)| share(exceeding(c), compared(c))))
-        .int("ratio_cells", rows.iter().map(|(_, c)| Some(ratios(c).len() as i64)))
-        .float("median_ratio", rows.iter().map(|(_, c)| stats::median(&ratios(c))))
+        .int(
+            "compared_cells",
+            rows.iter().map(|(_, c)| Some(compared(c))),
+        )
+        .int(
+            "protocol_gt_sampling",
+            rows.iter().map(|(_, c)| Some(exceeding(c))),
+        )
+        .float(
+            "share",
+            rows.iter().map(|(_, c)| share(exceeding(c), compared(c))),
+        )
+        .int(
+            "ratio_cells",
+            rows.iter().map(|(_, c)| Some(ratios(c).len() as i64)),
+        )
+        .float(
+            "median_ratio",
+            rows.iter().map(|(_, c)| stats::median(&ratios(c))),
+        )
 }
 
 fn count_ge(xs: &[f64], t: f64) -> i64 {
@@ -438,15 +507,27 @@ fn range_table(groups: &BTreeMap<GroupKey, Vec<&Cell>>, columns: &[String]) -> T
         .map(|(k, c)| (k, ranges(c), label_of(c)))
         .collect();
     Table::new("range")
-        .str("source", rows.iter().map(|(k, _, _)| Some(k.source.clone())))
+        .str(
+            "source",
+            rows.iter().map(|(k, _, _)| Some(k.source.clone())),
+        )
         .str("label", rows.iter().map(|(_, _, l)| Some(*l)))
         .str("group", rows.iter().map(|(k, _, _)| Some(k.name(columns))))
         .int("cells", rows.iter().map(|(_, r, _)| Some(r.len() as i64)))
-        .float("median_range_z", rows.iter().map(|(_, r, _)| stats::median(r)))
+        .float(
+            "median_range_z",
+            rows.iter().map(|(_, r, _)| stats::median(r)),
+        )
         .float("min_range_z", rows.iter().map(|(_, r, _)| stats::min(r)))
         .float("max_range_z", rows.iter().map(|(_, r, _)| stats::max(r)))
-        .int("cells_range_ge_1", rows.iter().map(|(_, r, _)| Some(count_ge(r, 1.0))))
-        .int("cells_range_ge_2", rows.iter().map(|(_, r, _)| Some(count_ge(r, 2.0))))
+        .int(
+            "cells_range_ge_1",
+            rows.iter().map(|(_, r, _)| Some(count_ge(r, 1.0))),
+        )
+        .int(
+            "cells_range_ge_2",
+            rows.iter().map(|(_, r, _)| Some(count_ge(r, 2.0))),
+        )
 }
 
 fn by_test_table(groups: &BTreeMap<GroupKey, Vec<&Cell>>, columns: &[String]) -> Table {
@@ -461,16 +542,35 @@ fn by_test_table(groups: &BTreeMap<GroupKey, Vec<&Cell>>, columns: &[String]) ->
         }
     }
     Table::new("by_test")
-        .str("source", rows.iter().map(|(k, _, _)| Some(k.source.clone())))
+        .str(
+            "source",
+            rows.iter().map(|(k, _, _)| Some(k.source.clone())),
+        )
         .str("label", rows.iter().map(|(_, _, c)| Some(label_of(c))))
         .str("group", rows.iter().map(|(k, _, _)| Some(k.name(columns))))
         .str("test", rows.iter().map(|(_, t, _)| Some(t.clone())))
         .int("cells", rows.iter().map(|(_, _, c)| Some(c.len() as i64)))
-        .int("compared_cells", rows.iter().map(|(_, _, c)| Some(compared(c))))
-        .int("protocol_gt_sampling", rows.iter().map(|(_, _, c)| Some(exceeding(c))))
-        .float("share", rows.iter().map(|(_, _, c)| share(exceeding(c), compared(c))))
-        .float("median_ratio", rows.iter().map(|(_, _, c)| stats::median(&ratios(c))))
-        .float("median_range_z", rows.iter().map(|(_, _, c)| stats::median(&ranges(c))))
+        .int(
+            "compared_cells",
+            rows.iter().map(|(_, _, c)| Some(compared(c))),
+        )
+        .int(
+            "protocol_gt_sampling",
+            rows.iter().map(|(_, _, c)| Some(exceeding(c))),
+        )
+        .float(
+            "share",
+            rows.iter()
+                .map(|(_, _, c)| share(exceeding(c), compared(c))),
+        )
+        .float(
+            "median_ratio",
+            rows.iter().map(|(_, _, c)| stats::median(&ratios(c))),
+        )
+        .float(
+            "median_range_z",
+            rows.iter().map(|(_, _, c)| stats::median(&ranges(c))),
+        )
 }
 
 fn reruns_table(groups: &BTreeMap<GroupKey, Vec<&Cell>>, params: &Params) -> Table {
@@ -487,15 +587,25 @@ fn reruns_table(groups: &BTreeMap<GroupKey, Vec<&Cell>>, params: &Params) -> Tab
         .str("group", rows.iter().map(|r| Some(r.0.name(&params.groups))))
         .str("pair", rows.iter().map(|r| Some(r.2.clone())))
         .int("cells", rows.iter().map(|r| Some(r.3.len() as i64)))
-        .int("cells_identical", rows.iter().map(|r| Some(r.3.iter().filter(|x| **x == 0.0).count() as i64)))
+        .int(
+            "cells_identical",
+            rows.iter()
+                .map(|r| Some(r.3.iter().filter(|x| **x == 0.0).count() as i64)),
+        )
         .float("median_diff_z", rows.iter().map(|r| stats::median(&r.3)))
         .float("max_diff_z", rows.iter().map(|r| stats::max(&r.3)))
 }
 
 /// The headline arm's median shift per (source, test, dimension).
-fn reference_shifts<'a>(cells: &'a [Cell], params: &Params) -> BTreeMap<(&'a str, &'a str, &'a str), f64> {
+fn reference_shifts<'a>(
+    cells: &'a [Cell],
+    params: &Params,
+) -> BTreeMap<(&'a str, &'a str, &'a str), f64> {
     let mut by: BTreeMap<(&str, &str, &str), Vec<f64>> = BTreeMap::new();
-    for c in cells.iter().filter(|c| c.kept() && c.meta.arm == params.headline_arm) {
+    for c in cells
+        .iter()
+        .filter(|c| c.kept() && c.meta.arm == params.headline_arm)
+    {
         if let Some(s) = c.shift_z {
             by.entry((c.source.as_str(), c.test.as_str(), c.dimension.as_str()))
                 .or_default()
@@ -530,7 +640,10 @@ fn separate_arms_table(cells: &[Cell], params: &Params) -> Table {
     }
     let rows: Vec<_> = by.into_iter().collect();
     let dirs = |c: &[&Cell]| -> (i64, i64) {
-        let d: Vec<bool> = c.iter().filter_map(|x| same_direction(x, &reference)).collect();
+        let d: Vec<bool> = c
+            .iter()
+            .filter_map(|x| same_direction(x, &reference))
+            .collect();
         (d.len() as i64, d.iter().filter(|x| **x).count() as i64)
     };
     Table::new("separate_arms")
@@ -541,10 +654,22 @@ fn separate_arms_table(cells: &[Cell], params: &Params) -> Table {
         .int("cells", rows.iter().map(|(_, c)| Some(c.len() as i64)))
         .int("direction_cells", rows.iter().map(|(_, c)| Some(dirs(c).0)))
         .int("same_direction", rows.iter().map(|(_, c)| Some(dirs(c).1)))
-        .float("share", rows.iter().map(|(_, c)| share(dirs(c).1, dirs(c).0)))
-        .float("median_range_z", rows.iter().map(|(_, c)| stats::median(&ranges(c))))
-        .int("compared_cells", rows.iter().map(|(_, c)| Some(compared(c))))
-        .int("protocol_gt_sampling", rows.iter().map(|(_, c)| Some(exceeding(c))))
+        .float(
+            "share",
+            rows.iter().map(|(_, c)| share(dirs(c).1, dirs(c).0)),
+        )
+        .float(
+            "median_range_z",
+            rows.iter().map(|(_, c)| stats::median(&ranges(c))),
+        )
+        .int(
+            "compared_cells",
+            rows.iter().map(|(_, c)| Some(compared(c))),
+        )
+        .int(
+            "protocol_gt_sampling",
+            rows.iter().map(|(_, c)| Some(exceeding(c))),
+        )
 }
 
 /// Per (source, model, condition): requests from the parsed answers, administrations and
@@ -598,7 +723,10 @@ fn requests_table(inputs: &Inputs) -> Table {
         .str("model", rows.iter().map(|((_, m, _), _)| Some(m.clone())))
         .str("arm", rows.iter().map(|(_, r)| Some(r.arm.clone())))
         .str("cohort", rows.iter().map(|(_, r)| r.cohort.clone()))
-        .str("condition", rows.iter().map(|((_, _, c), _)| Some(c.clone())))
+        .str(
+            "condition",
+            rows.iter().map(|((_, _, c), _)| Some(c.clone())),
+        )
         .int("requests", rows.iter().map(|(_, r)| r.requests))
         .int("failed_requests", rows.iter().map(|(_, r)| r.failed))
         .int("unreadable_replies", rows.iter().map(|(_, r)| r.unreadable))
@@ -610,13 +738,26 @@ fn requests_table(inputs: &Inputs) -> Table {
             }),
         )
         .int("items", rows.iter().map(|(_, r)| r.items))
-        .int("unreadable_items", rows.iter().map(|(_, r)| r.unreadable_items))
-        .int("administrations", rows.iter().map(|(_, r)| Some(r.administrations)))
-        .int("constant_administrations", rows.iter().map(|(_, r)| Some(r.constant)))
+        .int(
+            "unreadable_items",
+            rows.iter().map(|(_, r)| r.unreadable_items),
+        )
+        .int(
+            "administrations",
+            rows.iter().map(|(_, r)| Some(r.administrations)),
+        )
+        .int(
+            "constant_administrations",
+            rows.iter().map(|(_, r)| Some(r.constant)),
+        )
 }
 
 fn constant_runs_table(inputs: &Inputs) -> Table {
-    let c: Vec<_> = inputs.administrations.iter().filter(|a| a.constant).collect();
+    let c: Vec<_> = inputs
+        .administrations
+        .iter()
+        .filter(|a| a.constant)
+        .collect();
     Table::new("constant_runs")
         .str("source", c.iter().map(|a| Some(a.source.clone())))
         .str("label", c.iter().map(|a| Some(a.label.clone())))
@@ -656,7 +797,9 @@ fn verdict_table(cells: &[Cell], inputs: &Inputs, params: &Params) -> Table {
             .requests
             .iter()
             .filter(|q| q.source == source && &q.arm == arm)
-            .fold((0i64, 0i64), |(a, b), q| (a + q.requests, b + q.unreadable_replies));
+            .fold((0i64, 0i64), |(a, b), q| {
+                (a + q.requests, b + q.unreadable_replies)
+            });
         let (adm, cons) = inputs
             .administrations
             .iter()
@@ -706,9 +849,17 @@ fn verdict_table(cells: &[Cell], inputs: &Inputs, params: &Params) -> Table {
             format!("{cons} of {adm} arm={arm} administrations gave constant answers: below the threshold counts as few"),
         ));
         let overall = match (pass_share, pass_ratio) {
-            (Some(true), Some(true)) => (Some(true), "protocol spread exceeds sampling noise: use the protocol spread as the error bar".to_string()),
+            (Some(true), Some(true)) => (
+                Some(true),
+                "protocol spread exceeds sampling noise: use the protocol spread as the error bar"
+                    .to_string(),
+            ),
             (None, _) | (_, None) => (None, format!("no kept arm={arm} cells: no verdict")),
-            _ => (Some(false), "the protocol spread is not shown to exceed sampling noise by the thresholds".to_string()),
+            _ => (
+                Some(false),
+                "the protocol spread is not shown to exceed sampling noise by the thresholds"
+                    .to_string(),
+            ),
         };
         rows.push(mk("verdict", None, None, overall.0, overall.1));
     }

@@ -75,14 +75,62 @@ struct Model {
 }
 
 const MODELS: &[Model] = &[
-    Model { source: "fx", label: "fixture", name: "api-a", arm: "api", cohort: Some("pilot") },
-    Model { source: "fx", label: "fixture", name: "api-b", arm: "api", cohort: Some("pilot") },
-    Model { source: "fx", label: "fixture", name: "api-c", arm: "api", cohort: Some("full") },
-    Model { source: "fx", label: "fixture", name: "api-d", arm: "api", cohort: Some("full") },
-    Model { source: "fx", label: "fixture", name: "api-e", arm: "api", cohort: Some("full") },
-    Model { source: "fx", label: "fixture", name: "cli-x", arm: "cli", cohort: None },
-    Model { source: "fx", label: "fixture", name: "cli-y", arm: "cli", cohort: None },
-    Model { source: "rx", label: "recorded-fixture", name: "local-1", arm: "local", cohort: None },
+    Model {
+        source: "fx",
+        label: "fixture",
+        name: "api-a",
+        arm: "api",
+        cohort: Some("pilot"),
+    },
+    Model {
+        source: "fx",
+        label: "fixture",
+        name: "api-b",
+        arm: "api",
+        cohort: Some("pilot"),
+    },
+    Model {
+        source: "fx",
+        label: "fixture",
+        name: "api-c",
+        arm: "api",
+        cohort: Some("full"),
+    },
+    Model {
+        source: "fx",
+        label: "fixture",
+        name: "api-d",
+        arm: "api",
+        cohort: Some("full"),
+    },
+    Model {
+        source: "fx",
+        label: "fixture",
+        name: "api-e",
+        arm: "api",
+        cohort: Some("full"),
+    },
+    Model {
+        source: "fx",
+        label: "fixture",
+        name: "cli-x",
+        arm: "cli",
+        cohort: None,
+    },
+    Model {
+        source: "fx",
+        label: "fixture",
+        name: "cli-y",
+        arm: "cli",
+        cohort: None,
+    },
+    Model {
+        source: "rx",
+        label: "recorded-fixture",
+        name: "local-1",
+        arm: "local",
+        cohort: None,
+    },
 ];
 
 /// (test, dimensions, items per test); items are split evenly over the dimensions.
@@ -119,7 +167,11 @@ pub fn rows() -> (Vec<FxScore>, Vec<FxAnswer>) {
                     for item in 1..=*items {
                         let status = if m.name == "api-c" && *cond == "SP" && item % 3 == 0 {
                             "not_a_number"
-                        } else if m.name == "api-d" && *cond == "B0r" && *test == "riasec" && item == 2 {
+                        } else if m.name == "api-d"
+                            && *cond == "B0r"
+                            && *test == "riasec"
+                            && item == 2
+                        {
                             "missing_in_whole"
                         } else {
                             "ok"
@@ -149,7 +201,9 @@ pub fn rows() -> (Vec<FxScore>, Vec<FxAnswer>) {
                             _ => 0.0,
                         };
                         let noise_scale = if *cond == "ST1" { 0.25 } else { 0.02 };
-                        let mut z = level + shift * (1.0 + di as f64 * 0.5) + noise_scale * (rng.next() - 0.5);
+                        let mut z = level
+                            + shift * (1.0 + di as f64 * 0.5)
+                            + noise_scale * (rng.next() - 0.5);
                         if *cond == "S0r" && mi % 2 == 0 {
                             z = level; // an exact rerun for half the models
                         }
@@ -159,8 +213,14 @@ pub fn rows() -> (Vec<FxScore>, Vec<FxAnswer>) {
                         if m.name == "api-a" && *dim == "Openness" && *cond == "ST1" {
                             z = level + 0.1; // planted: identical samples, sampling SD 0
                         }
-                        let incomplete = (m.name == "api-d" && *cond == "B0r" && *test == "riasec" && *dim == "Realistic")
-                            || (m.name == "api-c" && *cond == "SP" && *test == "big_five" && *dim == "Neuroticism");
+                        let incomplete = (m.name == "api-d"
+                            && *cond == "B0r"
+                            && *test == "riasec"
+                            && *dim == "Realistic")
+                            || (m.name == "api-c"
+                                && *cond == "SP"
+                                && *test == "big_five"
+                                && *dim == "Neuroticism");
                         let score = (2.0 + 0.8 * z).clamp(0.0, 4.0);
                         scores.push(FxScore {
                             source: m.source.into(),
@@ -226,7 +286,9 @@ pub fn scores_batch(rows: &[FxScore]) -> RecordBatch {
         s(rows.iter().map(|r| r.arm.clone())),
         so(rows.iter().map(|r| r.cohort.clone())),
         s(rows.iter().map(|r| r.condition.clone())),
-        Arc::new(Int32Array::from(rows.iter().map(|r| r.sample).collect::<Vec<_>>())),
+        Arc::new(Int32Array::from(
+            rows.iter().map(|r| r.sample).collect::<Vec<_>>(),
+        )),
         s(rows.iter().map(|r| r.test.clone())),
         s(rows.iter().map(|r| r.dimension.clone())),
         Arc::new(Float64Array::from(
@@ -234,13 +296,21 @@ pub fn scores_batch(rows: &[FxScore]) -> RecordBatch {
                 .map(|r| if r.condition == "ST1" { 1.0 } else { 0.0 })
                 .collect::<Vec<_>>(),
         )),
-        Arc::new(Float64Array::from(rows.iter().map(|r| r.score).collect::<Vec<_>>())),
-        Arc::new(BooleanArray::from(rows.iter().map(|r| r.complete).collect::<Vec<_>>())),
+        Arc::new(Float64Array::from(
+            rows.iter().map(|r| r.score).collect::<Vec<_>>(),
+        )),
+        Arc::new(BooleanArray::from(
+            rows.iter().map(|r| r.complete).collect::<Vec<_>>(),
+        )),
         Arc::new(Int32Array::from(rows.iter().map(|_| 2).collect::<Vec<_>>())),
         Arc::new(Int32Array::from(
-            rows.iter().map(|r| if r.complete { 2 } else { 1 }).collect::<Vec<_>>(),
+            rows.iter()
+                .map(|r| if r.complete { 2 } else { 1 })
+                .collect::<Vec<_>>(),
         )),
-        Arc::new(Float64Array::from(rows.iter().map(|r| r.z).collect::<Vec<_>>())),
+        Arc::new(Float64Array::from(
+            rows.iter().map(|r| r.z).collect::<Vec<_>>(),
+        )),
         Arc::new(Float64Array::from(
             rows.iter().map(|r| r.z.map(|_| 50.0)).collect::<Vec<_>>(),
         )),
@@ -280,12 +350,18 @@ pub fn answers_batch(rows: &[FxAnswer]) -> RecordBatch {
         s(rows.iter().map(|r| r.arm.clone())),
         so(rows.iter().map(|r| r.cohort.clone())),
         s(rows.iter().map(|r| r.condition.clone())),
-        Arc::new(Int32Array::from(rows.iter().map(|r| r.sample).collect::<Vec<_>>())),
+        Arc::new(Int32Array::from(
+            rows.iter().map(|r| r.sample).collect::<Vec<_>>(),
+        )),
         s(rows.iter().map(|r| r.test.clone())),
         s(rows.iter().map(|r| r.mode.clone())),
-        Arc::new(Int32Array::from(rows.iter().map(|r| r.item).collect::<Vec<_>>())),
         Arc::new(Int32Array::from(
-            rows.iter().map(|r| (r.mode == "whole").then_some(r.item)).collect::<Vec<_>>(),
+            rows.iter().map(|r| r.item).collect::<Vec<_>>(),
+        )),
+        Arc::new(Int32Array::from(
+            rows.iter()
+                .map(|r| (r.mode == "whole").then_some(r.item))
+                .collect::<Vec<_>>(),
         )),
         Arc::new(Int32Array::from(
             rows.iter().map(|r| ok(r).then_some(3)).collect::<Vec<_>>(),
@@ -304,6 +380,10 @@ pub fn write(score_dir: &Path) -> Result<(), protospread_core::CoreError> {
     let sb = scores_batch(&s);
     let ab = answers_batch(&a);
     protospread_core::pq::write(&score_dir.join("scale_scores.parquet"), sb.schema(), &[sb])?;
-    protospread_core::pq::write(&score_dir.join("parsed_answers.parquet"), ab.schema(), &[ab])?;
+    protospread_core::pq::write(
+        &score_dir.join("parsed_answers.parquet"),
+        ab.schema(),
+        &[ab],
+    )?;
     Ok(())
 }

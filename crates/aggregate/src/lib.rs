@@ -54,11 +54,15 @@ pub fn validate(p: &Params) -> Result<(), AggregateError> {
         .iter()
         .find(|c| p.sampling_conditions.contains(c))
     {
-        return err(format!("condition {c:?} is in both protocol_conditions and sampling_conditions"));
+        return err(format!(
+            "condition {c:?} is in both protocol_conditions and sampling_conditions"
+        ));
     }
     for (i, c) in p.protocol_conditions.iter().enumerate() {
         if p.protocol_conditions[..i].contains(c) {
-            return err(format!("condition {c:?} is listed twice in protocol_conditions"));
+            return err(format!(
+                "condition {c:?} is listed twice in protocol_conditions"
+            ));
         }
     }
     if p.groups.is_empty() {
@@ -66,7 +70,9 @@ pub fn validate(p: &Params) -> Result<(), AggregateError> {
     }
     for (i, g) in p.groups.iter().enumerate() {
         if g != "arm" && g != "cohort" {
-            return err(format!("groups: unknown column {g:?} (use \"arm\" and/or \"cohort\")"));
+            return err(format!(
+                "groups: unknown column {g:?} (use \"arm\" and/or \"cohort\")"
+            ));
         }
         if p.groups[..i].contains(g) {
             return err(format!("groups: column {g:?} listed twice"));
@@ -75,7 +81,9 @@ pub fn validate(p: &Params) -> Result<(), AggregateError> {
     for [a, b] in &p.rerun_pairs {
         for c in [a, b] {
             if !p.protocol_conditions.contains(c) {
-                return err(format!("rerun pair condition {c:?} is not in protocol_conditions"));
+                return err(format!(
+                    "rerun pair condition {c:?} is not in protocol_conditions"
+                ));
             }
         }
     }
@@ -84,7 +92,9 @@ pub fn validate(p: &Params) -> Result<(), AggregateError> {
             return err(format!("{name} needs at least one condition"));
         }
         if let Some(c) = set.iter().find(|c| !p.protocol_conditions.contains(c)) {
-            return err(format!("{name}: condition {c:?} is not in protocol_conditions"));
+            return err(format!(
+                "{name}: condition {c:?} is not in protocol_conditions"
+            ));
         }
     }
     if !(0.0..=1.0).contains(&p.verdict_share) || !(0.0..=1.0).contains(&p.verdict_few) {
@@ -157,9 +167,11 @@ fn summarize(cells: &Table) -> Vec<(String, String, usize, usize)> {
     };
     let mut m: std::collections::BTreeMap<String, (String, usize, usize)> = Default::default();
     for i in 0..src.len() {
-        let e = m
-            .entry(src[i].clone().unwrap_or_default())
-            .or_insert((lab[i].clone().unwrap_or_default(), 0, 0));
+        let e = m.entry(src[i].clone().unwrap_or_default()).or_insert((
+            lab[i].clone().unwrap_or_default(),
+            0,
+            0,
+        ));
         if kept[i] == Some(true) {
             e.1 += 1;
         } else {

@@ -183,7 +183,10 @@ impl Cols<'_> {
 
     fn strs(&self, name: &str) -> Result<Vec<Option<String>>, AggregateError> {
         let a = self.column(name, &DataType::Utf8)?;
-        let a = a.as_any().downcast_ref::<StringArray>().expect("cast to Utf8");
+        let a = a
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .expect("cast to Utf8");
         Ok((0..a.len())
             .map(|i| (!a.is_null(i)).then(|| a.value(i).to_string()))
             .collect())
@@ -191,7 +194,10 @@ impl Cols<'_> {
 
     fn ints(&self, name: &str) -> Result<Vec<Option<i64>>, AggregateError> {
         let a = self.column(name, &DataType::Int64)?;
-        let a = a.as_any().downcast_ref::<Int64Array>().expect("cast to Int64");
+        let a = a
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .expect("cast to Int64");
         Ok((0..a.len())
             .map(|i| (!a.is_null(i)).then(|| a.value(i)))
             .collect())
@@ -246,12 +252,21 @@ pub fn read_inputs(score_dir: &Path, target_partitions: usize) -> Result<Inputs,
     rt.block_on(read_async(&scores_path, &answers_path, target_partitions))
 }
 
-async fn run_sql(ctx: &SessionContext, sql: &str, path: &Path) -> Result<Vec<RecordBatch>, AggregateError> {
+async fn run_sql(
+    ctx: &SessionContext,
+    sql: &str,
+    path: &Path,
+) -> Result<Vec<RecordBatch>, AggregateError> {
     let engine = |e: datafusion::error::DataFusionError| AggregateError::Engine {
         path: path.to_path_buf(),
         message: e.to_string(),
     };
-    ctx.sql(sql).await.map_err(engine)?.collect().await.map_err(engine)
+    ctx.sql(sql)
+        .await
+        .map_err(engine)?
+        .collect()
+        .await
+        .map_err(engine)
 }
 
 async fn read_async(
@@ -309,9 +324,24 @@ async fn read_scores(ctx: &SessionContext, path: &Path) -> Result<Vec<ScoreRow>,
     let mut out = Vec::new();
     for b in &batches {
         let c = Cols { path, batch: b };
-        let (source, label, study, model) = (c.strs("source")?, c.strs("label")?, c.strs("study")?, c.strs("model")?);
-        let (arm, cohort, condition, sample) = (c.strs("arm")?, c.strs("cohort")?, c.strs("condition")?, c.ints("sample")?);
-        let (test, dimension, score, complete) = (c.strs("test")?, c.strs("dimension")?, c.floats("score")?, c.bools("complete")?);
+        let (source, label, study, model) = (
+            c.strs("source")?,
+            c.strs("label")?,
+            c.strs("study")?,
+            c.strs("model")?,
+        );
+        let (arm, cohort, condition, sample) = (
+            c.strs("arm")?,
+            c.strs("cohort")?,
+            c.strs("condition")?,
+            c.ints("sample")?,
+        );
+        let (test, dimension, score, complete) = (
+            c.strs("test")?,
+            c.strs("dimension")?,
+            c.floats("score")?,
+            c.bools("complete")?,
+        );
         let (z, constant) = (c.floats("z")?, c.bools("constant_answers")?);
         for i in 0..b.num_rows() {
             let key = format!(
@@ -342,7 +372,16 @@ async fn read_scores(ctx: &SessionContext, path: &Path) -> Result<Vec<ScoreRow>,
         }
     }
     for w in out.windows(2) {
-        let k = |r: &ScoreRow| (r.source.clone(), r.model.clone(), r.test.clone(), r.dimension.clone(), r.condition.clone(), r.sample);
+        let k = |r: &ScoreRow| {
+            (
+                r.source.clone(),
+                r.model.clone(),
+                r.test.clone(),
+                r.dimension.clone(),
+                r.condition.clone(),
+                r.sample,
+            )
+        };
         if k(&w[0]) == k(&w[1]) {
             let r = &w[1];
             return Err(input_err(
@@ -357,7 +396,10 @@ async fn read_scores(ctx: &SessionContext, path: &Path) -> Result<Vec<ScoreRow>,
     Ok(out)
 }
 
-async fn read_requests(ctx: &SessionContext, path: &Path) -> Result<Vec<RequestRow>, AggregateError> {
+async fn read_requests(
+    ctx: &SessionContext,
+    path: &Path,
+) -> Result<Vec<RequestRow>, AggregateError> {
     // Contract values first, so a bad status or mode is reported, never counted silently.
     let bad = run_sql(
         ctx,
@@ -373,7 +415,13 @@ async fn read_requests(ctx: &SessionContext, path: &Path) -> Result<Vec<RequestR
     if let Some(b) = bad.iter().find(|b| b.num_rows() > 0) {
         let c = Cols { path, batch: b };
         let (st, mode) = (c.strs("status")?, c.strs("mode")?);
-        let (src, model, cond, test, item) = (c.strs("source")?, c.strs("model")?, c.strs("condition")?, c.strs("test")?, c.ints("item")?);
+        let (src, model, cond, test, item) = (
+            c.strs("source")?,
+            c.strs("model")?,
+            c.strs("condition")?,
+            c.strs("test")?,
+            c.ints("item")?,
+        );
         return Err(input_err(
             path,
             format!(
@@ -408,11 +456,28 @@ async fn read_requests(ctx: &SessionContext, path: &Path) -> Result<Vec<RequestR
     let mut out = Vec::new();
     for b in &batches {
         let c = Cols { path, batch: b };
-        let (source, label, model, arm) = (c.strs("source")?, c.strs("label")?, c.strs("model")?, c.strs("arm")?);
-        let (cohort, condition, requests, failed) = (c.strs("cohort")?, c.strs("condition")?, c.ints("requests")?, c.ints("failed_requests")?);
-        let (unreadable, items, unreadable_items) = (c.ints("unreadable_replies")?, c.ints("items")?, c.ints("unreadable_items")?);
+        let (source, label, model, arm) = (
+            c.strs("source")?,
+            c.strs("label")?,
+            c.strs("model")?,
+            c.strs("arm")?,
+        );
+        let (cohort, condition, requests, failed) = (
+            c.strs("cohort")?,
+            c.strs("condition")?,
+            c.ints("requests")?,
+            c.ints("failed_requests")?,
+        );
+        let (unreadable, items, unreadable_items) = (
+            c.ints("unreadable_replies")?,
+            c.ints("items")?,
+            c.ints("unreadable_items")?,
+        );
         for i in 0..b.num_rows() {
-            let key = format!("source={:?} model={:?} condition={:?}", source[i], model[i], condition[i]);
+            let key = format!(
+                "source={:?} model={:?} condition={:?}",
+                source[i], model[i], condition[i]
+            );
             out.push(RequestRow {
                 source: need(path, "source", &key, source[i].clone())?,
                 label: need(path, "label", &key, label[i].clone())?,
@@ -429,7 +494,9 @@ async fn read_requests(ctx: &SessionContext, path: &Path) -> Result<Vec<RequestR
         }
     }
     for w in out.windows(2) {
-        if (&w[0].source, &w[0].model, &w[0].condition) == (&w[1].source, &w[1].model, &w[1].condition) {
+        if (&w[0].source, &w[0].model, &w[0].condition)
+            == (&w[1].source, &w[1].model, &w[1].condition)
+        {
             return Err(input_err(
                 path,
                 format!(
@@ -458,10 +525,24 @@ async fn read_administrations(
     let mut out = Vec::new();
     for b in &batches {
         let c = Cols { path, batch: b };
-        let (source, label, model, arm) = (c.strs("source")?, c.strs("label")?, c.strs("model")?, c.strs("arm")?);
-        let (cohort, condition, sample, test, constant) = (c.strs("cohort")?, c.strs("condition")?, c.ints("sample")?, c.strs("test")?, c.ints("constant")?);
+        let (source, label, model, arm) = (
+            c.strs("source")?,
+            c.strs("label")?,
+            c.strs("model")?,
+            c.strs("arm")?,
+        );
+        let (cohort, condition, sample, test, constant) = (
+            c.strs("cohort")?,
+            c.strs("condition")?,
+            c.ints("sample")?,
+            c.strs("test")?,
+            c.ints("constant")?,
+        );
         for i in 0..b.num_rows() {
-            let key = format!("source={:?} model={:?} condition={:?}", source[i], model[i], condition[i]);
+            let key = format!(
+                "source={:?} model={:?} condition={:?}",
+                source[i], model[i], condition[i]
+            );
             out.push(AdministrationRow {
                 source: need(path, "source", &key, source[i].clone())?,
                 label: need(path, "label", &key, label[i].clone())?,

@@ -17,10 +17,15 @@ pub fn mean(xs: &[f64]) -> Option<f64> {
 }
 
 /// Sample standard deviation (divisor n - 1), two-pass: mean first, then the sum of squared
-/// deviations, both left to right. `None` for fewer than two values.
+/// deviations, both left to right. `None` for fewer than two values. Identical values give
+/// exactly 0: the rounded mean of n equal doubles can differ from them by an ulp, and a
+/// spurious 1e-16 would turn "no spread" into "protocol SD > sampling SD" with an infinite ratio.
 pub fn sample_sd(xs: &[f64]) -> Option<f64> {
     if xs.len() < 2 {
         return None;
+    }
+    if xs.iter().all(|x| *x == xs[0]) {
+        return Some(0.0);
     }
     let m = mean(xs)?;
     let mut ss = 0.0;
@@ -99,13 +104,25 @@ mod tests {
 
     #[test]
     fn known_values() {
-        assert_eq!(sample_sd(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap(), (32.0f64 / 7.0).sqrt());
+        assert_eq!(
+            sample_sd(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap(),
+            (32.0f64 / 7.0).sqrt()
+        );
         assert_eq!(sample_sd(&[1.0]), None);
+        // 0.1 ten times: the rounded mean is not 0.1, the SD must still be exactly 0.
+        assert_eq!(sample_sd(&[0.1; 10]), Some(0.0));
+        assert_eq!(sample_sd(&[0.7, 0.7, 0.7]), Some(0.0));
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
-        assert_eq!(median(&[1.0, f64::INFINITY, f64::INFINITY]), Some(f64::INFINITY));
+        assert_eq!(
+            median(&[1.0, f64::INFINITY, f64::INFINITY]),
+            Some(f64::INFINITY)
+        );
         assert_eq!(median(&[]), None);
-        assert_eq!(ratio(1.0, 0.0), (Some(f64::INFINITY), RatioRule::SamplingZero));
+        assert_eq!(
+            ratio(1.0, 0.0),
+            (Some(f64::INFINITY), RatioRule::SamplingZero)
+        );
         assert_eq!(ratio(0.0, 0.0), (None, RatioRule::BothZero));
         assert_eq!(ratio(1.0, 2.0), (Some(0.5), RatioRule::Quotient));
     }

@@ -100,7 +100,12 @@ impl Table {
             .columns
             .iter()
             .map(|(name, c)| {
-                assert_eq!(c.len(), n, "column {name} of table {} has a different length", self.name);
+                assert_eq!(
+                    c.len(),
+                    n,
+                    "column {name} of table {} has a different length",
+                    self.name
+                );
                 match c {
                     Column::Str(v) => Arc::new(StringArray::from(v.clone())) as ArrayRef,
                     Column::Int(v) => Arc::new(Int64Array::from(v.clone())) as ArrayRef,

@@ -9,7 +9,9 @@ use protospread_aggregate::Params;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-const PROTOCOL: &[&str] = &["S0", "S0r", "SR", "SP", "B0", "B0r", "BS1", "BS2", "BS3", "BS4"];
+const PROTOCOL: &[&str] = &[
+    "S0", "S0r", "SR", "SP", "B0", "B0r", "BS1", "BS2", "BS3", "BS4",
+];
 
 fn run_fixture(partitions: usize) -> (tempfile::TempDir, BTreeMap<String, RecordBatch>) {
     let dir = tempfile::tempdir().unwrap();
@@ -27,7 +29,10 @@ fn run_fixture(partitions: usize) -> (tempfile::TempDir, BTreeMap<String, Record
         if p.extension().is_some_and(|x| x == "parquet") {
             let (_, b) = protospread_core::pq::read(&p).unwrap();
             assert_eq!(b.len(), 1);
-            tables.insert(p.file_stem().unwrap().to_string_lossy().into_owned(), b[0].clone());
+            tables.insert(
+                p.file_stem().unwrap().to_string_lossy().into_owned(),
+                b[0].clone(),
+            );
         }
     }
     (dir, tables)
@@ -56,25 +61,36 @@ fn write_fixture_many_row_groups(score: &Path) {
 fn strs(b: &RecordBatch, n: &str) -> Vec<Option<String>> {
     let a = b.column_by_name(n).unwrap_or_else(|| panic!("column {n}"));
     let a = a.as_any().downcast_ref::<StringArray>().unwrap();
-    (0..a.len()).map(|i| (!a.is_null(i)).then(|| a.value(i).to_string())).collect()
+    (0..a.len())
+        .map(|i| (!a.is_null(i)).then(|| a.value(i).to_string()))
+        .collect()
 }
 fn s(b: &RecordBatch, n: &str) -> Vec<String> {
-    strs(b, n).into_iter().map(|x| x.unwrap_or_default()).collect()
+    strs(b, n)
+        .into_iter()
+        .map(|x| x.unwrap_or_default())
+        .collect()
 }
 fn f(b: &RecordBatch, n: &str) -> Vec<Option<f64>> {
     let a = b.column_by_name(n).unwrap_or_else(|| panic!("column {n}"));
     let a = a.as_any().downcast_ref::<Float64Array>().unwrap();
-    (0..a.len()).map(|i| (!a.is_null(i)).then(|| a.value(i))).collect()
+    (0..a.len())
+        .map(|i| (!a.is_null(i)).then(|| a.value(i)))
+        .collect()
 }
 fn i(b: &RecordBatch, n: &str) -> Vec<Option<i64>> {
     let a = b.column_by_name(n).unwrap_or_else(|| panic!("column {n}"));
     let a = a.as_any().downcast_ref::<Int64Array>().unwrap();
-    (0..a.len()).map(|k| (!a.is_null(k)).then(|| a.value(k))).collect()
+    (0..a.len())
+        .map(|k| (!a.is_null(k)).then(|| a.value(k)))
+        .collect()
 }
 fn bo(b: &RecordBatch, n: &str) -> Vec<Option<bool>> {
     let a = b.column_by_name(n).unwrap_or_else(|| panic!("column {n}"));
     let a = a.as_any().downcast_ref::<BooleanArray>().unwrap();
-    (0..a.len()).map(|k| (!a.is_null(k)).then(|| a.value(k))).collect()
+    (0..a.len())
+        .map(|k| (!a.is_null(k)).then(|| a.value(k)))
+        .collect()
 }
 
 fn close(a: Option<f64>, b: Option<f64>, what: &str) {
@@ -101,7 +117,11 @@ fn median_other(xs: &[f64]) -> Option<f64> {
     let mut v: Vec<f64> = xs.to_vec();
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
 }
 
 /// The expected cell, computed directly from the fixture rows.
@@ -127,23 +147,47 @@ fn expected_cells(rows: &[FxScore]) -> BTreeMap<Key, Expect> {
     let mut scales: BTreeMap<String, BTreeSet<(String, String)>> = BTreeMap::new();
     let mut models: BTreeMap<(String, String), (String, Option<String>)> = BTreeMap::new();
     for r in rows {
-        by.entry((r.source.clone(), r.model.clone(), r.test.clone(), r.dimension.clone())).or_default().push(r);
-        scales.entry(r.source.clone()).or_default().insert((r.test.clone(), r.dimension.clone()));
-        models.insert((r.source.clone(), r.model.clone()), (r.arm.clone(), r.cohort.clone()));
+        by.entry((
+            r.source.clone(),
+            r.model.clone(),
+            r.test.clone(),
+            r.dimension.clone(),
+        ))
+        .or_default()
+        .push(r);
+        scales
+            .entry(r.source.clone())
+            .or_default()
+            .insert((r.test.clone(), r.dimension.clone()));
+        models.insert(
+            (r.source.clone(), r.model.clone()),
+            (r.arm.clone(), r.cohort.clone()),
+        );
     }
     let mut out = BTreeMap::new();
     for ((src, model), (arm, cohort)) in &models {
         for (test, dim) in &scales[src] {
             let key = (src.clone(), model.clone(), test.clone(), dim.clone());
             let rs = by.get(&key).cloned().unwrap_or_default();
-            let z = |c: &str| rs.iter().find(|r| r.condition == c && r.complete).and_then(|r| r.z);
+            let z = |c: &str| {
+                rs.iter()
+                    .find(|r| r.condition == c && r.complete)
+                    .and_then(|r| r.z)
+            };
             let pz: Vec<f64> = PROTOCOL.iter().filter_map(|c| z(c)).collect();
-            let sz: Vec<f64> = rs.iter().filter(|r| r.condition == "ST1" && r.complete).filter_map(|r| r.z).collect();
+            let sz: Vec<f64> = rs
+                .iter()
+                .filter(|r| r.condition == "ST1" && r.complete)
+                .filter_map(|r| r.z)
+                .collect();
             let no_st1 = arm == "cli" && !rs.iter().any(|r| r.condition == "ST1");
             let kept = pz.len() == 10 && (sz.len() == 3 || no_st1);
             let mean = |cs: &[&str]| cs.iter().filter_map(|c| z(c)).sum::<f64>() / cs.len() as f64;
-            let shift = mean(&["B0", "B0r", "BS1", "BS2", "BS3", "BS4"]) - mean(&["S0", "S0r", "SR", "SP"]);
-            let (lo, hi) = pz.iter().fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
+            let shift =
+                mean(&["B0", "B0r", "BS1", "BS2", "BS3", "BS4"]) - mean(&["S0", "S0r", "SR", "SP"]);
+            let (lo, hi) = pz
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
             out.insert(
                 key,
                 Expect {
@@ -153,8 +197,14 @@ fn expected_cells(rows: &[FxScore]) -> BTreeMap<Key, Expect> {
                     has_sampling: !no_st1,
                     shift,
                     range: hi - lo,
-                    rerun_s0: z("S0").zip(z("S0r")).map(|(a, b)| (a - b).abs()).unwrap_or(0.0),
-                    rerun_b0: z("B0").zip(z("B0r")).map(|(a, b)| (a - b).abs()).unwrap_or(0.0),
+                    rerun_s0: z("S0")
+                        .zip(z("S0r"))
+                        .map(|(a, b)| (a - b).abs())
+                        .unwrap_or(0.0),
+                    rerun_b0: z("B0")
+                        .zip(z("B0r"))
+                        .map(|(a, b)| (a - b).abs())
+                        .unwrap_or(0.0),
                     arm: arm.clone(),
                     cohort: cohort.clone(),
                     test: test.clone(),
@@ -171,7 +221,10 @@ fn one_and_many_partitions_give_identical_bytes() {
     let (d8, _) = run_fixture(8);
     let (d3, _) = run_fixture(3);
     let files = |d: &Path| {
-        let mut v: Vec<_> = std::fs::read_dir(d.join("aggregate")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let mut v: Vec<_> = std::fs::read_dir(d.join("aggregate"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         v.sort();
         v
     };
@@ -180,8 +233,16 @@ fn one_and_many_partitions_give_identical_bytes() {
     assert_eq!(names, files(d8.path()));
     for n in &names {
         let a = std::fs::read(d1.path().join("aggregate").join(n)).unwrap();
-        assert_eq!(a, std::fs::read(d8.path().join("aggregate").join(n)).unwrap(), "{n:?} differs between 1 and 8 partitions");
-        assert_eq!(a, std::fs::read(d3.path().join("aggregate").join(n)).unwrap(), "{n:?} differs between 1 and 3 partitions");
+        assert_eq!(
+            a,
+            std::fs::read(d8.path().join("aggregate").join(n)).unwrap(),
+            "{n:?} differs between 1 and 8 partitions"
+        );
+        assert_eq!(
+            a,
+            std::fs::read(d3.path().join("aggregate").join(n)).unwrap(),
+            "{n:?} differs between 1 and 3 partitions"
+        );
     }
 }
 
@@ -191,16 +252,44 @@ fn cells_match_an_independent_computation() {
     let exp = expected_cells(&scores);
     let (_d, t) = run_fixture(4);
     let c = &t["cells"];
-    let (src, model, test, dim) = (s(c, "source"), s(c, "model"), s(c, "test"), s(c, "dimension"));
-    let (kept, psd, ssd, ratio, range) = (bo(c, "kept"), f(c, "protocol_sd"), f(c, "sampling_sd"), f(c, "ratio"), f(c, "range_z"));
-    let (r0, rb, reason, label) = (f(c, "rerun_S0_S0r_z"), f(c, "rerun_B0_B0r_z"), strs(c, "drop_reason"), s(c, "label"));
+    let (src, model, test, dim) = (
+        s(c, "source"),
+        s(c, "model"),
+        s(c, "test"),
+        s(c, "dimension"),
+    );
+    let (kept, psd, ssd, ratio, range) = (
+        bo(c, "kept"),
+        f(c, "protocol_sd"),
+        f(c, "sampling_sd"),
+        f(c, "ratio"),
+        f(c, "range_z"),
+    );
+    let (r0, rb, reason, label) = (
+        f(c, "rerun_S0_S0r_z"),
+        f(c, "rerun_B0_B0r_z"),
+        strs(c, "drop_reason"),
+        s(c, "label"),
+    );
     assert_eq!(c.num_rows(), exp.len());
     let mut seen_inf = 0;
     for k in 0..c.num_rows() {
-        let key = (src[k].clone(), model[k].clone(), test[k].clone(), dim[k].clone());
+        let key = (
+            src[k].clone(),
+            model[k].clone(),
+            test[k].clone(),
+            dim[k].clone(),
+        );
         let e = &exp[&key];
         assert_eq!(kept[k], Some(e.kept), "{key:?}");
-        assert_eq!(label[k], if src[k] == "fx" { "fixture" } else { "recorded-fixture" });
+        assert_eq!(
+            label[k],
+            if src[k] == "fx" {
+                "fixture"
+            } else {
+                "recorded-fixture"
+            }
+        );
         if !e.kept {
             assert!(reason[k].is_some(), "{key:?}");
             continue;
@@ -208,12 +297,20 @@ fn cells_match_an_independent_computation() {
         close(psd[k], Some(e.psd), &format!("protocol sd {key:?}"));
         close(f(c, "shift_z")[k], Some(e.shift), &format!("shift {key:?}"));
         if !e.has_sampling {
-            assert_eq!((ssd[k], ratio[k], bo(c, "protocol_gt_sampling")[k]), (None, None, None), "{key:?}");
+            assert_eq!(
+                (ssd[k], ratio[k], bo(c, "protocol_gt_sampling")[k]),
+                (None, None, None),
+                "{key:?}"
+            );
             close(range[k], Some(e.range), &format!("range {key:?}"));
             continue;
         }
         close(ssd[k], Some(e.ssd), &format!("sampling sd {key:?}"));
-        let er = if e.ssd > 1e-12 { Some(e.psd / e.ssd) } else { Some(f64::INFINITY) };
+        let er = if e.ssd > 1e-12 {
+            Some(e.psd / e.ssd)
+        } else {
+            Some(f64::INFINITY)
+        };
         close(ratio[k], er, &format!("ratio {key:?}"));
         seen_inf += (ratio[k] == Some(f64::INFINITY)) as usize;
         close(range[k], Some(e.range), &format!("range {key:?}"));
@@ -224,15 +321,42 @@ fn cells_match_an_independent_computation() {
     // The planted drops, with their reasons.
     let d = &t["dropped_cells"];
     let got: Vec<(String, String, String, String)> = (0..d.num_rows())
-        .map(|k| (s(d, "model")[k].clone(), s(d, "test")[k].clone(), s(d, "dimension")[k].clone(), s(d, "reason")[k].clone()))
+        .map(|k| {
+            (
+                s(d, "model")[k].clone(),
+                s(d, "test")[k].clone(),
+                s(d, "dimension")[k].clone(),
+                s(d, "reason")[k].clone(),
+            )
+        })
         .collect();
     assert_eq!(
         got,
         vec![
-            ("api-c".into(), "big_five".into(), "Neuroticism".into(), "incomplete administrations: SP".into()),
-            ("api-d".into(), "riasec".into(), "Realistic".into(), "incomplete administrations: B0r".into()),
-            ("api-e".into(), "riasec".into(), "Realistic".into(), "test not administered (no scale scores)".into()),
-            ("api-e".into(), "riasec".into(), "Social".into(), "test not administered (no scale scores)".into()),
+            (
+                "api-c".into(),
+                "big_five".into(),
+                "Neuroticism".into(),
+                "incomplete administrations: SP".into()
+            ),
+            (
+                "api-d".into(),
+                "riasec".into(),
+                "Realistic".into(),
+                "incomplete administrations: B0r".into()
+            ),
+            (
+                "api-e".into(),
+                "riasec".into(),
+                "Realistic".into(),
+                "test not administered (no scale scores)".into()
+            ),
+            (
+                "api-e".into(),
+                "riasec".into(),
+                "Social".into(),
+                "test not administered (no scale scores)".into()
+            ),
         ]
     );
 }
@@ -254,58 +378,163 @@ fn group_tables_match_an_independent_computation() {
     let sources = s(p, "source");
     assert_eq!(
         groups,
-        vec!["arm=api", "arm=api cohort=full", "arm=api cohort=pilot", "arm=cli", "arm=local"]
+        vec![
+            "arm=api",
+            "arm=api cohort=full",
+            "arm=api cohort=pilot",
+            "arm=cli",
+            "arm=local"
+        ]
     );
     for k in 0..p.num_rows() {
-        let cells: Vec<&Expect> = exp.iter().filter(|(key, e)| key.0 == sources[k] && e.kept && group_of(e, &groups[k])).map(|(_, e)| e).collect();
+        let cells: Vec<&Expect> = exp
+            .iter()
+            .filter(|(key, e)| key.0 == sources[k] && e.kept && group_of(e, &groups[k]))
+            .map(|(_, e)| e)
+            .collect();
         assert_eq!(i(p, "cells")[k], Some(cells.len() as i64), "{}", groups[k]);
         let cells: Vec<&Expect> = cells.into_iter().filter(|e| e.has_sampling).collect();
         let exceed = cells.iter().filter(|e| e.psd > e.ssd).count() as i64;
-        assert_eq!(i(p, "compared_cells")[k], Some(cells.len() as i64), "{}", groups[k]);
-        assert_eq!(i(p, "protocol_gt_sampling")[k], Some(exceed), "{}", groups[k]);
-        close(f(p, "share")[k], Some(exceed as f64 / cells.len() as f64), "share");
-        let ratios: Vec<f64> = cells.iter().map(|e| if e.ssd > 1e-12 { e.psd / e.ssd } else { f64::INFINITY }).collect();
-        close(f(p, "median_ratio")[k], median_other(&ratios), &format!("median ratio {}", groups[k]));
+        assert_eq!(
+            i(p, "compared_cells")[k],
+            Some(cells.len() as i64),
+            "{}",
+            groups[k]
+        );
+        assert_eq!(
+            i(p, "protocol_gt_sampling")[k],
+            Some(exceed),
+            "{}",
+            groups[k]
+        );
+        close(
+            f(p, "share")[k],
+            Some(exceed as f64 / cells.len() as f64),
+            "share",
+        );
+        let ratios: Vec<f64> = cells
+            .iter()
+            .map(|e| {
+                if e.ssd > 1e-12 {
+                    e.psd / e.ssd
+                } else {
+                    f64::INFINITY
+                }
+            })
+            .collect();
+        close(
+            f(p, "median_ratio")[k],
+            median_other(&ratios),
+            &format!("median ratio {}", groups[k]),
+        );
     }
     let r = &t["range"];
     for k in 0..r.num_rows() {
         let g = &s(r, "group")[k];
-        let rs: Vec<f64> = exp.iter().filter(|(key, e)| key.0 == s(r, "source")[k] && e.kept && group_of(e, g)).map(|(_, e)| e.range).collect();
+        let rs: Vec<f64> = exp
+            .iter()
+            .filter(|(key, e)| key.0 == s(r, "source")[k] && e.kept && group_of(e, g))
+            .map(|(_, e)| e.range)
+            .collect();
         close(f(r, "median_range_z")[k], median_other(&rs), "median range");
-        close(f(r, "min_range_z")[k], rs.iter().cloned().reduce(f64::min), "min range");
-        close(f(r, "max_range_z")[k], rs.iter().cloned().reduce(f64::max), "max range");
-        assert_eq!(i(r, "cells_range_ge_1")[k], Some(rs.iter().filter(|x| **x >= 1.0).count() as i64));
-        assert_eq!(i(r, "cells_range_ge_2")[k], Some(rs.iter().filter(|x| **x >= 2.0).count() as i64));
+        close(
+            f(r, "min_range_z")[k],
+            rs.iter().cloned().reduce(f64::min),
+            "min range",
+        );
+        close(
+            f(r, "max_range_z")[k],
+            rs.iter().cloned().reduce(f64::max),
+            "max range",
+        );
+        assert_eq!(
+            i(r, "cells_range_ge_1")[k],
+            Some(rs.iter().filter(|x| **x >= 1.0).count() as i64)
+        );
+        assert_eq!(
+            i(r, "cells_range_ge_2")[k],
+            Some(rs.iter().filter(|x| **x >= 2.0).count() as i64)
+        );
     }
     let b = &t["by_test"];
     assert!(b.num_rows() >= 8);
     for k in 0..b.num_rows() {
         let (g, test) = (&s(b, "group")[k], &s(b, "test")[k]);
-        let cells: Vec<&Expect> = exp.iter().filter(|(key, e)| key.0 == s(b, "source")[k] && e.kept && group_of(e, g) && &e.test == test).map(|(_, e)| e).collect();
+        let cells: Vec<&Expect> = exp
+            .iter()
+            .filter(|(key, e)| {
+                key.0 == s(b, "source")[k] && e.kept && group_of(e, g) && &e.test == test
+            })
+            .map(|(_, e)| e)
+            .collect();
         assert_eq!(i(b, "cells")[k], Some(cells.len() as i64));
-        assert_eq!(i(b, "protocol_gt_sampling")[k], Some(cells.iter().filter(|e| e.has_sampling && e.psd > e.ssd).count() as i64));
-        close(f(b, "median_range_z")[k], median_other(&cells.iter().map(|e| e.range).collect::<Vec<_>>()), "by test range");
+        assert_eq!(
+            i(b, "protocol_gt_sampling")[k],
+            Some(
+                cells
+                    .iter()
+                    .filter(|e| e.has_sampling && e.psd > e.ssd)
+                    .count() as i64
+            )
+        );
+        close(
+            f(b, "median_range_z")[k],
+            median_other(&cells.iter().map(|e| e.range).collect::<Vec<_>>()),
+            "by test range",
+        );
     }
     let rr = &t["reruns"];
     for k in 0..rr.num_rows() {
         let g = &s(rr, "group")[k];
-        let cells: Vec<&Expect> = exp.iter().filter(|(key, e)| key.0 == s(rr, "source")[k] && e.kept && group_of(e, g)).map(|(_, e)| e).collect();
-        let d: Vec<f64> = cells.iter().map(|e| if s(rr, "pair")[k] == "S0 vs S0r" { e.rerun_s0 } else { e.rerun_b0 }).collect();
+        let cells: Vec<&Expect> = exp
+            .iter()
+            .filter(|(key, e)| key.0 == s(rr, "source")[k] && e.kept && group_of(e, g))
+            .map(|(_, e)| e)
+            .collect();
+        let d: Vec<f64> = cells
+            .iter()
+            .map(|e| {
+                if s(rr, "pair")[k] == "S0 vs S0r" {
+                    e.rerun_s0
+                } else {
+                    e.rerun_b0
+                }
+            })
+            .collect();
         close(f(rr, "median_diff_z")[k], median_other(&d), "rerun median");
-        close(f(rr, "max_diff_z")[k], d.iter().cloned().reduce(f64::max), "rerun max");
-        assert_eq!(i(rr, "cells_identical")[k], Some(d.iter().filter(|x| **x == 0.0).count() as i64));
+        close(
+            f(rr, "max_diff_z")[k],
+            d.iter().cloned().reduce(f64::max),
+            "rerun max",
+        );
+        assert_eq!(
+            i(rr, "cells_identical")[k],
+            Some(d.iter().filter(|x| **x == 0.0).count() as i64)
+        );
     }
     let sa = &t["separate_arms"];
     assert_eq!(s(sa, "arm"), vec!["cli"]);
-    let cli: Vec<(&Key, &Expect)> = exp.iter().filter(|(_, e)| e.kept && e.arm == "cli").collect();
+    let cli: Vec<(&Key, &Expect)> = exp
+        .iter()
+        .filter(|(_, e)| e.kept && e.arm == "cli")
+        .collect();
     assert_eq!(i(sa, "cells")[0], Some(cli.len() as i64));
-    assert_eq!(i(sa, "compared_cells")[0], Some(cli.iter().filter(|(_, e)| e.has_sampling).count() as i64));
+    assert_eq!(
+        i(sa, "compared_cells")[0],
+        Some(cli.iter().filter(|(_, e)| e.has_sampling).count() as i64)
+    );
     // Same direction: the sign of the cli cell's shift equals the sign of the median shift of
     // the api cells of the same scale.
     let mut same = 0;
     let mut counted = 0;
     for (key, e) in &cli {
-        let api: Vec<f64> = exp.iter().filter(|(k, a)| k.0 == key.0 && k.2 == key.2 && k.3 == key.3 && a.kept && a.arm == "api").map(|(_, a)| a.shift).collect();
+        let api: Vec<f64> = exp
+            .iter()
+            .filter(|(k, a)| {
+                k.0 == key.0 && k.2 == key.2 && k.3 == key.3 && a.kept && a.arm == "api"
+            })
+            .map(|(_, a)| a.shift)
+            .collect();
         let r = median_other(&api).unwrap();
         counted += 1;
         same += ((r > 0.0) == (e.shift > 0.0)) as i64;
@@ -313,8 +542,15 @@ fn group_tables_match_an_independent_computation() {
     assert_eq!(i(sa, "direction_cells")[0], Some(counted));
     assert_eq!(i(sa, "same_direction")[0], Some(same));
     let cli: Vec<&Expect> = cli.into_iter().map(|(_, e)| e).collect();
-    close(f(sa, "median_range_z")[0], median_other(&cli.iter().map(|e| e.range).collect::<Vec<_>>()), "cli range");
+    close(
+        f(sa, "median_range_z")[0],
+        median_other(&cli.iter().map(|e| e.range).collect::<Vec<_>>()),
+        "cli range",
+    );
 }
+
+/// Requests, unreadable requests and unreadable items of one (source, model, condition).
+type ReqCounts = (BTreeSet<String>, BTreeSet<String>, i64);
 
 #[test]
 fn request_tables_match_an_independent_computation() {
@@ -322,10 +558,16 @@ fn request_tables_match_an_independent_computation() {
     let (_d, t) = run_fixture(2);
     let q = &t["requests"];
     // requests: single mode one per item row; whole mode one per (sample, test).
-    let mut exp: BTreeMap<(String, String, String), (BTreeSet<String>, BTreeSet<String>, i64)> = BTreeMap::new();
+    let mut exp: BTreeMap<(String, String, String), ReqCounts> = BTreeMap::new();
     for a in &answers {
-        let e = exp.entry((a.source.clone(), a.model.clone(), a.condition.clone())).or_default();
-        let req = if a.mode == "whole" { format!("{}/{}", a.sample, a.test) } else { format!("{}/{}/{}", a.sample, a.test, a.item) };
+        let e = exp
+            .entry((a.source.clone(), a.model.clone(), a.condition.clone()))
+            .or_default();
+        let req = if a.mode == "whole" {
+            format!("{}/{}", a.sample, a.test)
+        } else {
+            format!("{}/{}/{}", a.sample, a.test, a.item)
+        };
         e.0.insert(req.clone());
         if a.status != "ok" && a.status != "request_failed" {
             e.1.insert(req);
@@ -334,16 +576,32 @@ fn request_tables_match_an_independent_computation() {
     }
     assert_eq!(q.num_rows(), exp.len());
     for k in 0..q.num_rows() {
-        let key = (s(q, "source")[k].clone(), s(q, "model")[k].clone(), s(q, "condition")[k].clone());
+        let key = (
+            s(q, "source")[k].clone(),
+            s(q, "model")[k].clone(),
+            s(q, "condition")[k].clone(),
+        );
         let e = &exp[&key];
         assert_eq!(i(q, "requests")[k], Some(e.0.len() as i64), "{key:?}");
-        assert_eq!(i(q, "unreadable_replies")[k], Some(e.1.len() as i64), "{key:?}");
+        assert_eq!(
+            i(q, "unreadable_replies")[k],
+            Some(e.1.len() as i64),
+            "{key:?}"
+        );
         assert_eq!(i(q, "unreadable_items")[k], Some(e.2), "{key:?}");
         assert_eq!(i(q, "failed_requests")[k], Some(0));
     }
-    let sp = (0..q.num_rows()).find(|k| s(q, "model")[*k] == "api-c" && s(q, "condition")[*k] == "SP").unwrap();
-    assert_eq!(i(q, "unreadable_replies")[sp], Some(2 + 1), "6 big-five items -> 2, 4 riasec items -> 1");
-    let b0r = (0..q.num_rows()).find(|k| s(q, "model")[*k] == "api-d" && s(q, "condition")[*k] == "B0r").unwrap();
+    let sp = (0..q.num_rows())
+        .find(|k| s(q, "model")[*k] == "api-c" && s(q, "condition")[*k] == "SP")
+        .unwrap();
+    assert_eq!(
+        i(q, "unreadable_replies")[sp],
+        Some(2 + 1),
+        "6 big-five items -> 2, 4 riasec items -> 1"
+    );
+    let b0r = (0..q.num_rows())
+        .find(|k| s(q, "model")[*k] == "api-d" && s(q, "condition")[*k] == "B0r")
+        .unwrap();
     assert_eq!(i(q, "requests")[b0r], Some(2));
     assert_eq!(i(q, "unreadable_replies")[b0r], Some(1));
     let c = &t["constant_runs"];
@@ -352,22 +610,62 @@ fn request_tables_match_an_independent_computation() {
         .filter(|r| r.constant_answers)
         .map(|r| (r.model.clone(), r.condition.clone(), r.test.clone()))
         .collect();
-    let got: BTreeSet<(String, String, String)> = (0..c.num_rows()).map(|k| (s(c, "model")[k].clone(), s(c, "condition")[k].clone(), s(c, "test")[k].clone())).collect();
+    let got: BTreeSet<(String, String, String)> = (0..c.num_rows())
+        .map(|k| {
+            (
+                s(c, "model")[k].clone(),
+                s(c, "condition")[k].clone(),
+                s(c, "test")[k].clone(),
+            )
+        })
+        .collect();
     assert_eq!(got, want);
     assert_eq!(got.len(), 1);
     let v = &t["verdict"];
     let crit = s(v, "criterion");
-    let fx: Vec<usize> = (0..v.num_rows()).filter(|k| s(v, "source")[*k] == "fx").collect();
-    assert_eq!(fx.iter().map(|k| crit[*k].as_str()).collect::<Vec<_>>(), vec!["share_protocol_gt_sampling", "median_ratio", "unreadable_replies_few", "constant_runs_few", "verdict"]);
-    let api_requests: i64 = exp.iter().filter(|(k, _)| k.0 == "fx" && k.1.starts_with("api")).map(|(_, e)| e.0.len() as i64).sum();
-    let api_unread: i64 = exp.iter().filter(|(k, _)| k.0 == "fx" && k.1.starts_with("api")).map(|(_, e)| e.1.len() as i64).sum();
-    close(f(v, "value")[fx[2]], Some(api_unread as f64 / api_requests as f64), "unreadable share");
-    assert_eq!(bo(v, "passed")[fx[2]], Some((api_unread as f64 / api_requests as f64) < 0.05));
+    let fx: Vec<usize> = (0..v.num_rows())
+        .filter(|k| s(v, "source")[*k] == "fx")
+        .collect();
+    assert_eq!(
+        fx.iter().map(|k| crit[*k].as_str()).collect::<Vec<_>>(),
+        vec![
+            "share_protocol_gt_sampling",
+            "median_ratio",
+            "unreadable_replies_few",
+            "constant_runs_few",
+            "verdict"
+        ]
+    );
+    let api_requests: i64 = exp
+        .iter()
+        .filter(|(k, _)| k.0 == "fx" && k.1.starts_with("api"))
+        .map(|(_, e)| e.0.len() as i64)
+        .sum();
+    let api_unread: i64 = exp
+        .iter()
+        .filter(|(k, _)| k.0 == "fx" && k.1.starts_with("api"))
+        .map(|(_, e)| e.1.len() as i64)
+        .sum();
+    close(
+        f(v, "value")[fx[2]],
+        Some(api_unread as f64 / api_requests as f64),
+        "unreadable share",
+    );
+    assert_eq!(
+        bo(v, "passed")[fx[2]],
+        Some((api_unread as f64 / api_requests as f64) < 0.05)
+    );
     let share = f(v, "value")[fx[0]].unwrap();
     let ratio = f(v, "value")[fx[1]].unwrap();
     assert_eq!(bo(v, "passed")[fx[4]], Some(share >= 0.8 && ratio >= 2.0));
-    let rx: Vec<usize> = (0..v.num_rows()).filter(|k| s(v, "source")[*k] == "rx").collect();
-    assert_eq!(bo(v, "passed")[rx[4]], None, "no api cells in the recorded fixture: no verdict");
+    let rx: Vec<usize> = (0..v.num_rows())
+        .filter(|k| s(v, "source")[*k] == "rx")
+        .collect();
+    assert_eq!(
+        bo(v, "passed")[rx[4]],
+        None,
+        "no api cells in the recorded fixture: no verdict"
+    );
 }
 
 fn write_scores(dir: &Path, rows: &[FxScore], answers: &[FxAnswer]) {
@@ -383,37 +681,69 @@ fn bad_inputs_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let p = Params::default();
     // Missing file.
-    let e = protospread_aggregate::compute_tables(dir.path(), &p).unwrap_err().to_string();
-    assert!(e.contains("scale_scores.parquet") && e.contains("cannot open"), "{e}");
+    let e = protospread_aggregate::compute_tables(dir.path(), &p)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("scale_scores.parquet") && e.contains("cannot open"),
+        "{e}"
+    );
     // Duplicate row.
     let mut dup = scores.clone();
     dup.push(scores[5].clone());
     write_scores(dir.path(), &dup, &answers);
-    let e = protospread_aggregate::compute_tables(dir.path(), &p).unwrap_err().to_string();
-    assert!(e.contains("scale_scores.parquet") && e.contains("duplicate row"), "{e}");
+    let e = protospread_aggregate::compute_tables(dir.path(), &p)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("scale_scores.parquet") && e.contains("duplicate row"),
+        "{e}"
+    );
     // Unknown status.
     let mut bad = answers.clone();
     bad[3].status = "maybe".into();
     write_scores(dir.path(), &scores, &bad);
-    let e = protospread_aggregate::compute_tables(dir.path(), &p).unwrap_err().to_string();
-    assert!(e.contains("parsed_answers.parquet") && e.contains("\"maybe\""), "{e}");
+    let e = protospread_aggregate::compute_tables(dir.path(), &p)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("parsed_answers.parquet") && e.contains("\"maybe\""),
+        "{e}"
+    );
     // Missing column.
     let sb = fixture::scores_batch(&scores);
     let idx = sb.schema().index_of("z").unwrap();
     let mut sb2 = sb.clone();
     sb2.remove_column(idx);
-    protospread_core::pq::write(&dir.path().join("scale_scores.parquet"), sb2.schema(), &[sb2]).unwrap();
-    let e = protospread_aggregate::compute_tables(dir.path(), &p).unwrap_err().to_string();
-    assert!(e.contains("scale_scores.parquet") && e.contains("column `z` is missing"), "{e}");
+    protospread_core::pq::write(
+        &dir.path().join("scale_scores.parquet"),
+        sb2.schema(),
+        &[sb2],
+    )
+    .unwrap();
+    let e = protospread_aggregate::compute_tables(dir.path(), &p)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("scale_scores.parquet") && e.contains("column `z` is missing"),
+        "{e}"
+    );
     // A model with two arms.
     let mut two = scores.clone();
     two[0].arm = "cli".into();
     write_scores(dir.path(), &two, &answers);
-    let e = protospread_aggregate::compute_tables(dir.path(), &p).unwrap_err().to_string();
+    let e = protospread_aggregate::compute_tables(dir.path(), &p)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("inconsistent"), "{e}");
     // Bad parameters.
-    let bad = Params { groups: vec!["colour".into()], ..Params::default() };
-    let e = protospread_aggregate::compute_tables(dir.path(), &bad).unwrap_err().to_string();
+    let bad = Params {
+        groups: vec!["colour".into()],
+        ..Params::default()
+    };
+    let e = protospread_aggregate::compute_tables(dir.path(), &bad)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("colour"), "{e}");
 }
 
@@ -422,8 +752,13 @@ fn failed_run_leaves_previous_outputs() {
     let (_d, _) = run_fixture(1);
     let out = _d.path().join("aggregate");
     let before = std::fs::read(out.join("cells.parquet")).unwrap();
-    std::fs::write(_d.path().join("score/parsed_answers.parquet"), b"not parquet").unwrap();
-    let e = protospread_aggregate::run(&_d.path().join("score"), &out, &Params::default()).unwrap_err();
+    std::fs::write(
+        _d.path().join("score/parsed_answers.parquet"),
+        b"not parquet",
+    )
+    .unwrap();
+    let e =
+        protospread_aggregate::run(&_d.path().join("score"), &out, &Params::default()).unwrap_err();
     assert!(e.to_string().contains("parsed_answers.parquet"), "{e}");
     assert_eq!(std::fs::read(out.join("cells.parquet")).unwrap(), before);
 }

@@ -652,3 +652,39 @@ pub fn write(dir: &Path, sim: &SimOutput) -> Result<(), AnswersError> {
     staged.commit()?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shuffles_are_fixed_permutations() {
+        for (_, seed) in SHUFFLE_SEEDS {
+            let a = shuffled_order(60, seed);
+            assert_eq!(a, shuffled_order(60, seed));
+            let mut s = a.clone();
+            s.sort_unstable();
+            assert_eq!(s, (1..=60).collect::<Vec<_>>());
+            assert_ne!(a, s, "seed {seed} left the order unchanged");
+        }
+        assert_ne!(shuffled_order(50, 1), shuffled_order(50, 2));
+    }
+
+    #[test]
+    fn normal_draws_have_unit_spread() {
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        let x: Vec<f64> = (0..20_000).map(|_| normal(&mut rng)).collect();
+        let m = x.iter().sum::<f64>() / x.len() as f64;
+        let v = x.iter().map(|a| (a - m) * (a - m)).sum::<f64>() / (x.len() - 1) as f64;
+        assert!(m.abs() < 0.03, "{m}");
+        assert!((v - 1.0).abs() < 0.05, "{v}");
+    }
+
+    #[test]
+    fn options_round_half_away_and_clamp() {
+        assert_eq!(to_option(2.5), 3);
+        assert_eq!(to_option(2.49), 2);
+        assert_eq!(to_option(-3.0), 1);
+        assert_eq!(to_option(7.2), 5);
+    }
+}

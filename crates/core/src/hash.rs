@@ -36,7 +36,9 @@ pub fn sha256_file(path: &Path) -> Result<String> {
 
 /// True if `s` is 64 lowercase hex digits.
 pub fn is_sha256_hex(s: &str) -> bool {
-    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// A sorted map from relative path (with `/`) to sha256.

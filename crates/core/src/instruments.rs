@@ -31,10 +31,16 @@ pub struct Instrument {
 impl Instrument {
     /// Column names in CSV order.
     pub fn columns(&self) -> Vec<String> {
-        let mut c: Vec<String> = ["id", "created_at", "locale", "duration_seconds", "top_result"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let mut c: Vec<String> = [
+            "id",
+            "created_at",
+            "locale",
+            "duration_seconds",
+            "top_result",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         c.extend(self.dimensions.iter().map(|d| format!("score_{d}")));
         c.extend(self.text_scores.iter().map(|d| format!("score_{d}")));
         c.extend((1..=self.items).map(|i| format!("q{i}")));
@@ -120,7 +126,12 @@ pub const ENNEAGRAM: Instrument = Instrument {
 
 pub const EQ: Instrument = Instrument {
     name: "eq",
-    dimensions: &["empathy", "self_awareness", "self_regulation", "social_skills"],
+    dimensions: &[
+        "empathy",
+        "self_awareness",
+        "self_regulation",
+        "social_skills",
+    ],
     text_scores: &[],
     items: 10,
     item_kind: ItemKind::Int,

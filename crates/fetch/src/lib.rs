@@ -630,6 +630,23 @@ mod tests {
     }
 
     #[test]
+    fn cache_file_names_keep_the_extension() {
+        assert_eq!(
+            cache_file_name(
+                "https://h/datasets/o/n/resolve/c/data/big_five.csv?download=1",
+                "x"
+            ),
+            "big_five.csv"
+        );
+        assert_eq!(
+            cache_file_name("http://h/a b%20c.jsonl", "x"),
+            "a_b_20c.jsonl"
+        );
+        assert_eq!(cache_file_name("http://h/", "input"), "input");
+        assert_eq!(cache_file_name("http://h/..", "input"), "input");
+    }
+
+    #[test]
     fn local_paths_resolve_against_config_folder() {
         let c = cfg(&format!(
             "[[inputs]]\nname = \"a\"\nrole = \"other\"\npath = \"data/a.txt\"\nsha256 = \"{}\"\n",

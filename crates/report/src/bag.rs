@@ -33,7 +33,9 @@ pub struct BagSummary {
 
 /// RFC 8493 section 2.1.3: in manifests, `%`, CR and LF in a path are percent-encoded.
 pub fn encode_path(p: &str) -> String {
-    p.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+    p.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
 }
 
 /// `YYYY-MM-DD` of a count of days since 1970-01-01 (proleptic Gregorian calendar).
@@ -61,20 +63,35 @@ pub fn bagging_date(
 ) -> Result<(String, &'static str), ReportError> {
     if let Some(d) = explicit {
         let ok = d.len() == 10
-            && d.bytes().enumerate().all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() });
+            && d.bytes().enumerate().all(|(i, b)| {
+                if i == 4 || i == 7 {
+                    b == b'-'
+                } else {
+                    b.is_ascii_digit()
+                }
+            });
         if !ok {
-            return Err(ReportError::Usage(format!("--date {d:?}: expected YYYY-MM-DD")));
+            return Err(ReportError::Usage(format!(
+                "--date {d:?}: expected YYYY-MM-DD"
+            )));
         }
         return Ok((d.to_string(), "given with --date"));
     }
     if let Some(e) = source_date_epoch {
-        let secs: i64 = e
-            .trim()
-            .parse()
-            .map_err(|_| ReportError::Usage(format!("SOURCE_DATE_EPOCH={e:?} is not a whole number of seconds")))?;
-        return Ok((civil_date(secs.div_euclid(86_400)), "from SOURCE_DATE_EPOCH"));
+        let secs: i64 = e.trim().parse().map_err(|_| {
+            ReportError::Usage(format!(
+                "SOURCE_DATE_EPOCH={e:?} is not a whole number of seconds"
+            ))
+        })?;
+        return Ok((
+            civil_date(secs.div_euclid(86_400)),
+            "from SOURCE_DATE_EPOCH",
+        ));
     }
-    Ok((civil_date(now_secs.div_euclid(86_400)), "the UTC date of the run"))
+    Ok((
+        civil_date(now_secs.div_euclid(86_400)),
+        "the UTC date of the run",
+    ))
 }
 
 fn check_payload_path(p: &str) -> Result<(), ReportError> {
@@ -83,22 +100,34 @@ fn check_payload_path(p: &str) -> Result<(), ReportError> {
         || p.contains('\\')
         || p.split('/').any(|c| c.is_empty() || c == "." || c == "..");
     if bad {
-        return Err(ReportError::Usage(format!("payload path {p:?} is not a plain relative path")));
+        return Err(ReportError::Usage(format!(
+            "payload path {p:?} is not a plain relative path"
+        )));
     }
     Ok(())
 }
 
 /// Write a bag at `dest` (which must not exist). `info` are `bag-info.txt` entries written in
 /// the given order before `Payload-Oxum`, which is computed here.
-pub fn write_bag(dest: &Path, payload: &[PayloadFile], info: &[(String, String)]) -> Result<BagSummary, ReportError> {
+pub fn write_bag(
+    dest: &Path,
+    payload: &[PayloadFile],
+    info: &[(String, String)],
+) -> Result<BagSummary, ReportError> {
     if dest.exists() {
-        return Err(ReportError::Usage(format!("{} already exists; give a new folder for the bag", dest.display())));
+        return Err(ReportError::Usage(format!(
+            "{} already exists; give a new folder for the bag",
+            dest.display()
+        )));
     }
     let mut files: Vec<&PayloadFile> = payload.iter().collect();
     files.sort_by(|a, b| a.path.cmp(&b.path));
     for w in files.windows(2) {
         if w[0].path == w[1].path {
-            return Err(ReportError::Usage(format!("payload path {} given twice", w[0].path)));
+            return Err(ReportError::Usage(format!(
+                "payload path {} given twice",
+                w[0].path
+            )));
         }
     }
     let name = dest
@@ -120,7 +149,11 @@ pub fn write_bag(dest: &Path, payload: &[PayloadFile], info: &[(String, String)]
     }
 }
 
-fn build(root: &Path, files: &[&PayloadFile], info: &[(String, String)]) -> Result<BagSummary, ReportError> {
+fn build(
+    root: &Path,
+    files: &[&PayloadFile],
+    info: &[(String, String)],
+) -> Result<BagSummary, ReportError> {
     let mut m256 = String::new();
     let mut m512 = String::new();
     let mut octets = 0u64;
@@ -144,7 +177,9 @@ fn build(root: &Path, files: &[&PayloadFile], info: &[(String, String)]) -> Resu
     let mut bag_info = String::new();
     for (k, v) in info {
         if k.contains(':') || k.contains('\n') || v.contains('\n') {
-            return Err(ReportError::Usage(format!("bag-info entry {k:?} must be one line without ':' in its label")));
+            return Err(ReportError::Usage(format!(
+                "bag-info entry {k:?} must be one line without ':' in its label"
+            )));
         }
         bag_info.push_str(&format!("{k}: {v}\n"));
     }
@@ -160,10 +195,19 @@ fn build(root: &Path, files: &[&PayloadFile], info: &[(String, String)]) -> Resu
     for (n, content) in tags {
         let p = root.join(n);
         std::fs::write(&p, content).map_err(|e| CoreError::io(&p, e))?;
-        t256.push_str(&format!("{}  {n}\n", hex::encode(Sha256::digest(content.as_bytes()))));
-        t512.push_str(&format!("{}  {n}\n", hex::encode(Sha512::digest(content.as_bytes()))));
+        t256.push_str(&format!(
+            "{}  {n}\n",
+            hex::encode(Sha256::digest(content.as_bytes()))
+        ));
+        t512.push_str(&format!(
+            "{}  {n}\n",
+            hex::encode(Sha512::digest(content.as_bytes()))
+        ));
     }
-    for (n, content) in [("tagmanifest-sha256.txt", t256), ("tagmanifest-sha512.txt", t512)] {
+    for (n, content) in [
+        ("tagmanifest-sha256.txt", t256),
+        ("tagmanifest-sha512.txt", t512),
+    ] {
         let p = root.join(n);
         std::fs::write(&p, content).map_err(|e| CoreError::io(&p, e))?;
     }
@@ -182,8 +226,14 @@ mod tests {
         assert_eq!(civil_date(0), "1970-01-01");
         assert_eq!(civil_date(19_723), "2024-01-01");
         assert_eq!(civil_date(11_016), "2000-02-29");
-        assert_eq!(bagging_date(Some("2025-01-02"), Some("0"), 5).unwrap().0, "2025-01-02");
-        assert_eq!(bagging_date(None, Some("86400"), 5).unwrap().0, "1970-01-02");
+        assert_eq!(
+            bagging_date(Some("2025-01-02"), Some("0"), 5).unwrap().0,
+            "2025-01-02"
+        );
+        assert_eq!(
+            bagging_date(None, Some("86400"), 5).unwrap().0,
+            "1970-01-02"
+        );
         assert!(bagging_date(Some("2025-1-2"), None, 0).is_err());
         assert!(bagging_date(None, Some("x"), 0).is_err());
     }
@@ -193,11 +243,28 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dest = dir.path().join("bag");
         let payload = vec![
-            PayloadFile { path: "b/x.txt".into(), content: Content::Bytes(b"hello".to_vec()) },
-            PayloadFile { path: "a.txt".into(), content: Content::Bytes(b"abc".to_vec()) },
+            PayloadFile {
+                path: "b/x.txt".into(),
+                content: Content::Bytes(b"hello".to_vec()),
+            },
+            PayloadFile {
+                path: "a.txt".into(),
+                content: Content::Bytes(b"abc".to_vec()),
+            },
         ];
-        let s = write_bag(&dest, &payload, &[("Bagging-Date".into(), "2025-01-02".into())]).unwrap();
-        assert_eq!(s, BagSummary { files: 2, octets: 8 });
+        let s = write_bag(
+            &dest,
+            &payload,
+            &[("Bagging-Date".into(), "2025-01-02".into())],
+        )
+        .unwrap();
+        assert_eq!(
+            s,
+            BagSummary {
+                files: 2,
+                octets: 8
+            }
+        );
         let m = std::fs::read_to_string(dest.join("manifest-sha256.txt")).unwrap();
         assert_eq!(
             m,
@@ -206,8 +273,14 @@ mod tests {
         );
         let info = std::fs::read_to_string(dest.join("bag-info.txt")).unwrap();
         assert_eq!(info, "Bagging-Date: 2025-01-02\nPayload-Oxum: 8.2\n");
-        assert!(write_bag(&dest, &payload, &[]).is_err(), "existing destination");
-        let bad = vec![PayloadFile { path: "../x".into(), content: Content::Bytes(vec![]) }];
+        assert!(
+            write_bag(&dest, &payload, &[]).is_err(),
+            "existing destination"
+        );
+        let bad = vec![PayloadFile {
+            path: "../x".into(),
+            content: Content::Bytes(vec![]),
+        }];
         assert!(write_bag(&dir.path().join("bag2"), &bad, &[]).is_err());
         assert!(!dir.path().join("bag2").exists());
         assert_eq!(encode_path("a%b\nc"), "a%25b%0Ac");

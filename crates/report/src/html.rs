@@ -3,7 +3,7 @@
 //! same strings as the canonical CSV), so they show exactly the published figures.
 
 use crate::render::TextTable;
-use crate::{ReportError, Rendered};
+use crate::{Rendered, ReportError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
@@ -72,23 +72,43 @@ struct Point {
 }
 
 fn points(cells: &TextTable) -> Result<BTreeMap<(String, String), Vec<Point>>, String> {
-    let col = |n: &str| cells.col(n).ok_or_else(|| format!("cells table has no column `{n}`"));
-    let (src, lab, model, arm, test, kept) = (col("source")?, col("label")?, col("model")?, col("arm")?, col("test")?, col("kept")?);
+    let col = |n: &str| {
+        cells
+            .col(n)
+            .ok_or_else(|| format!("cells table has no column `{n}`"))
+    };
+    let (src, lab, model, arm, test, kept) = (
+        col("source")?,
+        col("label")?,
+        col("model")?,
+        col("arm")?,
+        col("test")?,
+        col("kept")?,
+    );
     let (psd, ssd, range) = (col("protocol_sd")?, col("sampling_sd")?, col("range_z")?);
     let mut out: BTreeMap<(String, String), Vec<Point>> = BTreeMap::new();
     for r in &cells.rows {
         if r[kept] != "true" {
             continue;
         }
-        let num = |i: usize| r[i].parse::<f64>().map_err(|_| format!("cells table: `{}` is not a number", r[i]));
-        out.entry((r[src].clone(), r[lab].clone())).or_default().push(Point {
-            model: r[model].clone(),
-            arm: r[arm].clone(),
-            test: r[test].clone(),
-            protocol_sd: num(psd)?,
-            sampling_sd: if r[ssd].is_empty() { None } else { Some(num(ssd)?) },
-            range_z: num(range)?,
-        });
+        let num = |i: usize| {
+            r[i].parse::<f64>()
+                .map_err(|_| format!("cells table: `{}` is not a number", r[i]))
+        };
+        out.entry((r[src].clone(), r[lab].clone()))
+            .or_default()
+            .push(Point {
+                model: r[model].clone(),
+                arm: r[arm].clone(),
+                test: r[test].clone(),
+                protocol_sd: num(psd)?,
+                sampling_sd: if r[ssd].is_empty() {
+                    None
+                } else {
+                    Some(num(ssd)?)
+                },
+                range_z: num(range)?,
+            });
     }
     Ok(out)
 }
@@ -104,7 +124,10 @@ fn color_map(keys: impl IntoIterator<Item = String>) -> BTreeMap<String, &'stati
 
 /// Scatter of protocol SD (y) against sampling SD (x) per kept cell, with the line y = x.
 fn scatter(all: &[Point], source: &str, label: &str) -> String {
-    let pts: Vec<(&Point, f64)> = all.iter().filter_map(|p| p.sampling_sd.map(|s| (p, s))).collect();
+    let pts: Vec<(&Point, f64)> = all
+        .iter()
+        .filter_map(|p| p.sampling_sd.map(|s| (p, s)))
+        .collect();
     let (w, h, ml, mr, mt, mb) = (520.0, 470.0, 60.0, 20.0, 40.0, 50.0);
     let (pw, ph) = (w - ml - mr, h - mt - mb);
     let max = pts
@@ -123,7 +146,10 @@ fn scatter(all: &[Point], source: &str, label: &str) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="protocol SD against sampling SD, {src}">"#,
         src = esc(source)
     );
-    let _ = write!(s, r##"<rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>"##);
+    let _ = write!(
+        s,
+        r##"<rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>"##
+    );
     let _ = write!(
         s,
         r#"<text x="{}" y="20" class="t">{} ({}): {} cells, {} above y = x</text>"#,
@@ -166,8 +192,8 @@ fn scatter(all: &[Point], source: &str, label: &str) -> String {
         c(y(0.0)),
         c(x(top)),
         c(y(top)),
-        c(x(top) - 4.0),
-        c(y(top) + 14.0)
+        c(x(top) - 10.0),
+        c(y(top) + 22.0)
     );
     for (p, ssd) in &pts {
         let _ = write!(
@@ -215,10 +241,26 @@ fn range_strip(pts: &[Point], source: &str, label: &str) -> String {
         .into_iter()
         .collect();
     models.sort();
-    let tests: Vec<String> = pts.iter().map(|p| p.test.clone()).collect::<BTreeSet<_>>().into_iter().collect();
+    let tests: Vec<String> = pts
+        .iter()
+        .map(|p| p.test.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let colors = color_map(tests.iter().cloned());
-    let name_w = models.iter().map(|(a, m)| a.len() + m.len() + 3).max().unwrap_or(8) as f64 * 6.5;
-    let (ml, mr, mt, mb, row) = (name_w.max(80.0) + 10.0, 20.0, 40.0 + 16.0 * tests.len() as f64, 40.0, 20.0);
+    let name_w = models
+        .iter()
+        .map(|(a, m)| a.len() + m.len() + 3)
+        .max()
+        .unwrap_or(8) as f64
+        * 6.5;
+    let (ml, mr, mt, mb, row) = (
+        name_w.max(80.0) + 10.0,
+        20.0,
+        40.0 + 16.0 * tests.len() as f64,
+        40.0,
+        20.0,
+    );
     let w = 720.0f64.max(ml + 400.0);
     let pw = w - ml - mr;
     let ph = row * models.len().max(1) as f64;
@@ -233,7 +275,10 @@ fn range_strip(pts: &[Point], source: &str, label: &str) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="range per model and test, {}">"#,
         esc(source)
     );
-    let _ = write!(s, r##"<rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>"##);
+    let _ = write!(
+        s,
+        r##"<rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>"##
+    );
     let _ = write!(
         s,
         r#"<text x="10" y="20" class="t">{} ({}): range over the protocol setups per cell, human SDs</text>"#,
@@ -271,7 +316,14 @@ fn range_strip(pts: &[Point], source: &str, label: &str) -> String {
     for (ri, (arm, model)) in models.iter().enumerate() {
         let cy = mt + row * ri as f64 + row / 2.0;
         if ri % 2 == 0 {
-            let _ = write!(s, r##"<rect x="{}" y="{}" width="{}" height="{}" fill="#f6f6f6"/>"##, c(ml), c(cy - row / 2.0), c(pw), c(row));
+            let _ = write!(
+                s,
+                r##"<rect x="{}" y="{}" width="{}" height="{}" fill="#f6f6f6"/>"##,
+                c(ml),
+                c(cy - row / 2.0),
+                c(pw),
+                c(row)
+            );
         }
         let _ = write!(
             s,
@@ -350,10 +402,16 @@ pub fn report(title: &str, tables: &[Rendered]) -> Result<String, ReportError> {
         esc(title)
     );
     if let Some(cells) = tables.iter().find(|t| t.name == "cells") {
-        let pts = points(&cells.table).map_err(|m| ReportError::Usage(format!("report.html: {m}")))?;
+        let pts =
+            points(&cells.table).map_err(|m| ReportError::Usage(format!("report.html: {m}")))?;
         s.push_str("<h2>Figures</h2>\n");
         for ((source, label), p) in &pts {
-            let _ = write!(s, "<h3>Source {} ({})</h3>\n<div class=\"figs\">", esc(source), esc(label));
+            let _ = write!(
+                s,
+                "<h3>Source {} ({})</h3>\n<div class=\"figs\">",
+                esc(source),
+                esc(label)
+            );
             s.push_str(&scatter(p, source, label));
             s.push_str(&range_strip(p, source, label));
             s.push_str("</div>\n");
@@ -361,11 +419,16 @@ pub fn report(title: &str, tables: &[Rendered]) -> Result<String, ReportError> {
     }
     s.push_str("<h2>Tables</h2>\n");
     for t in tables {
-        let _ = write!(s, "<h3 id=\"{}\">{}</h3>\n", esc(&t.name), esc(&t.title));
+        let _ = writeln!(s, "<h3 id=\"{}\">{}</h3>", esc(&t.name), esc(&t.title));
         if !t.description.is_empty() {
-            let _ = write!(s, "<p class=\"d\">{}</p>\n", esc(&t.description));
+            let _ = writeln!(s, "<p class=\"d\">{}</p>", esc(&t.description));
         }
-        let _ = write!(s, "<p class=\"d\"><code>{}.csv</code> from <code>{}</code></p>\n", esc(&t.name), esc(&t.from));
+        let _ = writeln!(
+            s,
+            "<p class=\"d\"><code>{}.csv</code> from <code>{}</code></p>",
+            esc(&t.name),
+            esc(&t.from)
+        );
         s.push_str(&html_table(&t.table));
         s.push('\n');
     }

@@ -86,7 +86,12 @@ pub fn collect_tables(out: &Path, section: &ReportSection) -> Result<Vec<Rendere
     let agg = out.join("aggregate");
     let mut sources: Vec<PathBuf> = Vec::new();
     let rd = std::fs::read_dir(&agg).map_err(|e| {
-        ReportError::table(&agg, format!("cannot read the aggregate stage's folder ({e}); run `protospread aggregate` first"))
+        ReportError::table(
+            &agg,
+            format!(
+                "cannot read the aggregate stage's folder ({e}); run `protospread aggregate` first"
+            ),
+        )
     })?;
     for e in rd {
         let e = e.map_err(|e| protospread_core::CoreError::io(&agg, e))?;
@@ -97,12 +102,18 @@ pub fn collect_tables(out: &Path, section: &ReportSection) -> Result<Vec<Rendere
     }
     sources.sort();
     if sources.is_empty() {
-        return Err(ReportError::table(&agg, "no Parquet tables; run `protospread aggregate` first"));
+        return Err(ReportError::table(
+            &agg,
+            "no Parquet tables; run `protospread aggregate` first",
+        ));
     }
     for t in &section.tables {
         let p = out.join(t);
         if !p.is_file() {
-            return Err(ReportError::table(&p, "listed in [report] tables but does not exist"));
+            return Err(ReportError::table(
+                &p,
+                "listed in [report] tables but does not exist",
+            ));
         }
         sources.push(t.clone());
     }
@@ -113,7 +124,10 @@ pub fn collect_tables(out: &Path, section: &ReportSection) -> Result<Vec<Rendere
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         if out_tables.iter().any(|(_, r)| r.name == name) {
-            return Err(ReportError::table(&out.join(&rel), format!("a second table named `{name}`; table file names must be unique")));
+            return Err(ReportError::table(
+                &out.join(&rel),
+                format!("a second table named `{name}`; table file names must be unique"),
+            ));
         }
         let table = render::read_table(&out.join(&rel))?;
         let (order, title, description) = catalog_entry(&name);
@@ -164,7 +178,10 @@ pub fn run(out: &Path, section: &ReportSection) -> Result<Summary, ReportError> 
             files.push(name);
         }
     }
-    staged.put(&dir.join("report.md"), markdown_report(&section.title, &tables).as_bytes())?;
+    staged.put(
+        &dir.join("report.md"),
+        markdown_report(&section.title, &tables).as_bytes(),
+    )?;
     files.push("report.md".to_string());
     let html = html::report(&section.title, &tables)?;
     staged.put(&dir.join("report.html"), html.as_bytes())?;
@@ -174,8 +191,11 @@ pub fn run(out: &Path, section: &ReportSection) -> Result<Summary, ReportError> 
     if let Ok(rd) = std::fs::read_dir(&dir) {
         for e in rd.flatten() {
             let n = e.file_name().to_string_lossy().into_owned();
-            if (n.ends_with(".csv") || n.ends_with(".md") || n.ends_with(".html")) && !files.contains(&n) {
-                std::fs::remove_file(e.path()).map_err(|err| protospread_core::CoreError::io(e.path(), err))?;
+            if (n.ends_with(".csv") || n.ends_with(".md") || n.ends_with(".html"))
+                && !files.contains(&n)
+            {
+                std::fs::remove_file(e.path())
+                    .map_err(|err| protospread_core::CoreError::io(e.path(), err))?;
             }
         }
     }

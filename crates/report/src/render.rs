@@ -82,9 +82,17 @@ fn is_numeric(t: &DataType) -> bool {
 }
 
 /// Render record batches (any schema of the supported types) to a text table.
-pub fn to_text(path: &Path, batches: &[RecordBatch], schema: &arrow::datatypes::Schema) -> Result<TextTable, ReportError> {
+pub fn to_text(
+    path: &Path,
+    batches: &[RecordBatch],
+    schema: &arrow::datatypes::Schema,
+) -> Result<TextTable, ReportError> {
     let header: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
-    let numeric = schema.fields().iter().map(|f| is_numeric(f.data_type())).collect();
+    let numeric = schema
+        .fields()
+        .iter()
+        .map(|f| is_numeric(f.data_type()))
+        .collect();
     let mut rows = Vec::new();
     for b in batches {
         for i in 0..b.num_rows() {
@@ -134,7 +142,9 @@ pub fn parse_csv(bytes: &[u8]) -> Result<Vec<Vec<String>>, csv::Error> {
 }
 
 fn md_escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('|', "\\|").replace('\n', " ")
+    s.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace('\n', " ")
 }
 
 /// A GitHub-flavoured Markdown table (numeric columns right-aligned). A table without rows
@@ -187,10 +197,16 @@ mod tests {
         let t = TextTable {
             header: vec!["a".into(), "b".into()],
             numeric: vec![false, true],
-            rows: vec![vec!["x, \"y\"".into(), "1".into()], vec!["".into(), "2".into()]],
+            rows: vec![
+                vec!["x, \"y\"".into(), "1".into()],
+                vec!["".into(), "2".into()],
+            ],
         };
         let bytes = to_csv(&t);
-        assert_eq!(String::from_utf8(bytes.clone()).unwrap(), "a,b\n\"x, \"\"y\"\"\",1\n,2\n");
+        assert_eq!(
+            String::from_utf8(bytes.clone()).unwrap(),
+            "a,b\n\"x, \"\"y\"\"\",1\n,2\n"
+        );
         let back = parse_csv(&bytes).unwrap();
         assert_eq!(back[1][0], "x, \"y\"");
         let md = to_markdown(&t);

@@ -44,7 +44,7 @@ impl std::fmt::Display for Difference {
     }
 }
 
-fn walk(dir: &Path, base: &Path, out: &mut Vec<PathBuf>) -> Result<(), ReportError> {
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ReportError> {
     let rd = std::fs::read_dir(dir).map_err(|e| protospread_core::CoreError::io(dir, e))?;
     for e in rd {
         let e = e.map_err(|e| protospread_core::CoreError::io(dir, e))?;
@@ -52,9 +52,11 @@ fn walk(dir: &Path, base: &Path, out: &mut Vec<PathBuf>) -> Result<(), ReportErr
         if e.file_name().to_string_lossy().starts_with('.') {
             continue;
         }
-        let ft = e.file_type().map_err(|err| protospread_core::CoreError::io(&p, err))?;
+        let ft = e
+            .file_type()
+            .map_err(|err| protospread_core::CoreError::io(&p, err))?;
         if ft.is_dir() {
-            walk(&p, base, out)?;
+            walk(&p, out)?;
         } else if ft.is_file() {
             out.push(p);
         }
@@ -65,12 +67,15 @@ fn walk(dir: &Path, base: &Path, out: &mut Vec<PathBuf>) -> Result<(), ReportErr
 /// Every input file of a configuration: files under `<base>/data/`, the configuration file,
 /// and local inputs outside `data/`. Returned as (path relative to base, absolute path),
 /// sorted by relative path.
-pub fn input_files(cfg: &Config, config_path: &Path) -> Result<Vec<(String, PathBuf)>, ReportError> {
+pub fn input_files(
+    cfg: &Config,
+    config_path: &Path,
+) -> Result<Vec<(String, PathBuf)>, ReportError> {
     let base = &cfg.base_dir;
     let mut files = Vec::new();
     let data = base.join("data");
     if data.is_dir() {
-        walk(&data, base, &mut files)?;
+        walk(&data, &mut files)?;
     }
     files.push(config_path.to_path_buf());
     for i in &cfg.inputs {
@@ -81,10 +86,8 @@ pub fn input_files(cfg: &Config, config_path: &Path) -> Result<Vec<(String, Path
             }
         }
     }
-    let mut out: Vec<(String, PathBuf)> = files
-        .into_iter()
-        .map(|p| (rel_to(base, &p), p))
-        .collect();
+    let mut out: Vec<(String, PathBuf)> =
+        files.into_iter().map(|p| (rel_to(base, &p), p)).collect();
     out.sort();
     out.dedup_by(|a, b| a.0 == b.0);
     Ok(out)
@@ -145,18 +148,33 @@ pub fn first_csv_difference(expected: &[u8], actual: &[u8]) -> Option<String> {
                         return Some(format!(
                             "first difference at line {} ({}), {col}: expected {}, regenerated {}",
                             i + 1,
-                            if i == 0 { "header".to_string() } else { format!("row {i}") },
-                            ev.map(|v| format!("{v:?}")).unwrap_or_else(|| "no value".into()),
-                            av.map(|v| format!("{v:?}")).unwrap_or_else(|| "no value".into()),
+                            if i == 0 {
+                                "header".to_string()
+                            } else {
+                                format!("row {i}")
+                            },
+                            ev.map(|v| format!("{v:?}"))
+                                .unwrap_or_else(|| "no value".into()),
+                            av.map(|v| format!("{v:?}"))
+                                .unwrap_or_else(|| "no value".into()),
                         ));
                     }
                 }
             }
             (Some(_), None) => {
-                return Some(format!("regenerated table ends at line {}; expected {} lines", i, e.len()))
+                return Some(format!(
+                    "regenerated table ends at line {}; expected {} lines",
+                    i,
+                    e.len()
+                ))
             }
             (None, Some(_)) => {
-                return Some(format!("regenerated table has extra lines from line {} ({} lines, expected {})", i + 1, a.len(), e.len()))
+                return Some(format!(
+                    "regenerated table has extra lines from line {} ({} lines, expected {})",
+                    i + 1,
+                    a.len(),
+                    e.len()
+                ))
             }
             (None, None) => unreachable!(),
         }
@@ -193,7 +211,9 @@ pub fn compare_inputs(expected: &Manifest, actual: &Manifest) -> Vec<Difference>
             detail: match d {
                 ManifestDiff::Missing(_) => "listed in inputs.sha256 but missing".into(),
                 ManifestDiff::Extra(_) => "present but not listed in inputs.sha256".into(),
-                ManifestDiff::Changed { expected, actual, .. } => {
+                ManifestDiff::Changed {
+                    expected, actual, ..
+                } => {
                     format!("sha256 {actual}, expected {expected}")
                 }
             },
@@ -202,7 +222,11 @@ pub fn compare_inputs(expected: &Manifest, actual: &Manifest) -> Vec<Difference>
 }
 
 /// Compare regenerated outputs in `out` with the committed `outputs.sha256` and tables.
-pub fn compare_outputs(checksums: &Path, expected: &Manifest, out: &Path) -> Result<Vec<Difference>, ReportError> {
+pub fn compare_outputs(
+    checksums: &Path,
+    expected: &Manifest,
+    out: &Path,
+) -> Result<Vec<Difference>, ReportError> {
     let actual = output_manifest(out)?;
     let mut diffs = Vec::new();
     for d in expected.diff(&actual) {
@@ -210,9 +234,16 @@ pub fn compare_outputs(checksums: &Path, expected: &Manifest, out: &Path) -> Res
         let detail = match &d {
             ManifestDiff::Missing(_) => "expected but not regenerated".to_string(),
             ManifestDiff::Extra(_) => "regenerated but not in outputs.sha256".to_string(),
-            ManifestDiff::Changed { expected: eh, actual: ah, .. } => {
+            ManifestDiff::Changed {
+                expected: eh,
+                actual: ah,
+                ..
+            } => {
                 let mut s = format!("sha256 {ah}, expected {eh}");
-                if let Some(name) = path.strip_prefix("report/").filter(|n| n.ends_with(".csv") && !n.contains('/')) {
+                if let Some(name) = path
+                    .strip_prefix("report/")
+                    .filter(|n| n.ends_with(".csv") && !n.contains('/'))
+                {
                     let copy = checksums.join(TABLES).join(name);
                     match std::fs::read(&copy) {
                         Ok(exp) if hash::sha256_hex(&exp) == *eh => {
@@ -229,13 +260,17 @@ pub fn compare_outputs(checksums: &Path, expected: &Manifest, out: &Path) -> Res
                 s
             }
         };
-        diffs.push(Difference { kind: "output", path, detail });
+        diffs.push(Difference {
+            kind: "output",
+            path,
+            detail,
+        });
     }
     // The committed table copies must match the committed hashes, or they mislead.
     let tdir = checksums.join(TABLES);
     if tdir.is_dir() {
         let mut copies = Vec::new();
-        walk(&tdir, &tdir, &mut copies)?;
+        walk(&tdir, &mut copies)?;
         copies.sort();
         for c in copies {
             let name = hash::rel_path(&tdir, &c);
@@ -261,7 +296,11 @@ pub fn compare_outputs(checksums: &Path, expected: &Manifest, out: &Path) -> Res
 
 /// Rewrite the checksums folder from a regeneration in `out`: both manifests and the table
 /// copies (stale copies are removed). Returns (inputs, outputs, tables) counts.
-pub fn update(checksums: &Path, inputs: &Manifest, out: &Path) -> Result<(usize, usize, usize), ReportError> {
+pub fn update(
+    checksums: &Path,
+    inputs: &Manifest,
+    out: &Path,
+) -> Result<(usize, usize, usize), ReportError> {
     let outputs = output_manifest(out)?;
     let tdir = checksums.join(TABLES);
     let mut staged = protospread_core::atomic::Staged::new();
@@ -269,8 +308,12 @@ pub fn update(checksums: &Path, inputs: &Manifest, out: &Path) -> Result<(usize,
     staged.put(&checksums.join(OUTPUTS), outputs.render().as_bytes())?;
     let mut names = Vec::new();
     for p in outputs.entries.keys() {
-        if let Some(name) = p.strip_prefix("report/").filter(|n| n.ends_with(".csv") && !n.contains('/')) {
-            let bytes = std::fs::read(out.join(p)).map_err(|e| protospread_core::CoreError::io(out.join(p), e))?;
+        if let Some(name) = p
+            .strip_prefix("report/")
+            .filter(|n| n.ends_with(".csv") && !n.contains('/'))
+        {
+            let bytes = std::fs::read(out.join(p))
+                .map_err(|e| protospread_core::CoreError::io(out.join(p), e))?;
             staged.put(&tdir.join(name), &bytes)?;
             names.push(name.to_string());
         }
@@ -280,7 +323,8 @@ pub fn update(checksums: &Path, inputs: &Manifest, out: &Path) -> Result<(usize,
         for e in rd.flatten() {
             let n = e.file_name().to_string_lossy().into_owned();
             if !names.contains(&n) && !n.starts_with('.') {
-                std::fs::remove_file(e.path()).map_err(|err| protospread_core::CoreError::io(e.path(), err))?;
+                std::fs::remove_file(e.path())
+                    .map_err(|err| protospread_core::CoreError::io(e.path(), err))?;
             }
         }
     }
@@ -296,7 +340,10 @@ mod tests {
         let e = b"a,b\n1,2\n3,4\n";
         assert_eq!(first_csv_difference(e, e), None);
         let d = first_csv_difference(e, b"a,b\n1,2\n3,5\n").unwrap();
-        assert!(d.contains("line 3 (row 2), column 2 `b`: expected \"4\", regenerated \"5\""), "{d}");
+        assert!(
+            d.contains("line 3 (row 2), column 2 `b`: expected \"4\", regenerated \"5\""),
+            "{d}"
+        );
         let d = first_csv_difference(e, b"a,b\n1,2\n").unwrap();
         assert!(d.contains("ends at line 2"), "{d}");
         let d = first_csv_difference(e, b"a,c\n1,2\n3,4\n").unwrap();
@@ -324,9 +371,17 @@ mod tests {
         let d = compare_outputs(&ck, &exp, &out).unwrap();
         assert_eq!(d.len(), 2, "{d:?}");
         assert_eq!(d[0].path, "report/new.md");
-        assert!(d[1].detail.contains("line 2 (row 1), column 2 `b`"), "{}", d[1]);
+        assert!(
+            d[1].detail.contains("line 2 (row 1), column 2 `b`"),
+            "{}",
+            d[1]
+        );
         std::fs::write(ck.join("tables/t.csv"), "a,b\n9,9\n").unwrap();
         let d = compare_outputs(&ck, &exp, &out).unwrap();
-        assert!(d.iter().any(|x| x.kind == "checksums" && x.path == "tables/t.csv"), "{d:?}");
+        assert!(
+            d.iter()
+                .any(|x| x.kind == "checksums" && x.path == "tables/t.csv"),
+            "{d:?}"
+        );
     }
 }

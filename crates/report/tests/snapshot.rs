@@ -25,7 +25,10 @@ fn write_parity(out: &Path) {
         vec![
             Arc::new(StringArray::from(vec!["big_five", "big_five"])) as ArrayRef,
             Arc::new(StringArray::from(vec!["reproduced", "set_aside"])),
-            Arc::new(StringArray::from(vec![None, Some("duplicate of row 3, \"same\" | answers")])),
+            Arc::new(StringArray::from(vec![
+                None,
+                Some("duplicate of row 3, \"same\" | answers"),
+            ])),
             Arc::new(Int64Array::from(vec![877, 3])),
         ],
     )
@@ -38,7 +41,12 @@ fn build() -> (tempfile::TempDir, protospread_report::Summary) {
     let out = dir.path();
     protospread_aggregate::fixture::write(&out.join("score")).unwrap();
     write_parity(out);
-    protospread_aggregate::run(&out.join("score"), &out.join("aggregate"), &Default::default()).unwrap();
+    protospread_aggregate::run(
+        &out.join("score"),
+        &out.join("aggregate"),
+        &Default::default(),
+    )
+    .unwrap();
     let section = ReportSection {
         tables: vec![PathBuf::from("score/parity_summary.parquet")],
         ..ReportSection::default()
@@ -52,7 +60,12 @@ fn tables_match_committed_snapshots() {
     let (dir, s) = build();
     let report = dir.path().join("report");
     let update = std::env::var_os("UPDATE_SNAPSHOTS").is_some();
-    let mut names: Vec<String> = s.files.iter().filter(|f| f.ends_with(".csv")).cloned().collect();
+    let mut names: Vec<String> = s
+        .files
+        .iter()
+        .filter(|f| f.ends_with(".csv"))
+        .cloned()
+        .collect();
     names.push("report.md".to_string());
     assert!(names.len() >= 12, "{names:?}");
     let mut mismatched = Vec::new();
@@ -67,19 +80,30 @@ fn tables_match_committed_snapshots() {
         match std::fs::read(&snap) {
             Ok(want) if want == got => {}
             Ok(want) => {
-                let w = protospread_report::verify::first_csv_difference(&want, &got).unwrap_or_default();
+                let w = protospread_report::verify::first_csv_difference(&want, &got)
+                    .unwrap_or_default();
                 mismatched.push(format!("{n}: {w}"));
             }
             Err(_) => mismatched.push(format!("{n}: no snapshot (run with UPDATE_SNAPSHOTS=1)")),
         }
     }
-    assert!(mismatched.is_empty(), "snapshots differ:\n{}", mismatched.join("\n"));
+    assert!(
+        mismatched.is_empty(),
+        "snapshots differ:\n{}",
+        mismatched.join("\n")
+    );
     // Every table carries its source label.
-    for n in names.iter().filter(|n| n.ends_with(".csv") && *n != "parity_summary.csv") {
+    for n in names
+        .iter()
+        .filter(|n| n.ends_with(".csv") && *n != "parity_summary.csv")
+    {
         let text = std::fs::read_to_string(report.join(n)).unwrap();
         let lines = text.lines().count();
         if lines > 1 {
-            assert!(text.lines().next().unwrap().contains("label"), "{n} has no label column");
+            assert!(
+                text.lines().next().unwrap().contains("label"),
+                "{n} has no label column"
+            );
             assert!(text.contains("fixture"), "{n} does not show the label");
         }
     }
@@ -95,7 +119,10 @@ fn generic_rendering_and_manifest() {
         "instrument,category,reason,rows\nbig_five,reproduced,,877\nbig_five,set_aside,\"duplicate of row 3, \"\"same\"\" | answers\",3\n"
     );
     let md = std::fs::read_to_string(report.join("parity_summary.md")).unwrap();
-    assert!(md.contains("| big_five | set_aside | duplicate of row 3, \"same\" \\| answers | 3 |"), "{md}");
+    assert!(
+        md.contains("| big_five | set_aside | duplicate of row 3, \"same\" \\| answers | 3 |"),
+        "{md}"
+    );
     let m = protospread_core::hash::Manifest::read(&report.join("SHA256SUMS")).unwrap();
     assert!(m.entries.contains_key("report.html") && m.entries.contains_key("cells.csv"));
     let fresh = protospread_core::hash::Manifest::from_dir(&report).unwrap();
@@ -106,11 +133,20 @@ fn generic_rendering_and_manifest() {
 fn html_is_self_contained_with_figures() {
     let (dir, _) = build();
     let html = std::fs::read_to_string(dir.path().join("report/report.html")).unwrap();
-    for banned in ["<script", "http://", "https://", "@import", "url(", "<link", "<img"] {
-        let hits: Vec<_> = html.match_indices(banned).filter(|(i, _)| !html[..*i].ends_with("xmlns=\"")).collect();
+    for banned in [
+        "<script", "http://", "https://", "@import", "url(", "<link", "<img",
+    ] {
+        let hits: Vec<_> = html
+            .match_indices(banned)
+            .filter(|(i, _)| !html[..*i].ends_with("xmlns=\""))
+            .collect();
         assert!(hits.is_empty(), "report.html contains {banned}");
     }
-    assert_eq!(html.matches("<svg").count(), 4, "scatter and range figure for each of two sources");
+    assert_eq!(
+        html.matches("<svg").count(),
+        4,
+        "scatter and range figure for each of two sources"
+    );
     assert!(html.contains("above y = x"));
     assert!(html.contains("recorded-fixture"));
 }
@@ -123,7 +159,15 @@ fn a_missing_listed_table_is_an_error_and_keeps_previous_outputs() {
         tables: vec![PathBuf::from("score/nope.parquet")],
         ..ReportSection::default()
     };
-    let e = protospread_report::run(dir.path(), &section).unwrap_err().to_string();
-    assert!(e.contains("score/nope.parquet") && e.contains("does not exist"), "{e}");
-    assert_eq!(std::fs::read(dir.path().join("report/cells.csv")).unwrap(), before);
+    let e = protospread_report::run(dir.path(), &section)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("score/nope.parquet") && e.contains("does not exist"),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("report/cells.csv")).unwrap(),
+        before
+    );
 }

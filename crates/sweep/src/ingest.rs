@@ -226,6 +226,11 @@ pub fn ingest_lm_eval(dir: &Path, spec: &SweepSpec) -> Result<Ingested, SweepErr
                 "{rel}: run with fewshot_as_multiturn = true: the delimiter was not in the prompt (rerun with --fewshot_as_multiturn false)"
             ));
         }
+        if results.get("chat_template").is_none_or(Value::is_null) {
+            ing.notes.push(format!(
+                "{rel}: no chat template recorded (run without --apply_chat_template?): the examples were not inside a user message"
+            ));
+        }
         let configs = results
             .get("configs")
             .and_then(Value::as_object)

@@ -6,10 +6,12 @@
 //!   complete sweep over identical documents.
 //! - [`tables`]: accuracy with exact intervals, spread, ranks and leads, naming gains.
 //! - [`stats`]: the Clopper-Pearson interval.
+//! - [`dictionary`]: the native sweep on a generated dictionary-lookup task.
 //!
 //! The aggregate stage calls [`tables`] with the loaded configuration.
 
 pub mod delimiter;
+pub mod dictionary;
 pub mod ingest;
 pub mod lmeval;
 pub mod stats;
@@ -99,23 +101,65 @@ impl SweepSpec {
     }
 }
 
-/// Ingest every configured run folder, check it, and compute the tables.
+/// Ingest every configured run (lm-eval folders and dictionary records), check it, and
+/// compute the tables.
 ///
-/// Reads `[sweep] lm_eval_runs` (resolved against the configuration's folder). Returns no
-/// tables when none is configured. Any problem found by [`ingest::check`] or during ingestion
-/// (a missing variant, different document sets, a multi-turn run, ...) is an error listing
-/// every problem.
+/// Reads `[sweep] lm_eval_runs` and `[sweep] dictionary_runs` (resolved against the
+/// configuration's folder). Returns no tables when neither is configured. Any problem found
+/// by [`ingest::check`] or during ingestion (a missing variant, different document sets, a
+/// multi-turn run, ...) is an error listing every problem. lm-eval runs must cover every
+/// configured delimiter; a dictionary run may cover a subset of them, each with every
+/// configured variant over the same documents. A dictionary run that is also declared as an
+/// `[[inputs]]` entry (same path) must match that entry's sha256.
 pub fn tables(config: &Config) -> Result<Vec<(String, RecordBatch)>, SweepError> {
     let spec = SweepSpec::from_section(&config.sweep)?;
-    if config.sweep.lm_eval_runs.is_empty() {
+    if config.sweep.lm_eval_runs.is_empty() && config.sweep.dictionary_runs.is_empty() {
         return Ok(Vec::new());
     }
-    let ing = ingest_all(config, &spec)?;
-    if !ing.problems.is_empty() {
-        return Err(SweepError::Check(ing.problems));
+    let mut records = Vec::new();
+    if !config.sweep.lm_eval_runs.is_empty() {
+        let ing = ingest_all(config, &spec)?;
+        if !ing.problems.is_empty() {
+            return Err(SweepError::Check(ing.problems));
+        }
+        records = ing.records;
     }
-    let cells = tables::cells(&ing.records, &spec)?;
+    let dict = ingest_dictionary_runs(config, &spec)?;
+    records.extend(dict);
+    let cells = tables::cells(&records, &spec)?;
     Ok(tables::build(&cells, &spec))
+}
+
+/// Read every `[sweep] dictionary_runs` file, verify declared checksums, and check that the
+/// runs form a complete sweep over the delimiters they cover.
+pub fn ingest_dictionary_runs(
+    config: &Config,
+    spec: &SweepSpec,
+) -> Result<Vec<ingest::SampleRecord>, SweepError> {
+    let mut records = Vec::new();
+    for p in &config.sweep.dictionary_runs {
+        let path = config.resolve(p);
+        for input in &config.inputs {
+            if input.path.as_ref().map(|ip| config.resolve(ip)) == Some(path.clone()) {
+                let got = protospread_core::hash::sha256_file(&path)
+                    .map_err(|e| SweepError::Config(e.to_string()))?;
+                if got != input.sha256 {
+                    return Err(SweepError::Config(format!(
+                        "{}: sha256 {got} differs from [[inputs]] {} ({})",
+                        path.display(),
+                        input.name,
+                        input.sha256
+                    )));
+                }
+            }
+        }
+        records.extend(dictionary::ingest(&path, spec)?);
+    }
+    let problems = ingest::check(&records, &dictionary::recorded_spec(&records, spec));
+    if !problems.is_empty() {
+        return Err(SweepError::Check(problems));
+    }
+    Ok(records)
 }
 
 /// Ingest and check every configured run folder; problems are collected, not raised.

@@ -243,6 +243,9 @@ pub struct SweepSection {
     pub metric: String,
     /// Folders of lm-eval output (`--output_path`, with `--log_samples`) to ingest.
     pub lm_eval_runs: Vec<PathBuf>,
+    /// Record files of `protospread sweep dictionary` (JSONL) whose results enter the sweep
+    /// tables as benchmark `dictionary`.
+    pub dictionary_runs: Vec<PathBuf>,
 }
 
 /// The two prompt variants of a delimiter sweep.
@@ -287,6 +290,7 @@ impl Default for SweepSection {
             num_fewshot: 5,
             metric: "acc".to_string(),
             lm_eval_runs: Vec::new(),
+            dictionary_runs: Vec::new(),
         }
     }
 }
