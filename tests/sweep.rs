@@ -323,3 +323,398 @@ fn generated_tasks_load_and_render_in_real_lm_eval() {
         "{stdout}"
     );
 }
+
+// ---- native dictionary sweep (protospread sweep dictionary, [sweep] dictionary_runs) ----
+
+mod dictionary {
+    use super::*;
+    use arrow::array::AsArray;
+    use arrow::datatypes::{Float64Type, Int64Type};
+    use arrow::record_batch::RecordBatch;
+    use protospread_core::config::{Config, SweepVariant};
+    use protospread_sweep::delimiter::Delimiter;
+    use protospread_sweep::dictionary::{self as dict, Record};
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpListener;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    const TEMPLATE: &str = "The question-answer examples are separated by {delimiter}.";
+
+    fn delims(texts: &[&str]) -> Vec<Delimiter> {
+        texts.iter().map(|t| Delimiter::new(t).unwrap()).collect()
+    }
+
+    #[test]
+    fn generator_is_deterministic_and_the_same_for_every_delimiter() {
+        let ds = delims(&["\n", ";"]);
+        let v = [SweepVariant::Plain, SweepVariant::Named];
+        let a = dict::plan("m", 11, 5, &ds, &v, TEMPLATE);
+        let b = dict::plan("m", 11, 5, &ds, &v, TEMPLATE);
+        let bodies = |p: &[dict::Planned]| p.iter().map(|x| x.body.clone()).collect::<Vec<_>>();
+        assert_eq!(bodies(&a), bodies(&b));
+        assert_eq!(a.len(), 5 * 2 * 2);
+        // Every delimiter x variant of a document shows the same pairs and query.
+        for chunk in a.chunks(4) {
+            assert!(chunk.iter().all(|p| p.doc == chunk[0].doc));
+            assert!(chunk.iter().all(|p| p.doc.hash() == chunk[0].doc.hash()));
+        }
+        assert_ne!(
+            bodies(&dict::plan("m", 12, 5, &ds, &v, TEMPLATE)),
+            bodies(&a)
+        );
+        // The binary's dry run prints the same first body on every run.
+        let dry = || {
+            run(&[
+                "--out",
+                "/nonexistent/x.jsonl",
+                "sweep",
+                "dictionary",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--model",
+                "m",
+                "--seed",
+                "11",
+                "--n-docs",
+                "5",
+                "--delimiters",
+                "nl,semicolon",
+                "--dry-run",
+            ])
+        };
+        let (o1, o2) = (dry(), dry());
+        assert!(
+            o1.status.success(),
+            "{}",
+            String::from_utf8_lossy(&o1.stderr)
+        );
+        assert_eq!(o1.stdout, o2.stdout);
+        assert_eq!(String::from_utf8_lossy(&o1.stdout).trim(), a[0].body);
+    }
+
+    #[test]
+    fn exact_match_rule() {
+        for (reply, expected, want) in [
+            ("512", "512", true),
+            ("\n 512 \n", "512", true),
+            ("The value is 512.", "512", true),
+            ("512;abcd: 300", "512", true),
+            ("5120", "512", false),
+            ("300, then 512", "512", false),
+            ("51 2", "512", false),
+            ("five hundred twelve", "512", false),
+            ("", "512", false),
+        ] {
+            assert_eq!(dict::score(reply, expected), want, "{reply:?}");
+        }
+    }
+
+    /// Records for `plan` where the reply is right exactly when `right(doc, delimiter index,
+    /// variant)`.
+    fn records(
+        plan: &[dict::Planned],
+        ds: &[Delimiter],
+        right: impl Fn(u32, usize, SweepVariant) -> bool,
+    ) -> Vec<Record> {
+        plan.iter()
+            .map(|p| {
+                let di = ds.iter().position(|d| *d == p.delimiter).unwrap();
+                let reply = if right(p.doc.index, di, p.variant) {
+                    format!("{} ", p.doc.expected())
+                } else {
+                    "no idea".to_string()
+                };
+                Record::new(
+                    p,
+                    "m",
+                    3,
+                    Some(reply),
+                    None,
+                    Some("stop".into()),
+                    None,
+                    Some(200),
+                    1,
+                    5,
+                )
+            })
+            .collect()
+    }
+
+    fn write_records(path: &Path, rs: &[Record]) {
+        let text: String = rs.iter().map(Record::to_line).collect();
+        fs::write(path, text).unwrap();
+    }
+
+    fn config(dir: &Path, extra: &str) -> Config {
+        let text = format!(
+            "[study]\nname = \"t\"\n\n[sweep]\ndelimiters = [\"\\n\", \";\", \"#\"]\ndictionary_runs = [\"d.jsonl\"]\n{extra}"
+        );
+        Config::parse(&text, &dir.join("p.toml"), dir).unwrap()
+    }
+
+    fn table<'a>(t: &'a [(String, RecordBatch)], name: &str) -> &'a RecordBatch {
+        &t.iter().find(|(n, _)| n == name).unwrap().1
+    }
+    fn f64s(b: &RecordBatch, c: &str) -> Vec<f64> {
+        b.column_by_name(c)
+            .unwrap()
+            .as_primitive::<Float64Type>()
+            .values()
+            .to_vec()
+    }
+    fn i64s(b: &RecordBatch, c: &str) -> Vec<i64> {
+        b.column_by_name(c)
+            .unwrap()
+            .as_primitive::<Int64Type>()
+            .values()
+            .to_vec()
+    }
+    fn strs(b: &RecordBatch, c: &str) -> Vec<String> {
+        b.column_by_name(c)
+            .unwrap()
+            .as_string::<i32>()
+            .iter()
+            .map(|s| s.unwrap().to_string())
+            .collect()
+    }
+
+    /// 10 documents, delimiters "\n" and ";" of the configured three: plain "\n" gets docs
+    /// 0..8 right (80%), plain ";" 0..4 (40%), named "\n" 0..8 (80%), named ";" 0..6 (60%).
+    #[test]
+    fn results_to_tables_known_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let ds = delims(&["\n", ";"]);
+        let v = [SweepVariant::Plain, SweepVariant::Named];
+        let plan = dict::plan("m", 3, 10, &ds, &v, TEMPLATE);
+        let right = |doc: u32, di: usize, var: SweepVariant| {
+            let k = match (di, var) {
+                (0, _) => 8,
+                (1, SweepVariant::Plain) => 4,
+                _ => 6,
+            };
+            doc < k
+        };
+        write_records(&dir.path().join("d.jsonl"), &records(&plan, &ds, right));
+        let t = protospread_sweep::tables(&config(dir.path(), "")).unwrap();
+        let acc = table(&t, "sweep_accuracy");
+        assert_eq!(strs(acc, "benchmark"), ["dictionary"; 4]);
+        assert_eq!(strs(acc, "variant"), ["plain", "plain", "named", "named"]);
+        assert_eq!(
+            strs(acc, "delimiter_slug"),
+            ["nl", "semicolon", "nl", "semicolon"]
+        );
+        assert_eq!(i64s(acc, "n"), [10; 4]);
+        assert_eq!(i64s(acc, "correct"), [8, 4, 8, 6]);
+        assert_eq!(f64s(acc, "accuracy_pct"), [80.0, 40.0, 80.0, 60.0]);
+        // Clopper-Pearson 95% for 8/10: 44.390454..97.478009 (R binom.test).
+        let lo = f64s(acc, "ci95_low_pct")[0];
+        assert!((lo - 44.390454).abs() < 1e-5, "{lo}");
+        assert_eq!(f64s(table(&t, "sweep_spread"), "spread_pct"), [40.0, 20.0]);
+        assert_eq!(f64s(table(&t, "sweep_named_gain"), "gain_pct"), [0.0, 20.0]);
+        assert_eq!(
+            f64s(table(&t, "sweep_named_gain_mean"), "mean_gain_pct"),
+            [10.0]
+        );
+        assert_eq!(
+            f64s(table(&t, "sweep_delimiter_gain"), "gain_over_mean_pct"),
+            [20.0, -20.0, 10.0, -10.0]
+        );
+    }
+
+    #[test]
+    fn bad_dictionary_runs_are_refused_with_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let ds = delims(&["\n", ";"]);
+        let v = [SweepVariant::Plain, SweepVariant::Named];
+        let plan = dict::plan("m", 3, 4, &ds, &v, TEMPLATE);
+        let good = records(&plan, &ds, |d, _, _| d % 2 == 0);
+        let path = dir.path().join("d.jsonl");
+        let err = |rs: &[Record], extra: &str| {
+            write_records(&path, rs);
+            protospread_sweep::tables(&config(dir.path(), extra))
+                .unwrap_err()
+                .to_string()
+        };
+        // A tampered expected value.
+        let mut rs = good.clone();
+        rs[2].expected = "999".into();
+        let e = err(&rs, "");
+        assert!(
+            e.contains("d.jsonl: line 3") && e.contains("generated document"),
+            "{e}"
+        );
+        // An unanswered request.
+        let mut rs = good.clone();
+        rs[5].reply = None;
+        rs[5].error = Some("timed out".into());
+        let e = err(&rs, "");
+        assert!(e.contains("line 6") && e.contains("no reply"), "{e}");
+        // A stored score that the reply does not give.
+        let mut rs = good.clone();
+        rs[0].correct = Some(!rs[0].correct.unwrap());
+        assert!(err(&rs, "").contains("line 1"));
+        // A missing variant: drop every named ";" record.
+        let rs: Vec<Record> = good
+            .iter()
+            .filter(|r| !(r.delimiter == ";" && r.variant == "named"))
+            .cloned()
+            .collect();
+        let e = err(&rs, "");
+        assert!(e.contains("variant named is missing"), "{e}");
+        // A different naming template than the one recorded.
+        let e = err(&good, "naming_template = \"Split by {delimiter}.\"\n");
+        assert!(e.contains("stored prompt differs"), "{e}");
+        // A declared checksum that does not match.
+        let e = err(
+            &good,
+            &format!(
+                "\n[[inputs]]\nname = \"d\"\nrole = \"other\"\npath = \"d.jsonl\"\nsha256 = \"{}\"\n",
+                "0".repeat(64)
+            ),
+        );
+        assert!(e.contains("differs from [[inputs]] d"), "{e}");
+        // A truncated last line.
+        write_records(&path, &good);
+        let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"format_version\":1").unwrap();
+        drop(f);
+        let e = protospread_sweep::tables(&config(dir.path(), ""))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("incomplete last line"), "{e}");
+    }
+
+    /// A loopback chat-completions server that answers every request with the value of the
+    /// queried key (read from the prompt), counting requests.
+    fn serve(count: Arc<AtomicUsize>) -> String {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let mut s = s.unwrap();
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut len = 0usize;
+                loop {
+                    let mut h = String::new();
+                    r.read_line(&mut h).unwrap();
+                    if h == "\r\n" || h.is_empty() {
+                        break;
+                    }
+                    if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap();
+                    }
+                }
+                let mut body = vec![0u8; len];
+                r.read_exact(&mut body).unwrap();
+                count.fetch_add(1, Ordering::SeqCst);
+                let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                let content = v["messages"][0]["content"].as_str().unwrap().to_string();
+                let query = content
+                    .rsplit(|c: char| !c.is_ascii_lowercase() && c != ':')
+                    .next()
+                    .unwrap();
+                let key = query.trim_end_matches(':');
+                let value = content
+                    .split(&format!("{key}: ")[..])
+                    .nth(1)
+                    .map(|t| t[..3].to_string())
+                    .unwrap_or_default();
+                let resp = serde_json::json!({"choices": [{"index": 0, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": value}}], "model": "m"})
+                .to_string();
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{resp}",
+                    resp.len()
+                );
+            }
+        });
+        format!("http://{addr}/v1")
+    }
+
+    fn without_elapsed(path: &Path) -> Vec<serde_json::Value> {
+        fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v.as_object_mut().unwrap().remove("elapsed_ms");
+                v
+            })
+            .collect()
+    }
+
+    #[test]
+    fn records_every_reply_and_resumes_by_request_key() {
+        let count = Arc::new(AtomicUsize::new(0));
+        let base = serve(count.clone());
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("rec.jsonl");
+        let go = || {
+            run(&[
+                "--out",
+                out.to_str().unwrap(),
+                "--json",
+                "sweep",
+                "dictionary",
+                "--base-url",
+                &base,
+                "--model",
+                "m",
+                "--seed",
+                "5",
+                "--n-docs",
+                "3",
+                "--delimiters",
+                "nl,comma",
+                "--retries",
+                "0",
+            ])
+        };
+        let o = go();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(count.load(Ordering::SeqCst), 12);
+        let first = without_elapsed(&out);
+        assert_eq!(first.len(), 12);
+        // The server answers the queried key's value: every reply scores correct.
+        assert!(first.iter().all(|r| r["correct"] == true), "{first:?}");
+        // Cut the file after 7 records plus half a line: the rerun sends the 5 missing ones.
+        let text = fs::read_to_string(&out).unwrap();
+        let keep: usize = text.lines().take(7).map(|l| l.len() + 1).sum();
+        fs::write(&out, &text.as_bytes()[..keep + 40]).unwrap();
+        let o = go();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(
+            (j["already_answered"].as_u64(), j["sent"].as_u64()),
+            (Some(7), Some(5))
+        );
+        assert_eq!(count.load(Ordering::SeqCst), 17);
+        assert_eq!(without_elapsed(&out), first);
+        // A third run sends nothing.
+        let o = go();
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(j["sent"].as_u64(), Some(0));
+        assert_eq!(count.load(Ordering::SeqCst), 17);
+        // Another model id into the same file is refused.
+        let o = run(&[
+            "--out",
+            out.to_str().unwrap(),
+            "sweep",
+            "dictionary",
+            "--base-url",
+            &base,
+            "--model",
+            "other",
+            "--seed",
+            "5",
+            "--n-docs",
+            "3",
+            "--delimiters",
+            "nl,comma",
+        ]);
+        assert!(!o.status.success());
+        assert!(String::from_utf8_lossy(&o.stderr).contains("different request body"));
+    }
+}

@@ -23,7 +23,11 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         params.target_partitions = p;
     }
     let dir = ctx.out.join("aggregate");
-    let s = protospread_aggregate::run(&ctx.out.join("score"), &dir, &params)
+    // The sweep's tables ([sweep] lm_eval_runs / dictionary_runs; none when unset) are written
+    // with the aggregate tables, in the same commit and manifest.
+    let sweep = protospread_sweep::tables(&cfg)
+        .with_context(|| format!("{}: [sweep] tables", ctx.config_path.display()))?;
+    let s = protospread_aggregate::run_with_extra(&ctx.out.join("score"), &dir, &params, &sweep)
         .context("aggregate stage")?;
     if ctx.json {
         if !ctx.quiet {

@@ -126,6 +126,18 @@ pub fn compute_tables(score_dir: &Path, params: &Params) -> Result<Vec<Table>, A
 /// `SHA256SUMS`. Parquet files in `out_dir` that this run does not write are removed, so the
 /// folder holds exactly the current tables.
 pub fn run(score_dir: &Path, out_dir: &Path, params: &Params) -> Result<Summary, AggregateError> {
+    run_with_extra(score_dir, out_dir, params, &[])
+}
+
+/// [`run`], also writing `extra` tables computed elsewhere (the sweep's tables), each as
+/// `out_dir/<name>.parquet` in the same all-or-nothing commit and the same manifest. A name
+/// that collides with a table of this stage is an error.
+pub fn run_with_extra(
+    score_dir: &Path,
+    out_dir: &Path,
+    params: &Params,
+    extra: &[(String, arrow::record_batch::RecordBatch)],
+) -> Result<Summary, AggregateError> {
     let tables = compute_tables(score_dir, params)?;
     let mut staged = protospread_core::atomic::Staged::new();
     let mut files = Vec::new();
@@ -133,6 +145,20 @@ pub fn run(score_dir: &Path, out_dir: &Path, params: &Params) -> Result<Summary,
         let name = format!("{}.parquet", t.name);
         let path = out_dir.join(&name);
         let bytes = protospread_core::pq::encode(&path, t.schema(), &[t.to_batch()])?;
+        staged.put(&path, &bytes)?;
+        files.push(name);
+    }
+    for (stem, batch) in extra {
+        let name = format!("{stem}.parquet");
+        let path = out_dir.join(&name);
+        if files.contains(&name) {
+            return Err(AggregateError::Input {
+                path,
+                message: "an extra table has the name of a table of the aggregate stage".into(),
+            });
+        }
+        let bytes =
+            protospread_core::pq::encode(&path, batch.schema(), std::slice::from_ref(batch))?;
         staged.put(&path, &bytes)?;
         files.push(name);
     }

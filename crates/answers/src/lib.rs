@@ -6,14 +6,16 @@
 //!   return it normalized and sorted. Used by the fetch stage.
 //! - [`parse`]: the strict reply rule: which reply texts count as an answer, and the mapping of
 //!   a shown option number back to the human 0..4 scale.
-//! - [`stage`]: the score-stage part that writes `parsed_answers.parquet` and
-//!   `scale_scores.parquet`.
+//! - [`stage`]: the score-stage part that writes `parsed_answers.parquet`,
+//!   `scale_scores.parquet` and `reply_reruns.parquet`.
+//! - [`reruns`]: whether temperature-0 reruns (S0 vs S0r, B0 vs B0r) gave identical replies.
 //! - [`simulate`]: the simulated study with planted effects (every record labelled
 //!   "simulated").
 
 pub mod format;
 pub mod import;
 pub mod parse;
+pub mod reruns;
 pub mod simulate;
 pub mod stage;
 

@@ -459,6 +459,7 @@ pub fn run(
     inputs.sort_by(|a, b| a.name.cmp(&b.name));
     let mut parsed = Vec::new();
     let mut scales = Vec::new();
+    let mut reruns = Vec::new();
     let mut summary = Summary::default();
     for input in inputs {
         let p = fetched_path(out, &input.name);
@@ -471,6 +472,12 @@ pub fn run(
         let (_, batches) = protospread_core::pq::read(&p)?;
         let mut records = from_batches(&batches, &p)?;
         records.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+        reruns.extend(crate::reruns::compare(
+            &input.name,
+            input.label.as_deref().unwrap_or(""),
+            &records,
+            &cfg.aggregate.rerun_pairs,
+        ));
         let (pr, sr, sum) = parse_and_score(
             &input.name,
             input.label.as_deref(),
@@ -491,5 +498,12 @@ pub fn run(
     let sp = score_dir.join(SCALES_FILE);
     let bytes = protospread_core::pq::encode(&sp, scales_schema(), &[scales_batch(&scales)?])?;
     staged.put(&sp, &bytes)?;
+    let rp = score_dir.join(crate::reruns::RERUNS_FILE);
+    let bytes = protospread_core::pq::encode(
+        &rp,
+        crate::reruns::schema(),
+        &[crate::reruns::batch(&reruns)?],
+    )?;
+    staged.put(&rp, &bytes)?;
     Ok(summary)
 }

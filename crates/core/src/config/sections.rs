@@ -164,6 +164,7 @@ impl Default for ReportSection {
                 PathBuf::from("score/parity_summary.parquet"),
                 PathBuf::from("score/mutation_sweep.parquet"),
                 PathBuf::from("score/norms.parquet"),
+                PathBuf::from("score/reply_reruns.parquet"),
             ],
             title: "Protocol sensitivity of questionnaire scores".to_string(),
         }
