@@ -390,7 +390,9 @@ mod dictionary {
             String::from_utf8_lossy(&o1.stderr)
         );
         assert_eq!(o1.stdout, o2.stdout);
-        assert_eq!(String::from_utf8_lossy(&o1.stdout).trim(), a[0].body);
+        let printed = String::from_utf8_lossy(&o1.stdout);
+        assert_eq!(printed.lines().next(), Some("20 requests; first body:"));
+        assert_eq!(printed.lines().nth(1), Some(a[0].body.as_str()));
     }
 
     #[test]

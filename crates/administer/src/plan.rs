@@ -9,27 +9,12 @@ use crate::AdministerError;
 use protospread_core::config::AdministerSection;
 use serde::Serialize;
 
-/// The built-in conditions in the study's order.
-pub const BUILTIN: [&str; 11] = [
-    "S0", "S0r", "SR", "SP", "ST1", "B0", "B0r", "BS1", "BS2", "BS3", "BS4",
-];
-
+// The stored-answer format owns the vocabulary; the writer uses the reader's definitions so
+// the two cannot drift apart.
 /// One item per request or the whole test in one request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Mode {
-    Single,
-    Whole,
-}
-
-impl Mode {
-    /// Name in the stored-answer format.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Single => "single",
-            Mode::Whole => "whole",
-        }
-    }
-}
+pub use protospread_answers::format::Mode;
+/// The built-in conditions in the study's order.
+pub use protospread_answers::format::CONDITIONS as BUILTIN;
 
 /// How a condition administers a test.
 #[derive(Debug, Clone, PartialEq)]

@@ -47,6 +47,8 @@ pub fn compare(
     pairs: &[[String; 2]],
 ) -> Vec<RerunRow> {
     type Key<'a> = (&'a str, &'a str, Option<i32>, i32);
+    // (model, test, first, rerun) -> (compared, identical, unmatched)
+    type Acc = BTreeMap<(String, String, String, String), (i32, i32, i32)>;
     let mut by_cond: BTreeMap<&str, BTreeMap<Key, &StoredRecord>> = BTreeMap::new();
     for r in records {
         by_cond
@@ -55,7 +57,7 @@ pub fn compare(
             .insert((r.model.as_str(), r.test.as_str(), r.item, r.sample), r);
     }
     let empty = BTreeMap::new();
-    let mut acc: BTreeMap<(String, String, String, String), (i32, i32, i32)> = BTreeMap::new();
+    let mut acc = Acc::new();
     for [a, b] in pairs {
         let ra = by_cond.get(a.as_str()).unwrap_or(&empty);
         let rb = by_cond.get(b.as_str()).unwrap_or(&empty);
@@ -76,17 +78,19 @@ pub fn compare(
         }
     }
     acc.into_iter()
-        .map(|((model, test, first, rerun), (compared, identical, unmatched))| RerunRow {
-            source: source.to_string(),
-            label: label.to_string(),
-            model,
-            test,
-            first,
-            rerun,
-            compared,
-            identical,
-            unmatched,
-        })
+        .map(
+            |((model, test, first, rerun), (compared, identical, unmatched))| RerunRow {
+                source: source.to_string(),
+                label: label.to_string(),
+                model,
+                test,
+                first,
+                rerun,
+                compared,
+                identical,
+                unmatched,
+            },
+        )
         .collect()
 }
 

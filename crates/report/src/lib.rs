@@ -50,6 +50,15 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     ("parity_summary", "Scorer parity on the human data", "Per instrument: human rows reproduced exactly by the key and scorer, or set aside with a reason (score stage)."),
     ("mutation_sweep", "Mutation sweep", "For each item of the key: rows that disagree after changing its weight or flipping its reverse flag (score stage)."),
     ("norms", "Human norms", "Mean and SD of the human scores per instrument and dimension (score stage)."),
+    ("reply_reruns", "Is temperature 0 honoured?", "Raw replies of a condition and its rerun (S0 vs S0r, B0 vs B0r) compared byte for byte, per model and test (score stage)."),
+    ("sweep_accuracy", "Delimiter sweep: accuracy", "Accuracy per model, benchmark, delimiter and variant (plain / named), with an exact Clopper-Pearson 95% interval (docs/sweep.md)."),
+    ("sweep_spread", "Delimiter sweep: spread", "Per model, benchmark and variant: highest minus lowest accuracy over delimiters, in points, and whether the two extremes' intervals are disjoint."),
+    ("sweep_rank", "Delimiter sweep: rank", "Rank of each model under each delimiter and variant."),
+    ("sweep_lead", "Delimiter sweep: who can lead", "Whether some delimiter puts each model in the lead."),
+    ("sweep_named_gain", "Delimiter sweep: naming the delimiter", "Named minus plain accuracy per delimiter, in points."),
+    ("sweep_named_gain_mean", "Delimiter sweep: naming the delimiter, on average", "Mean named-minus-plain gain over delimiters, in points."),
+    ("sweep_delimiter_gain", "Delimiter sweep: gain over the mean", "Each delimiter's accuracy minus the mean over all delimiters, in points."),
+    ("sweep_delimiter_gain_mean", "Delimiter sweep: gain over the mean, summary", "Per benchmark, variant and delimiter: the gain over the mean of all delimiters, averaged over models, in points."),
 ];
 
 /// A rendered table with its provenance.
