@@ -6,9 +6,9 @@
 //! float result depends on how DataFusion partitions or merges work.
 
 use crate::AggregateError;
-use arrow::array::{Array, BooleanArray, Float64Array, Int64Array, StringArray};
+use arrow::array::AsArray;
 use arrow::compute::cast;
-use arrow::datatypes::DataType;
+use arrow::datatypes::{ArrowPrimitiveType, DataType, Float64Type, Int64Type};
 use arrow::record_batch::RecordBatch;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -183,46 +183,32 @@ impl Cols<'_> {
 
     fn strs(&self, name: &str) -> Result<Vec<Option<String>>, AggregateError> {
         let a = self.column(name, &DataType::Utf8)?;
-        let a = a
-            .as_any()
-            .downcast_ref::<StringArray>()
-            .expect("cast to Utf8");
-        Ok((0..a.len())
-            .map(|i| (!a.is_null(i)).then(|| a.value(i).to_string()))
+        Ok(a.as_string::<i32>()
+            .iter()
+            .map(|v| v.map(str::to_string))
             .collect())
+    }
+
+    /// A numeric column cast to `T` (the cast is checked against the contract by DataFusion).
+    fn prim<T: ArrowPrimitiveType>(
+        &self,
+        name: &str,
+    ) -> Result<Vec<Option<T::Native>>, AggregateError> {
+        let a = self.column(name, &T::DATA_TYPE)?;
+        Ok(a.as_primitive::<T>().iter().collect())
     }
 
     fn ints(&self, name: &str) -> Result<Vec<Option<i64>>, AggregateError> {
-        let a = self.column(name, &DataType::Int64)?;
-        let a = a
-            .as_any()
-            .downcast_ref::<Int64Array>()
-            .expect("cast to Int64");
-        Ok((0..a.len())
-            .map(|i| (!a.is_null(i)).then(|| a.value(i)))
-            .collect())
+        self.prim::<Int64Type>(name)
     }
 
     fn floats(&self, name: &str) -> Result<Vec<Option<f64>>, AggregateError> {
-        let a = self.column(name, &DataType::Float64)?;
-        let a = a
-            .as_any()
-            .downcast_ref::<Float64Array>()
-            .expect("cast to Float64");
-        Ok((0..a.len())
-            .map(|i| (!a.is_null(i)).then(|| a.value(i)))
-            .collect())
+        self.prim::<Float64Type>(name)
     }
 
     fn bools(&self, name: &str) -> Result<Vec<Option<bool>>, AggregateError> {
         let a = self.column(name, &DataType::Boolean)?;
-        let a = a
-            .as_any()
-            .downcast_ref::<BooleanArray>()
-            .expect("cast to Boolean");
-        Ok((0..a.len())
-            .map(|i| (!a.is_null(i)).then(|| a.value(i)))
-            .collect())
+        Ok(a.as_boolean().iter().collect())
     }
 }
 
