@@ -10,7 +10,7 @@ use crate::format::{from_batches, Mode, StoredRecord, Vocabulary};
 use crate::parse::{option_to_value, read_single, read_whole, Reading, Status};
 use crate::AnswersError;
 use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int32Array, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::datatypes::SchemaRef;
 use protospread_core::atomic::Staged;
 use protospread_core::config::{Config, InputRole};
 use protospread_score::norms::Norms;
@@ -322,53 +322,12 @@ pub fn parse_and_score(
 
 /// Schema of `parsed_answers.parquet` (the contract with the aggregate stage).
 pub fn parsed_schema() -> SchemaRef {
-    let s = |n: &str, null: bool| Field::new(n, DataType::Utf8, null);
-    let i = |n: &str, null: bool| Field::new(n, DataType::Int32, null);
-    Arc::new(Schema::new(vec![
-        s("source", false),
-        s("label", false),
-        s("study", false),
-        s("model", false),
-        s("arm", false),
-        s("cohort", true),
-        s("condition", false),
-        i("sample", false),
-        s("test", false),
-        s("mode", false),
-        i("item", false),
-        i("shown_position", true),
-        i("option_replied", true),
-        i("value", true),
-        s("status", false),
-    ]))
+    protospread_core::tables::parsed_answers_schema()
 }
 
 /// Schema of `scale_scores.parquet` (the contract with the aggregate stage).
 pub fn scales_schema() -> SchemaRef {
-    let s = |n: &str, null: bool| Field::new(n, DataType::Utf8, null);
-    let i = |n: &str| Field::new(n, DataType::Int32, false);
-    let f = |n: &str| Field::new(n, DataType::Float64, true);
-    let b = |n: &str| Field::new(n, DataType::Boolean, false);
-    Arc::new(Schema::new(vec![
-        s("source", false),
-        s("label", false),
-        s("study", false),
-        s("model", false),
-        s("arm", false),
-        s("cohort", true),
-        s("condition", false),
-        i("sample"),
-        s("test", false),
-        s("dimension", false),
-        f("temperature"),
-        f("score"),
-        b("complete"),
-        i("n_items"),
-        i("n_answered"),
-        f("z"),
-        f("percentile"),
-        b("constant_answers"),
-    ]))
+    protospread_core::tables::scale_scores_schema()
 }
 
 fn strs<T>(rows: &[T], f: impl Fn(&T) -> Option<&str>) -> ArrayRef {

@@ -5,12 +5,14 @@
 //! - [`hash`]: sha256 of files and `sha256sum -c` compatible manifests.
 //! - [`atomic`]: write-to-temporary-then-rename, so a failed run never clobbers outputs.
 //! - [`pq`]: Parquet writing with pinned writer settings (same batches -> same bytes).
+//! - [`tables`]: schemas of the Parquet tables passed between stages, defined once.
 
 pub mod atomic;
 pub mod config;
 pub mod hash;
 pub mod instruments;
 pub mod pq;
+pub mod tables;
 
 use std::path::PathBuf;
 

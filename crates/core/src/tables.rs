@@ -1,0 +1,58 @@
+//! Schemas of the Parquet tables that pass between stages, each defined once and used by its
+//! writer, its readers and the test fixtures.
+
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use std::sync::Arc;
+
+/// Schema of `out/score/parsed_answers.parquet`: one row per (source, model, condition, sample,
+/// test, item). Written by the score stage, read by the aggregate stage.
+pub fn parsed_answers_schema() -> SchemaRef {
+    let s = |n: &str, null: bool| Field::new(n, DataType::Utf8, null);
+    let i = |n: &str, null: bool| Field::new(n, DataType::Int32, null);
+    Arc::new(Schema::new(vec![
+        s("source", false),
+        s("label", false),
+        s("study", false),
+        s("model", false),
+        s("arm", false),
+        s("cohort", true),
+        s("condition", false),
+        i("sample", false),
+        s("test", false),
+        s("mode", false),
+        i("item", false),
+        i("shown_position", true),
+        i("option_replied", true),
+        i("value", true),
+        s("status", false),
+    ]))
+}
+
+/// Schema of `out/score/scale_scores.parquet`: one row per (source, model, condition, sample,
+/// test, dimension). Written by the score stage, read by the aggregate stage.
+pub fn scale_scores_schema() -> SchemaRef {
+    let s = |n: &str, null: bool| Field::new(n, DataType::Utf8, null);
+    let i = |n: &str| Field::new(n, DataType::Int32, false);
+    let f = |n: &str| Field::new(n, DataType::Float64, true);
+    let b = |n: &str| Field::new(n, DataType::Boolean, false);
+    Arc::new(Schema::new(vec![
+        s("source", false),
+        s("label", false),
+        s("study", false),
+        s("model", false),
+        s("arm", false),
+        s("cohort", true),
+        s("condition", false),
+        i("sample"),
+        s("test", false),
+        s("dimension", false),
+        f("temperature"),
+        f("score"),
+        b("complete"),
+        i("n_items"),
+        i("n_answered"),
+        f("z"),
+        f("percentile"),
+        b("constant_answers"),
+    ]))
+}
