@@ -31,6 +31,8 @@ pub struct Config {
     #[serde(default)]
     pub report: ReportSection,
     #[serde(default)]
+    pub engine: EngineSection,
+    #[serde(default)]
     pub administer: AdministerSection,
     #[serde(default)]
     pub sweep: SweepSection,

@@ -145,6 +145,77 @@ impl Default for AggregateSection {
     }
 }
 
+/// `[engine]`: the DataFusion engine shared by the score and aggregate stages (see
+/// docs/performance.md). `--memory-limit` on the command line overrides `memory_limit`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineSection {
+    /// Memory the engine may hold for sorts, joins and aggregations before it spills to disk:
+    /// bytes as an integer, or a string with a unit (`"512MiB"`, `"1GiB"`).
+    pub memory_limit: ByteSize,
+}
+
+impl Default for EngineSection {
+    fn default() -> Self {
+        EngineSection {
+            memory_limit: ByteSize(1 << 30),
+        }
+    }
+}
+
+/// A size in bytes, written in pipeline.toml as an integer or as a string with a binary unit
+/// (`B`, `KiB`, `MiB`, `GiB`, `TiB`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteSize(pub u64);
+
+impl ByteSize {
+    /// Parse `"1GiB"`, `"512 MiB"`, `"1048576"`; refuses decimal units (`GB`), fractions, zero
+    /// and sizes that do not fit in 64 bits.
+    pub fn parse(text: &str) -> std::result::Result<ByteSize, String> {
+        let t = text.trim();
+        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let n: u64 = num.parse().map_err(|_| {
+            format!("{text:?} is not a size (write e.g. 1073741824, \"512MiB\" or \"1GiB\")")
+        })?;
+        let shift = match unit.trim() {
+            "" | "B" => 0,
+            "KiB" => 10,
+            "MiB" => 20,
+            "GiB" => 30,
+            "TiB" => 40,
+            u => {
+                return Err(format!(
+                    "{text:?}: unknown unit {u:?} (use B, KiB, MiB, GiB or TiB)"
+                ))
+            }
+        };
+        let bytes = n
+            .checked_mul(1u64 << shift)
+            .ok_or_else(|| format!("{text:?} is too large"))?;
+        if bytes == 0 {
+            return Err(format!("{text:?}: the size must be larger than 0"));
+        }
+        Ok(ByteSize(bytes))
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Int(n) => ByteSize::parse(&n.to_string()),
+            Raw::Text(t) => ByteSize::parse(&t),
+        }
+        .map_err(serde::de::Error::custom)
+    }
+}
+
 /// `[report]`: owned by the report stage (see docs/report.md).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
