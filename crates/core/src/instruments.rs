@@ -170,14 +170,6 @@ pub fn by_name(name: &str) -> Option<&'static Instrument> {
     ALL.iter().find(|i| i.name == name)
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn study_has_168_items() {
-        assert_eq!(super::study().map(|i| i.items).sum::<usize>(), 168);
-    }
-}
-
 /// The explicit Arrow schema of an imported human-response file, in CSV column order:
 ///
 /// | column | type | null |
@@ -217,4 +209,12 @@ pub fn arrow_schema(inst: &Instrument) -> arrow::datatypes::SchemaRef {
         f.push(Field::new(format!("q{i}"), item_type.clone(), false));
     }
     std::sync::Arc::new(Schema::new(f))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn study_has_168_items() {
+        assert_eq!(super::study().map(|i| i.items).sum::<usize>(), 168);
+    }
 }

@@ -99,7 +99,7 @@ mod tests {
         assert_eq!(x, y);
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("t.parquet");
-        write(&f, schema, &[b.clone()]).unwrap();
+        write(&f, schema, std::slice::from_ref(&b)).unwrap();
         let (_, got) = read(&f).unwrap();
         assert_eq!(got, vec![b]);
     }

@@ -127,15 +127,13 @@ mod tests {
             memory_limit: 1,
             ..Default::default()
         };
-        assert!(session(&small)
-            .unwrap_err()
-            .to_string()
-            .contains("below the minimum"));
+        let err = |o: &EngineOptions| session(o).err().expect("refused").to_string();
+        assert!(err(&small).contains("below the minimum"));
         let many = EngineOptions {
             target_partitions: usize::MAX,
             ..Default::default()
         };
-        assert!(session(&many).unwrap_err().to_string().contains("maximum"));
+        assert!(err(&many).contains("maximum"));
     }
 
     #[test]
