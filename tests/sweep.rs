@@ -297,6 +297,79 @@ fn lm_eval_task_files_and_readme() {
     assert!(!other.exists());
 }
 
+/// Without `--lm-eval-tasks`, the task folder comes from the interpreter given by `--python`;
+/// an interpreter without lm-eval is a clear error.
+#[cfg(unix)]
+#[test]
+fn lm_eval_task_folder_from_the_installed_package() {
+    use std::os::unix::fs::PermissionsExt;
+    let tasks = fake_tasks_dir();
+    let dir = tempfile::tempdir().unwrap();
+    // A stand-in interpreter that answers the question protospread asks.
+    let py = dir.path().join("python");
+    fs::write(
+        &py,
+        format!("#!/bin/sh\necho '{}'\n", tasks.path().display()),
+    )
+    .unwrap();
+    fs::set_permissions(&py, fs::Permissions::from_mode(0o755)).unwrap();
+    let cfg = dir.path().join("pipeline.toml");
+    fs::write(
+        &cfg,
+        "[study]\nname = \"t\"\n[sweep]\ndelimiters = [\"#\"]\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("arc");
+    let out = run(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "sweep",
+        "lm-eval",
+        "--task",
+        "arc_challenge",
+        "--python",
+        py.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml = fs::read_to_string(out_dir.join("arc_challenge_delim_hash_plain.yaml")).unwrap();
+    assert!(yaml.contains(&tasks.path().display().to_string()), "{yaml}");
+
+    // An interpreter without lm-eval.
+    let nope = dir.path().join("nope");
+    fs::write(
+        &nope,
+        "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'lm_eval'\" >&2\nexit 1\n",
+    )
+    .unwrap();
+    fs::set_permissions(&nope, fs::Permissions::from_mode(0o755)).unwrap();
+    let out = run(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        dir.path().join("x").to_str().unwrap(),
+        "sweep",
+        "lm-eval",
+        "--task",
+        "arc_challenge",
+        "--python",
+        nope.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("lm-eval is not installed for")
+            && err.contains("No module named 'lm_eval'")
+            && err.contains("--lm-eval-tasks"),
+        "{err}"
+    );
+}
+
 /// The acceptance check with lm-evaluation-harness 0.4.13 itself (installed from PyPI into
 /// target/lm-eval-venv on first use). It never passes without running: without python3 it
 /// fails, saying what to install.
@@ -612,6 +685,95 @@ mod real_lm_eval {
             err.contains("results_2026-12-01T11-06-48.139841.json"),
             "{err}"
         );
+    }
+
+    /// `protospread run` with the repository's pipeline.toml, its `[sweep]` section replaced
+    /// by the recorded run's: the aggregate stage reads every samples file and the tables
+    /// hold lm-eval's own counts (the other stages run as always, from links to the
+    /// repository's data).
+    #[cfg(unix)]
+    #[test]
+    fn run_reads_the_recorded_run() {
+        let dir = tempfile::tempdir().unwrap();
+        for e in fs::read_dir(repo()).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name();
+            if ["target", "pipeline.toml", "out", ".git"].contains(&name.to_str().unwrap()) {
+                continue;
+            }
+            std::os::unix::fs::symlink(e.path(), dir.path().join(&name)).unwrap();
+        }
+        let base = fs::read_to_string(repo().join("pipeline.toml")).unwrap();
+        let cut = base.find("\n[sweep]").unwrap();
+        let cfg = dir.path().join("pipeline.toml");
+        fs::write(
+            &cfg,
+            format!(
+                "{}\n[sweep]\ndelimiters = [\"\\n\", \" \", \"#\"]\nnum_fewshot = 3\nlm_eval_runs = [\"tests/fixtures/lm_eval/real/results\"]\n",
+                &base[..cut]
+            ),
+        )
+        .unwrap();
+        let out_dir = dir.path().join("out");
+        let out = run(&[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--quiet",
+            "run",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let csv = fs::read_to_string(out_dir.join("report/sweep_accuracy.csv")).unwrap();
+        let mut rdr: Vec<Vec<String>> = Vec::new();
+        // The delimiter column holds a quoted newline: parse the CSV with its quotes.
+        let mut field = String::new();
+        let (mut row, mut quoted) = (Vec::new(), false);
+        for ch in csv.chars() {
+            match ch {
+                '"' => quoted = !quoted,
+                ',' if !quoted => row.push(std::mem::take(&mut field)),
+                '\n' if !quoted => {
+                    row.push(std::mem::take(&mut field));
+                    rdr.push(std::mem::take(&mut row));
+                }
+                c => field.push(c),
+            }
+        }
+        assert_eq!(rdr[0][..2], ["source", "label"]);
+        let (_, r) = results_json(&real());
+        assert_eq!(rdr.len(), 7);
+        for row in &rdr[1..] {
+            assert_eq!(row[0], "tests/fixtures/lm_eval/real/results");
+            assert_eq!(row[1], "recorded");
+            assert_eq!(row[7], "12");
+            let named = row[4] == "named";
+            let task = r["configs"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .find(|(_, c)| {
+                    c["fewshot_delimiter"] == row[5].as_str()
+                        && c["description"]
+                            .as_str()
+                            .is_some_and(|d| d.contains("separated by"))
+                            == named
+                })
+                .unwrap()
+                .0;
+            let want = r["results"][task]["exact_match,first_number"]
+                .as_f64()
+                .unwrap()
+                * 12.0;
+            assert_eq!(row[8], format!("{want}"), "{task}");
+        }
+        let html = fs::read_to_string(out_dir.join("report/report.html")).unwrap();
+        assert!(html.contains("<h2>Delimiter sweep</h2>"));
+        assert!(html.contains("aria-label=\"delimiter sweep accuracy, tests/fixtures/lm_eval/real/results (recorded), SmolLM2-135M-Instruct.Q4_1 on addition\""));
     }
 
     /// A samples file whose counts disagree with the results file is a problem.
