@@ -643,6 +643,53 @@ mod tests {
     use super::*;
 
     #[test]
+    fn sweep_figure_shows_source_label_and_every_cell() {
+        let header = [
+            "source",
+            "label",
+            "model",
+            "benchmark",
+            "variant",
+            "delimiter",
+            "delimiter_slug",
+            "n",
+            "correct",
+            "accuracy_pct",
+            "ci95_low_pct",
+            "ci95_high_pct",
+        ];
+        let row = |src: &str, v: &str, slug: &str, k: &str, a: &str| -> Vec<String> {
+            [
+                src, "recorded", "m<1>", "b", v, "x", slug, "12", k, a, "1.0", "50.0",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+        };
+        let t = TextTable {
+            header: header.iter().map(|s| s.to_string()).collect(),
+            numeric: vec![false; header.len()],
+            rows: vec![
+                row("runs/a", "plain", "nl", "3", "25.0"),
+                row("runs/a", "named", "nl", "0", "0.0"),
+                row("runs/a", "plain", "hash", "6", "50.0"),
+                row("runs/b", "plain", "nl", "1", "8.333333"),
+            ],
+        };
+        let groups = sweep_points(&t).unwrap();
+        assert_eq!(groups.len(), 2, "one figure per source");
+        let (key, pts) = groups.iter().next().unwrap();
+        let svg = sweep_figure(key, pts);
+        assert!(svg.contains("runs/a (recorded): m&lt;1&gt; on b"), "{svg}");
+        assert_eq!(svg.matches("<title>").count(), 3);
+        assert!(svg.contains("<title>nl plain: 3/12 = 25.00% (95% CI 1.00 to 50.00)</title>"));
+        // A table without the provenance columns is refused, not drawn without them.
+        let mut bad = t.clone();
+        bad.header[0] = "origin".into();
+        assert!(sweep_points(&bad).unwrap_err().contains("`source`"));
+    }
+
+    #[test]
     fn ticks_are_nice() {
         assert_eq!(tick_step(1.0, 5.0), 0.2);
         assert_eq!(tick_step(3.84, 6.0), 1.0);
