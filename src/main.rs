@@ -23,7 +23,10 @@ pub struct Cli {
     /// Pipeline configuration file.
     #[arg(long, global = true, default_value = "pipeline.toml")]
     pub config: PathBuf,
-    /// Output folder; each stage writes a subfolder with its own SHA256SUMS.
+    /// Output path. `run` and the stages (fetch, score, aggregate, report) write a subfolder
+    /// each, with its own SHA256SUMS; `sweep lm-eval` writes its task files into this folder
+    /// (new or empty); `sweep dictionary` appends its records to this FILE.jsonl, and
+    /// `administer` to this FILE.jsonl or, for a folder, to administer/<model>.jsonl in it.
     #[arg(long, global = true, default_value = "out")]
     pub out: PathBuf,
     /// Print nothing but errors (no progress bars, no summary).

@@ -297,16 +297,93 @@ fn lm_eval_task_files_and_readme() {
     assert!(!other.exists());
 }
 
+/// Without `--lm-eval-tasks`, the task folder comes from the interpreter given by `--python`;
+/// an interpreter without lm-eval is a clear error.
+#[cfg(unix)]
+#[test]
+fn lm_eval_task_folder_from_the_installed_package() {
+    use std::os::unix::fs::PermissionsExt;
+    let tasks = fake_tasks_dir();
+    let dir = tempfile::tempdir().unwrap();
+    // A stand-in interpreter that answers the question protospread asks.
+    let py = dir.path().join("python");
+    fs::write(
+        &py,
+        format!("#!/bin/sh\necho '{}'\n", tasks.path().display()),
+    )
+    .unwrap();
+    fs::set_permissions(&py, fs::Permissions::from_mode(0o755)).unwrap();
+    let cfg = dir.path().join("pipeline.toml");
+    fs::write(
+        &cfg,
+        "[study]\nname = \"t\"\n[sweep]\ndelimiters = [\"#\"]\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("arc");
+    let out = run(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "sweep",
+        "lm-eval",
+        "--task",
+        "arc_challenge",
+        "--python",
+        py.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml = fs::read_to_string(out_dir.join("arc_challenge_delim_hash_plain.yaml")).unwrap();
+    assert!(yaml.contains(&tasks.path().display().to_string()), "{yaml}");
+
+    // An interpreter without lm-eval.
+    let nope = dir.path().join("nope");
+    fs::write(
+        &nope,
+        "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'lm_eval'\" >&2\nexit 1\n",
+    )
+    .unwrap();
+    fs::set_permissions(&nope, fs::Permissions::from_mode(0o755)).unwrap();
+    let out = run(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        dir.path().join("x").to_str().unwrap(),
+        "sweep",
+        "lm-eval",
+        "--task",
+        "arc_challenge",
+        "--python",
+        nope.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("lm-eval is not installed for")
+            && err.contains("No module named 'lm_eval'")
+            && err.contains("--lm-eval-tasks"),
+        "{err}"
+    );
+}
+
 /// The acceptance check with lm-evaluation-harness 0.4.13 itself (installed from PyPI into
-/// target/lm-eval-venv on first use). Skips, saying so, only when python3 is missing.
+/// target/lm-eval-venv on first use). It never passes without running: without python3 it
+/// fails, saying what to install.
 #[test]
 fn generated_tasks_load_and_render_in_real_lm_eval() {
-    if Command::new("python3").arg("--version").output().is_err() {
-        eprintln!(
-            "SKIPPED generated_tasks_load_and_render_in_real_lm_eval: python3 is not installed"
-        );
-        return;
-    }
+    let py = Command::new("python3")
+        .args(["-m", "venv", "--help"])
+        .output();
+    assert!(
+        py.as_ref().is_ok_and(|o| o.status.success()),
+        "this test runs lm-evaluation-harness itself: install python3 with its venv module \
+         (Debian: apt-get install python3 python3-venv) and allow access to PyPI \
+         (scripts/lm-eval-check.sh installs lm-eval==0.4.13 into target/lm-eval-venv); got {py:?}"
+    );
     let out = Command::new("bash")
         .arg(repo().join("scripts/lm-eval-check.sh"))
         .env("PROTOSPREAD", BIN)
@@ -322,6 +399,395 @@ fn generated_tasks_load_and_render_in_real_lm_eval() {
         stdout.contains("lm-eval check: 210 task variants rendered, 0 failure(s)"),
         "{stdout}"
     );
+}
+
+// ---- the recorded real lm-eval run (tests/fixtures/lm_eval/real/README.md) ----
+
+mod real_lm_eval {
+    use super::*;
+    use arrow::record_batch::RecordBatch;
+    use protospread_core::config::Config;
+    use serde_json::Value;
+
+    fn real() -> PathBuf {
+        repo().join("tests/fixtures/lm_eval/real")
+    }
+
+    fn run_dir(root: &Path) -> PathBuf {
+        root.join("results/SmolLM2-135M-Instruct.Q4_1")
+    }
+
+    /// A private copy of the recorded run and its configuration.
+    fn copy() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        copy_dir(&real().join("results"), &dir.path().join("results"));
+        fs::copy(
+            real().join("pipeline.toml"),
+            dir.path().join("pipeline.toml"),
+        )
+        .unwrap();
+        let cfg = dir.path().join("pipeline.toml");
+        (dir, cfg)
+    }
+
+    fn results_json(root: &Path) -> (PathBuf, Value) {
+        let f = file_starting(&run_dir(root), "results_");
+        let v = serde_json::from_str(&fs::read_to_string(&f).unwrap()).unwrap();
+        (f, v)
+    }
+
+    fn tables(cfg: &Path) -> Vec<(String, RecordBatch)> {
+        let c = Config::load(cfg).unwrap();
+        protospread_sweep::tables(&c).unwrap()
+    }
+
+    #[test]
+    fn fixture_is_byte_identical_to_the_recording() {
+        let sums = fs::read_to_string(real().join("SHA256SUMS")).unwrap();
+        let mut n = 0;
+        for line in sums.lines() {
+            let (want, rel) = line.split_once("  ").unwrap();
+            let got =
+                protospread_core::hash::sha256_file(&real().join("results").join(rel)).unwrap();
+            assert_eq!(got, want, "{rel}");
+            n += 1;
+        }
+        assert_eq!(n, 7, "one results file and six samples files");
+    }
+
+    /// Every task of the real run is read, its delimiter, variant and metric come from the
+    /// results file's configs (the names say nothing), the repeated document counts twice,
+    /// and every count equals lm-eval's own `exact_match,first_number` and `n-samples`.
+    #[test]
+    fn counts_equal_lm_evals_own_results() {
+        let out = ingest(&real().join("pipeline.toml"));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["problems"].as_array().unwrap().len(), 0, "{v}");
+        assert_eq!(v["files"].as_array().unwrap().len(), 6);
+        let (_, r) = results_json(&real());
+        let tasks = v["tasks"].as_array().unwrap();
+        assert_eq!(tasks.len(), 6);
+        for t in tasks {
+            let name = t["task"].as_str().unwrap();
+            let cfg = &r["configs"][name];
+            assert_eq!(t["delimiter"], cfg["fewshot_delimiter"], "{name}");
+            let named = cfg["description"]
+                .as_str()
+                .is_some_and(|d| d.contains("separated by"));
+            assert_eq!(
+                t["variant"],
+                if named { "named" } else { "plain" },
+                "{name}"
+            );
+            assert_eq!(t["metric"], "exact_match,first_number");
+            assert_eq!(t["benchmark"], "addition");
+            let n = t["n"].as_u64().unwrap();
+            assert_eq!(
+                n,
+                r["n-samples"][name]["effective"].as_u64().unwrap(),
+                "{name}"
+            );
+            // 12 documents: the test split holds documents 5 and 9 with the same content.
+            assert_eq!(n, 12);
+            let acc = t["correct"].as_u64().unwrap() as f64 / n as f64;
+            assert_eq!(
+                acc,
+                r["results"][name]["exact_match,first_number"]
+                    .as_f64()
+                    .unwrap(),
+                "{name}"
+            );
+        }
+        // The same counts per cell (one task per delimiter and variant here).
+        let cells = v["cells"].as_array().unwrap();
+        assert_eq!(cells.len(), 6);
+        for c in cells {
+            let t = tasks
+                .iter()
+                .find(|t| t["delimiter"] == c["delimiter"] && t["variant"] == c["variant"])
+                .unwrap();
+            assert_eq!((&c["n"], &c["correct"]), (&t["n"], &t["correct"]));
+            assert_eq!(c["source"], "results");
+            assert_eq!(c["label"], "recorded");
+        }
+        // The repeated document really is in the recording: two doc_ids, one doc_hash.
+        let f = file_starting(&run_dir(&real()), "samples_addq_alpha");
+        let lines: Vec<Value> = fs::read_to_string(f)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines[5]["doc_hash"], lines[9]["doc_hash"]);
+        assert_ne!(lines[5]["doc_id"], lines[9]["doc_id"]);
+    }
+
+    /// The same run with every task renamed (results file keys and samples file names) gives
+    /// byte-identical tables.
+    #[test]
+    fn renamed_tasks_give_the_same_tables() {
+        let before = tables(&real().join("pipeline.toml"));
+        let (dir, cfg) = copy();
+        let d = run_dir(dir.path());
+        let (rf, _) = results_json(dir.path());
+        let mut text = fs::read_to_string(&rf).unwrap();
+        // Reversed order, so that the new names also sort differently from the old ones.
+        let renames = [
+            ("addq_alpha", "zeta_6"),
+            ("addq_bravo", "zeta_5"),
+            ("addq_charlie", "my task 4"),
+            ("addq_delta", "zeta_3"),
+            ("addq_echo", "mmlu_x_delim_nl_plain"),
+            ("addq_foxtrot", "zeta_1"),
+        ];
+        for (old, new) in renames {
+            text = text.replace(&format!("\"{old}\""), &format!("\"{new}\""));
+            let sf = file_starting(&d, &format!("samples_{old}_"));
+            let name = sf.file_name().unwrap().to_string_lossy().replace(old, new);
+            fs::rename(&sf, d.join(name)).unwrap();
+        }
+        fs::write(&rf, text).unwrap();
+        // Task names that read like protospread's naming must agree with the configs: the
+        // renamed "#" task called ..._nl_plain is refused, not silently re-labelled.
+        let c = Config::load(&cfg).unwrap();
+        let e = protospread_sweep::tables(&c).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "mmlu_x_delim_nl_plain ran with fewshot_delimiter \"#\" but its name says \"\\n\""
+            ),
+            "{e}"
+        );
+        let text = fs::read_to_string(&rf)
+            .unwrap()
+            .replace("\"mmlu_x_delim_nl_plain\"", "\"zeta_2\"");
+        fs::write(&rf, text).unwrap();
+        let sf = file_starting(&d, "samples_mmlu_x_delim_nl_plain_");
+        let name = sf
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .replace("mmlu_x_delim_nl_plain", "zeta_2");
+        fs::rename(&sf, d.join(name)).unwrap();
+        let after = tables(&cfg);
+        assert_eq!(before.len(), 8);
+        assert_eq!(before, after);
+    }
+
+    #[test]
+    fn folder_without_samples_is_an_error_saying_what_was_found() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("notes.txt"), "x").unwrap();
+        let out = run(&[
+            "--config",
+            "/nonexistent/pipeline.toml",
+            "sweep",
+            "ingest",
+            dir.path().to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("no lm-eval samples read; found 1 file(s), 0 results_*.json file(s)"),
+            "{err}"
+        );
+
+        // Samples files without their results file: read nothing, and say so.
+        let (d2, _) = copy();
+        fs::remove_file(results_json(d2.path()).0).unwrap();
+        let out = run(&[
+            "--config",
+            "/nonexistent/pipeline.toml",
+            "sweep",
+            "ingest",
+            d2.path().to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("6 samples_*.jsonl file(s) that no results file names"),
+            "{err}"
+        );
+    }
+
+    /// `sweep ingest DIR` needs no pipeline.toml: the delimiters are those the run used.
+    #[test]
+    fn ingest_a_folder_without_configuration() {
+        let cwd = tempfile::tempdir().unwrap();
+        let out = Command::new(BIN)
+            .current_dir(cwd.path())
+            .args(["--json", "sweep", "ingest"])
+            .arg(real().join("results"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["cells"].as_array().unwrap().len(), 6);
+    }
+
+    /// The same run given twice is double ingestion (by the run's identity: results file and
+    /// task), and so is a copy of it in another folder (two runs of one cell).
+    #[test]
+    fn true_double_ingestion_is_reported() {
+        let (dir, cfg) = copy();
+        fs::write(
+            &cfg,
+            fs::read_to_string(&cfg).unwrap().replace(
+                "lm_eval_runs = [\"results\"]",
+                "lm_eval_runs = [\"results\", \"results\"]",
+            ),
+        )
+        .unwrap();
+        let out = ingest(&cfg);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("task addq_alpha ingested 2 times"), "{err}");
+
+        copy_dir(&dir.path().join("results"), &dir.path().join("again"));
+        fs::write(
+            &cfg,
+            fs::read_to_string(&cfg)
+                .unwrap()
+                .replace("[\"results\", \"results\"]", "[\"results\", \"again\"]"),
+        )
+        .unwrap();
+        let err = String::from_utf8_lossy(&ingest(&cfg).stderr).into_owned();
+        assert!(
+            err.contains("delimiter nl variant plain comes from 2 runs"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn task_without_delimiter_is_named() {
+        let (dir, cfg) = copy();
+        let (rf, mut r) = results_json(dir.path());
+        r["configs"]["addq_charlie"]
+            .as_object_mut()
+            .unwrap()
+            .remove("fewshot_delimiter");
+        fs::write(&rf, serde_json::to_string_pretty(&r).unwrap()).unwrap();
+        let out = ingest(&cfg);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("task addq_charlie: its delimiter cannot be determined"),
+            "{err}"
+        );
+        assert!(
+            err.contains("results_2026-12-01T11-06-48.139841.json"),
+            "{err}"
+        );
+    }
+
+    /// `protospread run` with the repository's pipeline.toml, its `[sweep]` section replaced
+    /// by the recorded run's: the aggregate stage reads every samples file and the tables
+    /// hold lm-eval's own counts (the other stages run as always, from links to the
+    /// repository's data).
+    #[cfg(unix)]
+    #[test]
+    fn run_reads_the_recorded_run() {
+        let dir = tempfile::tempdir().unwrap();
+        for e in fs::read_dir(repo()).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name();
+            if ["target", "pipeline.toml", "out", ".git"].contains(&name.to_str().unwrap()) {
+                continue;
+            }
+            std::os::unix::fs::symlink(e.path(), dir.path().join(&name)).unwrap();
+        }
+        let base = fs::read_to_string(repo().join("pipeline.toml")).unwrap();
+        let cut = base.find("\n[sweep]").unwrap();
+        let cfg = dir.path().join("pipeline.toml");
+        fs::write(
+            &cfg,
+            format!(
+                "{}\n[sweep]\ndelimiters = [\"\\n\", \" \", \"#\"]\nnum_fewshot = 3\nlm_eval_runs = [\"tests/fixtures/lm_eval/real/results\"]\n",
+                &base[..cut]
+            ),
+        )
+        .unwrap();
+        let out_dir = dir.path().join("out");
+        let out = run(&[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--quiet",
+            "run",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let csv = fs::read_to_string(out_dir.join("report/sweep_accuracy.csv")).unwrap();
+        let mut rdr: Vec<Vec<String>> = Vec::new();
+        // The delimiter column holds a quoted newline: parse the CSV with its quotes.
+        let mut field = String::new();
+        let (mut row, mut quoted) = (Vec::new(), false);
+        for ch in csv.chars() {
+            match ch {
+                '"' => quoted = !quoted,
+                ',' if !quoted => row.push(std::mem::take(&mut field)),
+                '\n' if !quoted => {
+                    row.push(std::mem::take(&mut field));
+                    rdr.push(std::mem::take(&mut row));
+                }
+                c => field.push(c),
+            }
+        }
+        assert_eq!(rdr[0][..2], ["source", "label"]);
+        let (_, r) = results_json(&real());
+        assert_eq!(rdr.len(), 7);
+        for row in &rdr[1..] {
+            assert_eq!(row[0], "tests/fixtures/lm_eval/real/results");
+            assert_eq!(row[1], "recorded");
+            assert_eq!(row[7], "12");
+            let named = row[4] == "named";
+            let task = r["configs"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .find(|(_, c)| {
+                    c["fewshot_delimiter"] == row[5].as_str()
+                        && c["description"]
+                            .as_str()
+                            .is_some_and(|d| d.contains("separated by"))
+                            == named
+                })
+                .unwrap()
+                .0;
+            let want = r["results"][task]["exact_match,first_number"]
+                .as_f64()
+                .unwrap()
+                * 12.0;
+            assert_eq!(row[8], format!("{want}"), "{task}");
+        }
+        let html = fs::read_to_string(out_dir.join("report/report.html")).unwrap();
+        assert!(html.contains("<h2>Delimiter sweep</h2>"));
+        assert!(html.contains("aria-label=\"delimiter sweep accuracy, tests/fixtures/lm_eval/real/results (recorded), SmolLM2-135M-Instruct.Q4_1 on addition\""));
+    }
+
+    /// A samples file whose counts disagree with the results file is a problem.
+    #[test]
+    fn counts_that_disagree_with_lm_eval_are_reported() {
+        let (dir, cfg) = copy();
+        let (rf, mut r) = results_json(dir.path());
+        r["results"]["addq_alpha"]["exact_match,first_number"] = 0.5.into();
+        fs::write(&rf, serde_json::to_string_pretty(&r).unwrap()).unwrap();
+        let out = ingest(&cfg);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("task addq_alpha: exact_match,first_number is 0.5 in the results but the samples give 3/12"), "{err}");
+    }
 }
 
 // ---- native dictionary sweep (protospread sweep dictionary, [sweep] dictionary_runs) ----

@@ -67,15 +67,21 @@ pub struct LmEvalArgs {
     /// Benchmark: mmlu, arc_challenge or commonsense_qa.
     #[arg(long)]
     pub task: String,
-    /// lm-eval's installed task folder (absolute), e.g. the output of
-    /// `python -c 'import lm_eval.tasks, os; print(os.path.dirname(lm_eval.tasks.__file__))'`.
+    /// lm-eval's installed task folder (absolute); default: asked of `--python`
+    /// (`import lm_eval.tasks`), an error if lm-eval is not installed there.
     #[arg(long)]
-    pub lm_eval_tasks: PathBuf,
+    pub lm_eval_tasks: Option<PathBuf>,
+    /// The Python interpreter whose installed lm-eval names the task folder when
+    /// `--lm-eval-tasks` is absent (e.g. a venv's bin/python).
+    #[arg(long, default_value = "python3")]
+    pub python: String,
 }
 
 #[derive(clap::Args, Debug)]
 pub struct IngestArgs {
-    /// lm-eval `--output_path` folders; default: `[sweep] lm_eval_runs`.
+    /// lm-eval `--output_path` folders; default: `[sweep] lm_eval_runs`. Given folders need
+    /// no pipeline.toml: without one, the sweep's delimiters are those the runs used and the
+    /// other `[sweep]` settings are the defaults.
     pub dirs: Vec<PathBuf>,
 }
 
@@ -112,7 +118,11 @@ fn lm_eval(ctx: &Ctx, a: LmEvalArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let generated = lmeval::generate(&spec, bench, &a.lm_eval_tasks)?;
+    let tasks_dir = match a.lm_eval_tasks {
+        Some(d) => d,
+        None => lmeval::installed_tasks_dir(&a.python)?,
+    };
+    let generated = lmeval::generate(&spec, bench, &tasks_dir)?;
     let mut staged = protospread_core::atomic::Staged::new();
     for f in &generated.files {
         staged.put(&out_dir.join(&f.rel_path), f.contents.as_bytes())?;
@@ -144,43 +154,92 @@ fn lm_eval(ctx: &Ctx, a: LmEvalArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn ingest_cmd(ctx: &Ctx, a: IngestArgs) -> anyhow::Result<ExitCode> {
-    let (mut cfg, spec) = spec(ctx)?;
-    if !a.dirs.is_empty() {
-        // Folders on the command line are relative to the current directory.
-        let cwd = std::env::current_dir()?;
-        cfg.sweep.lm_eval_runs = a.dirs.iter().map(|d| cwd.join(d)).collect();
-    }
-    if cfg.sweep.lm_eval_runs.is_empty() {
-        anyhow::bail!("no lm-eval output folder: give one or set [sweep] lm_eval_runs");
-    }
-    let ing = protospread_sweep::ingest_all(&cfg, &spec)?;
-    let cells = tables::cells(&ing.records, &spec)?;
+    let (ing, spec) = if a.dirs.is_empty() {
+        let (cfg, spec) = spec(ctx)?;
+        if cfg.sweep.lm_eval_runs.is_empty() {
+            anyhow::bail!(
+                "no lm-eval output folder: give one (`sweep ingest DIR`) or set [sweep] lm_eval_runs in {}",
+                ctx.config_path.display()
+            );
+        }
+        (protospread_sweep::ingest_all(&cfg, &spec)?, spec)
+    } else {
+        // Folders on the command line are relative to the current directory; a
+        // configuration is used when there is one, else the [sweep] defaults.
+        let (spec, run_delimiters) = if ctx.config_path.exists() {
+            (spec(ctx)?.1, false)
+        } else {
+            let defaults = protospread_core::config::SweepSection::default();
+            (SweepSpec::from_section(&defaults)?, true)
+        };
+        let dirs: Vec<(String, PathBuf)> = a
+            .dirs
+            .iter()
+            .map(|d| (d.display().to_string(), d.clone()))
+            .collect();
+        protospread_sweep::ingest_folders(&dirs, &spec, run_delimiters)?
+    };
+    // Tasks under a delimiter outside the configuration are reported as problems below;
+    // the table shows the others.
+    let known: Vec<_> = ing
+        .samples
+        .iter()
+        .filter(|t| spec.delimiters.contains(&t.delimiter))
+        .cloned()
+        .collect();
+    let cells = tables::cells(&known, &spec)?;
     if ctx.json {
         let rows: Vec<_> = cells
             .iter()
             .map(|c| {
                 serde_json::json!({
+                    "source": c.source, "label": c.label,
                     "model": c.model, "benchmark": c.benchmark, "variant": c.variant.as_str(),
                     "delimiter": spec.delimiters[c.delim_index].text, "n": c.n, "correct": c.correct,
                 })
             })
             .collect();
+        let tasks: Vec<_> = ing
+            .samples
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "task": t.task, "model": t.model, "benchmark": t.benchmark,
+                    "subset": t.subset, "delimiter": t.delimiter.text,
+                    "variant": t.variant.as_str(), "metric": t.metric,
+                    "n": t.n(), "correct": t.correct(),
+                })
+            })
+            .collect();
         println!(
             "{}",
-            serde_json::json!({"files": ing.files_read, "problems": ing.problems, "notes": ing.notes, "cells": rows})
+            serde_json::json!({"files": ing.files_read, "problems": ing.problems, "notes": ing.notes,
+                "tasks": tasks, "cells": rows})
         );
     } else {
         ctx.say(format!(
             "read {} samples file(s), {} document results",
             ing.files_read.len(),
-            ing.records.len()
+            ing.documents()
         ));
         for n in &ing.notes {
             ctx.say(format!("note: {n}"));
         }
+        for t in &ing.samples {
+            ctx.say(format!(
+                "task {}: {} {} delimiter {} variant {}, metric {}",
+                t.task,
+                t.model,
+                t.benchmark,
+                t.delimiter.slug,
+                t.variant.as_str(),
+                t.metric
+            ));
+        }
         for c in &cells {
             ctx.say(format!(
-                "{}  {}  {:5}  {:10}  {:>4}/{:<4} {}",
+                "{}  {}  {}  {:5}  {:10}  {:>4}/{:<4} {}",
+                c.source,
                 c.model,
                 c.benchmark,
                 c.variant.as_str(),
@@ -204,8 +263,7 @@ fn ingest_cmd(ctx: &Ctx, a: IngestArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
-    use protospread_sweep::dictionary::{self, Record};
-    use std::io::Write;
+    use protospread_sweep::dictionary;
     let (_, spec) = spec(ctx)?;
     let out = ctx.out.clone();
     if out.extension().and_then(|e| e.to_str()) != Some("jsonl") {
@@ -253,24 +311,6 @@ fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
         println!("{}", planned[0].body);
         return Ok(ExitCode::SUCCESS);
     }
-    let loaded = dictionary::load(&out)?;
-    let mut answered = std::collections::BTreeMap::new();
-    for r in loaded.records.iter().filter(|r| r.answered()) {
-        answered.insert(r.request_key.clone(), r.request_sha256.clone());
-    }
-    let mut todo = Vec::new();
-    let mut already = 0usize;
-    for p in &planned {
-        match answered.get(&p.key) {
-            Some(sha) if *sha == p.body_sha256 => already += 1,
-            Some(_) => anyhow::bail!(
-                "{}: request {} was answered earlier with a different request body (model or template changed); write to a new file",
-                out.display(),
-                p.key
-            ),
-            None => todo.push(p),
-        }
-    }
     let client = protospread_administer::client::Client::new(
         &a.base_url,
         None,
@@ -279,82 +319,41 @@ fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
         std::time::Duration::from_secs(1),
     )
     .map_err(|e| anyhow::anyhow!(e))?;
-    let mut new_records = Vec::new();
-    let (mut sent, mut failed) = (0usize, 0usize);
-    if !todo.is_empty() {
-        if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("creating {}", parent.display()))?;
-        }
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&out)
-            .with_context(|| format!("opening {}", out.display()))?;
-        if loaded.truncated_bytes > 0 {
-            // Cut an interrupted last line so the next record starts on its own line.
-            let len = f.metadata()?.len() - loaded.truncated_bytes as u64;
-            f.set_len(len)?;
-        }
-        for p in todo {
-            let o = client.send(&p.body);
-            let r = Record::new(
-                p,
-                &a.model,
-                a.seed,
-                o.reply,
-                o.error,
-                o.finish_reason,
-                o.response_model,
-                o.http_status,
-                o.attempts,
-                o.elapsed_ms,
-            );
-            f.write_all(r.to_line().as_bytes())
-                .and_then(|_| f.flush())
-                .with_context(|| format!("appending to {}", out.display()))?;
-            sent += 1;
+    let chatty = !ctx.quiet && !ctx.json;
+    let summary = dictionary::record(
+        &client,
+        &planned,
+        &a.model,
+        a.seed,
+        &out,
+        |r, sent, failed| {
             if !r.answered() {
-                failed += 1;
                 eprintln!(
                     "request {} failed: {}",
                     r.request_key,
                     r.error.as_deref().unwrap_or("")
                 );
             }
-            new_records.push(r);
-            if !ctx.quiet && !ctx.json && sent % 20 == 0 {
+            if chatty && sent % 20 == 0 {
                 eprintln!("{sent} sent, {failed} failed");
             }
-        }
-    }
-    // Canonical file: one record per key (answered first, else the latest failure) in plan
-    // order, then records of keys outside this plan in key order.
-    let mut all = loaded.records;
-    all.extend(new_records);
-    let mut latest = dictionary::latest_by_key(all);
-    let mut ordered: Vec<Record> = planned
-        .iter()
-        .filter_map(|p| latest.remove(&p.key))
-        .collect();
-    ordered.extend(latest.into_values());
-    let text: String = ordered.iter().map(Record::to_line).collect();
-    protospread_core::atomic::write_atomic(&out, text.as_bytes())?;
-    let correct = ordered.iter().filter(|r| r.correct == Some(true)).count();
+        },
+    )?;
     if ctx.json {
-        println!(
-            "{}",
-            serde_json::json!({"planned": planned.len(), "already_answered": already, "sent": sent,
-                "failed": failed, "records_in_file": ordered.len(), "correct": correct})
-        );
+        println!("{}", serde_json::to_string(&summary)?);
     } else {
         ctx.say(format!(
-            "sweep dictionary: {} planned, {already} already answered, {sent} sent, {failed} failed; {} records in {} ({correct} correct)",
-            planned.len(),
-            ordered.len(),
-            out.display()
+            "sweep dictionary: {} planned, {} already answered, {} sent, {} failed; {} records in {} ({} correct)",
+            summary.planned,
+            summary.already_answered,
+            summary.sent,
+            summary.failed,
+            summary.records_in_file,
+            out.display(),
+            summary.correct
         ));
     }
+    let failed = summary.failed;
     Ok(if failed > 0 {
         ExitCode::from(2)
     } else {

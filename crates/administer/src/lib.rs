@@ -6,12 +6,14 @@
 //! - [`plan`]: conditions, the exact request bodies, item-order shuffles, request seeds.
 //! - [`client`]: the HTTP client with timeouts and retries.
 //! - [`record`]: the stored record (JSONL) and the append-only resume store.
+//! - [`resume`]: the resume rule and append-per-reply store for any recorder (sweep dictionary).
 //! - [`administer`]: runs a plan with bounded concurrency, skipping answered requests.
 
 pub mod client;
 pub mod instrument;
 pub mod plan;
 pub mod record;
+pub mod resume;
 
 use record::{Appender, Record, RunLabels};
 use std::collections::{BTreeMap, BTreeSet};

@@ -361,6 +361,189 @@ fn range_strip(pts: &[Point], source: &str, label: &str) -> String {
     s
 }
 
+/// One cell of the `sweep_accuracy` table as the sweep figure needs it.
+#[derive(Debug, Clone)]
+struct SweepPoint {
+    variant: String,
+    slug: String,
+    pct: f64,
+    lo: f64,
+    hi: f64,
+    label_text: String,
+}
+
+type SweepKey = (String, String, String, String);
+
+/// `sweep_accuracy` rows grouped by (source, label, model, benchmark), in table order.
+fn sweep_points(t: &TextTable) -> Result<BTreeMap<SweepKey, Vec<SweepPoint>>, String> {
+    let col = |n: &str| {
+        t.col(n)
+            .ok_or_else(|| format!("sweep_accuracy table has no column `{n}`"))
+    };
+    let (src, lab, model, bench, var, slug) = (
+        col("source")?,
+        col("label")?,
+        col("model")?,
+        col("benchmark")?,
+        col("variant")?,
+        col("delimiter_slug")?,
+    );
+    let (n, k, acc, lo, hi) = (
+        col("n")?,
+        col("correct")?,
+        col("accuracy_pct")?,
+        col("ci95_low_pct")?,
+        col("ci95_high_pct")?,
+    );
+    let mut out: BTreeMap<SweepKey, Vec<SweepPoint>> = BTreeMap::new();
+    for r in &t.rows {
+        let num = |i: usize| {
+            r[i].parse::<f64>()
+                .map_err(|_| format!("sweep_accuracy table: `{}` is not a number", r[i]))
+        };
+        out.entry((
+            r[src].clone(),
+            r[lab].clone(),
+            r[model].clone(),
+            r[bench].clone(),
+        ))
+        .or_default()
+        .push(SweepPoint {
+            variant: r[var].clone(),
+            slug: r[slug].clone(),
+            pct: num(acc)?,
+            lo: num(lo)?,
+            hi: num(hi)?,
+            label_text: format!("{}/{}", r[k], r[n]),
+        });
+    }
+    Ok(out)
+}
+
+/// Accuracy per delimiter (one row each, in table order) with its 95% interval, one colour
+/// per variant, for one model and benchmark of one source.
+fn sweep_figure(key: &SweepKey, pts: &[SweepPoint]) -> String {
+    let (source, label, model, bench) = key;
+    let mut slugs: Vec<&str> = Vec::new();
+    for p in pts {
+        if !slugs.contains(&p.slug.as_str()) {
+            slugs.push(&p.slug);
+        }
+    }
+    let mut variants: Vec<&str> = Vec::new();
+    for p in pts {
+        if !variants.contains(&p.variant.as_str()) {
+            variants.push(&p.variant);
+        }
+    }
+    let colors: BTreeMap<&str, &str> = variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (*v, PALETTE[i % PALETTE.len()]))
+        .collect();
+    let (ml, mr, mt, mb, row) = (90.0, 20.0, 40.0 + 16.0 * variants.len() as f64, 40.0, 18.0);
+    let w = 560.0f64;
+    let pw = w - ml - mr;
+    let ph = row * slugs.len().max(1) as f64;
+    let h = mt + ph + mb;
+    let x = |v: f64| ml + v / 100.0 * pw;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="delimiter sweep accuracy, {} ({}), {} on {}">"#,
+        esc(source),
+        esc(label),
+        esc(model),
+        esc(bench)
+    );
+    let _ = write!(
+        s,
+        r##"<rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>"##
+    );
+    let _ = write!(
+        s,
+        r#"<text x="10" y="20" class="t">{} ({}): {} on {}, accuracy per delimiter</text>"#,
+        esc(source),
+        esc(label),
+        esc(model),
+        esc(bench)
+    );
+    for (i, v) in variants.iter().enumerate() {
+        let ly = 38.0 + 16.0 * i as f64;
+        let _ = write!(
+            s,
+            r#"<circle cx="{}" cy="{}" r="4" fill="{}"/><text x="{}" y="{}" class="a">{}</text>"#,
+            c(ml + 6.0),
+            c(ly - 4.0),
+            colors[v],
+            c(ml + 14.0),
+            c(ly),
+            esc(v)
+        );
+    }
+    for t in (0..=100).step_by(20) {
+        let v = f64::from(t);
+        let _ = write!(
+            s,
+            r##"<line x1="{xx}" y1="{}" x2="{xx}" y2="{}" stroke="#e5e5e5"/><text x="{xx}" y="{}" class="a" text-anchor="middle">{t}</text>"##,
+            c(mt),
+            c(mt + ph),
+            c(mt + ph + 16.0),
+            xx = c(x(v))
+        );
+    }
+    for (ri, slug) in slugs.iter().enumerate() {
+        let cy = mt + row * ri as f64 + row / 2.0;
+        if ri % 2 == 0 {
+            let _ = write!(
+                s,
+                r##"<rect x="{}" y="{}" width="{}" height="{}" fill="#f6f6f6"/>"##,
+                c(ml),
+                c(cy - row / 2.0),
+                c(pw),
+                c(row)
+            );
+        }
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="{}" class="a" text-anchor="end">{}</text>"#,
+            c(ml - 6.0),
+            c(cy + 4.0),
+            esc(slug)
+        );
+        for p in pts.iter().filter(|p| p.slug == *slug) {
+            let vi = variants.iter().position(|v| *v == p.variant).unwrap_or(0) as f64;
+            let dy = (vi - (variants.len() as f64 - 1.0) / 2.0) * 5.0;
+            let col = colors[p.variant.as_str()];
+            let _ = write!(
+                s,
+                r#"<line x1="{}" y1="{yy}" x2="{}" y2="{yy}" stroke="{col}" stroke-opacity="0.6"/><circle cx="{}" cy="{yy}" r="3.5" fill="{col}"><title>{} {}: {} = {:.2}% (95% CI {:.2} to {:.2})</title></circle>"#,
+                c(x(p.lo)),
+                c(x(p.hi)),
+                c(x(p.pct)),
+                esc(slug),
+                esc(&p.variant),
+                esc(&p.label_text),
+                p.pct,
+                p.lo,
+                p.hi,
+                yy = c(cy + dy)
+            );
+        }
+    }
+    let _ = write!(
+        s,
+        r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/><text x="{}" y="{}" class="a" text-anchor="middle">accuracy, % (lines: exact 95% interval)</text></svg>"##,
+        c(ml),
+        c(mt),
+        c(pw),
+        c(ph),
+        c(ml + pw / 2.0),
+        c(h - 8.0)
+    );
+    s
+}
+
 fn html_table(t: &TextTable) -> String {
     let mut s = String::from("<div class=\"tw\"><table><thead><tr>");
     for h in &t.header {
@@ -417,6 +600,25 @@ pub fn report(title: &str, tables: &[Rendered]) -> Result<String, ReportError> {
             s.push_str("</div>\n");
         }
     }
+    if let Some(acc) = tables.iter().find(|t| t.name == "sweep_accuracy") {
+        let groups = sweep_points(&acc.table)
+            .map_err(|m| ReportError::Usage(format!("report.html: {m}")))?;
+        if !groups.is_empty() {
+            s.push_str("<h2>Delimiter sweep</h2>\n<p class=\"d\">Accuracy per few-shot delimiter and variant with its exact 95% interval (table <code>sweep_accuracy</code>; docs/sweep.md).</p>\n");
+        }
+        for (key, p) in &groups {
+            let _ = write!(
+                s,
+                "<h3>Source {} ({}): {}, {}</h3>\n<div class=\"figs\">",
+                esc(&key.0),
+                esc(&key.1),
+                esc(&key.2),
+                esc(&key.3)
+            );
+            s.push_str(&sweep_figure(key, p));
+            s.push_str("</div>\n");
+        }
+    }
     s.push_str("<h2>Tables</h2>\n");
     for t in tables {
         let _ = writeln!(s, "<h3 id=\"{}\">{}</h3>", esc(&t.name), esc(&t.title));
@@ -439,6 +641,53 @@ pub fn report(title: &str, tables: &[Rendered]) -> Result<String, ReportError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sweep_figure_shows_source_label_and_every_cell() {
+        let header = [
+            "source",
+            "label",
+            "model",
+            "benchmark",
+            "variant",
+            "delimiter",
+            "delimiter_slug",
+            "n",
+            "correct",
+            "accuracy_pct",
+            "ci95_low_pct",
+            "ci95_high_pct",
+        ];
+        let row = |src: &str, v: &str, slug: &str, k: &str, a: &str| -> Vec<String> {
+            [
+                src, "recorded", "m<1>", "b", v, "x", slug, "12", k, a, "1.0", "50.0",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+        };
+        let t = TextTable {
+            header: header.iter().map(|s| s.to_string()).collect(),
+            numeric: vec![false; header.len()],
+            rows: vec![
+                row("runs/a", "plain", "nl", "3", "25.0"),
+                row("runs/a", "named", "nl", "0", "0.0"),
+                row("runs/a", "plain", "hash", "6", "50.0"),
+                row("runs/b", "plain", "nl", "1", "8.333333"),
+            ],
+        };
+        let groups = sweep_points(&t).unwrap();
+        assert_eq!(groups.len(), 2, "one figure per source");
+        let (key, pts) = groups.iter().next().unwrap();
+        let svg = sweep_figure(key, pts);
+        assert!(svg.contains("runs/a (recorded): m&lt;1&gt; on b"), "{svg}");
+        assert_eq!(svg.matches("<title>").count(), 3);
+        assert!(svg.contains("<title>nl plain: 3/12 = 25.00% (95% CI 1.00 to 50.00)</title>"));
+        // A table without the provenance columns is refused, not drawn without them.
+        let mut bad = t.clone();
+        bad.header[0] = "origin".into();
+        assert!(sweep_points(&bad).unwrap_err().contains("`source`"));
+    }
 
     #[test]
     fn ticks_are_nice() {

@@ -51,7 +51,7 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     ("mutation_sweep", "Mutation sweep", "For each item of the key: rows that disagree after changing its weight or flipping its reverse flag (score stage)."),
     ("norms", "Human norms", "Mean and SD of the human scores per instrument and dimension (score stage)."),
     ("reply_reruns", "Is temperature 0 honoured?", "Raw replies of a condition and its rerun (S0 vs S0r, B0 vs B0r) compared byte for byte, per model and test (score stage)."),
-    ("sweep_accuracy", "Delimiter sweep: accuracy", "Accuracy per model, benchmark, delimiter and variant (plain / named), with an exact Clopper-Pearson 95% interval (docs/sweep.md)."),
+    ("sweep_accuracy", "Delimiter sweep: accuracy", "Accuracy per model, benchmark, delimiter and variant (plain / named), with an exact Clopper-Pearson 95% interval (docs/sweep.md). Every sweep table starts with the run it comes from (source) and its label (recorded, ...)."),
     ("sweep_spread", "Delimiter sweep: spread", "Per model, benchmark and variant: highest minus lowest accuracy over delimiters, in points, and whether the two extremes' intervals are disjoint."),
     ("sweep_rank", "Delimiter sweep: rank", "Rank of each model under each delimiter and variant."),
     ("sweep_lead", "Delimiter sweep: who can lead", "Whether some delimiter puts each model in the lead."),

@@ -276,6 +276,77 @@ impl Record {
     }
 }
 
+impl protospread_administer::resume::StoredRequest for Record {
+    fn request_key(&self) -> &str {
+        &self.request_key
+    }
+    fn request_sha256(&self) -> &str {
+        &self.request_sha256
+    }
+    fn answered(&self) -> bool {
+        Record::answered(self)
+    }
+}
+
+/// What [`record`] did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RunSummary {
+    pub planned: usize,
+    pub already_answered: usize,
+    pub sent: usize,
+    pub failed: usize,
+    pub records_in_file: usize,
+    pub correct: usize,
+}
+
+/// Send the planned requests that `out` has not answered yet to `client`, one at a time,
+/// with the administer crate's resume rule and store
+/// ([`protospread_administer::resume::run_resumable`]): each record is appended and flushed
+/// as it arrives, an answered key sent with another body is an error, and when every request
+/// was handled `out` is rewritten atomically in plan order. `progress(record, sent, failed)`
+/// is called after each reply.
+pub fn record(
+    client: &protospread_administer::client::Client,
+    planned: &[Planned],
+    model: &str,
+    seed: u64,
+    out: &Path,
+    progress: impl FnMut(&Record, usize, usize),
+) -> Result<RunSummary, SweepError> {
+    let loaded = load(out)?;
+    let r = protospread_administer::resume::run_resumable(
+        out,
+        loaded.records,
+        loaded.truncated_bytes,
+        planned,
+        |p| (p.key.as_str(), p.body_sha256.as_str()),
+        |p| {
+            let o = client.send(&p.body);
+            Record::new(
+                p,
+                model,
+                seed,
+                o.reply,
+                o.error,
+                o.finish_reason,
+                o.response_model,
+                o.http_status,
+                o.attempts,
+                o.elapsed_ms,
+            )
+        },
+        progress,
+    )?;
+    Ok(RunSummary {
+        planned: planned.len(),
+        already_answered: r.already_answered,
+        sent: r.sent,
+        failed: r.failed,
+        records_in_file: r.records.len(),
+        correct: r.records.iter().filter(|x| x.correct == Some(true)).count(),
+    })
+}
+
 /// What a records file holds.
 #[derive(Debug, Clone, Default)]
 pub struct Loaded {
@@ -457,15 +528,6 @@ pub fn ingest(path: &Path, spec: &SweepSpec) -> Result<Vec<SampleRecord>, SweepE
         });
     }
     Ok(out)
-}
-
-/// The spec restricted to the delimiters that occur in `records` (configured order), for
-/// the completeness check of a run that covers a subset of the configured delimiters.
-pub fn recorded_spec(records: &[SampleRecord], spec: &SweepSpec) -> SweepSpec {
-    let present: BTreeSet<&str> = records.iter().map(|r| r.delimiter.slug.as_str()).collect();
-    let mut s = spec.clone();
-    s.delimiters.retain(|d| present.contains(d.slug.as_str()));
-    s
 }
 
 #[cfg(test)]

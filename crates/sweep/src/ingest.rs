@@ -3,21 +3,35 @@
 //! lm-eval 0.4.13 with `--output_path OUT --log_samples` writes, per model, a folder
 //! `OUT/<model, sanitized>/` holding `results_<date_id>.json` and, for every leaf task,
 //! `samples_<task>_<date_id>.jsonl` with the same `<date_id>` (an ISO time with `:` as `-`).
-//! A results file names the model (`model_name`, else `config.model_args`), the tasks and
-//! their configs (`configs.<task>.fewshot_delimiter`), and whether few-shot examples were
-//! sent as separate turns (`fewshot_as_multiturn`). Each samples line is one document:
-//! `doc_id`, `doc`, `target`, `arguments`, `resps`, `filtered_resps`, `filter`, `metrics`,
-//! `doc_hash`, `prompt_hash`, `target_hash`, then one key per metric (e.g. `acc`).
+//! A results file names the model (`model_name`, else `config.model_args`), and records every
+//! task's configuration under `configs.<task>`: `fewshot_delimiter`, `description`,
+//! `metric_list`, `filter_list`, the data set. That configuration, not the task's name, tells
+//! which delimiter and variant a task ran, so any task naming works. Each samples line is one
+//! document under one filter: `doc_id`, `doc`, `target`, `arguments`, `resps`,
+//! `filtered_resps`, `filter`, `metrics`, `doc_hash`, `prompt_hash`, `target_hash`, then one
+//! key per metric (e.g. `exact_match`).
+//!
+//! Samples are read line by line into Arrow column builders (one record batch per task), so
+//! a million-sample sweep never becomes a million structs.
 
 use crate::delimiter::Delimiter;
-use crate::lmeval::parse_task_name;
+use crate::lmeval::{naming_line, parse_task_name};
 use crate::{SweepError, SweepSpec};
+use arrow::array::{
+    Array, BooleanArray, BooleanBuilder, StringBuilder, UInt64Array, UInt64Builder,
+};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::record_batch::RecordBatch;
 use protospread_core::config::SweepVariant;
+use protospread_core::hash::rel_path;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-/// One document's result under one delimiter and variant.
+/// One document's result under one delimiter and variant (the native dictionary sweep's
+/// records; lm-eval samples go straight to [`TaskSamples`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SampleRecord {
     pub model: String,
@@ -27,21 +41,167 @@ pub struct SampleRecord {
     pub delimiter: Delimiter,
     pub variant: SweepVariant,
     pub doc_id: u64,
-    /// lm-eval's sha256 of the document JSON: the identity used to compare document sets.
+    /// sha256 of the document: the identity used to compare document sets.
     pub doc_hash: String,
     pub correct: bool,
+}
+
+/// The per-document columns of one task of one run: `doc_id` (UInt64), `doc_hash` (Utf8),
+/// `correct` (Boolean), none nullable.
+pub fn docs_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("doc_id", DataType::UInt64, false),
+        Field::new("doc_hash", DataType::Utf8, false),
+        Field::new("correct", DataType::Boolean, false),
+    ]))
+}
+
+/// Every document of one task of one run, as columns, with what the run's configuration
+/// says about it.
+#[derive(Debug, Clone)]
+pub struct TaskSamples {
+    /// Where the run came from: the configured folder or record file (or input name).
+    pub source: String,
+    /// `recorded` for a real run, or the `[[inputs]]` label of a record file.
+    pub label: String,
+    /// The run's identity: the results (or record) file, canonical path.
+    pub run: PathBuf,
+    /// The task as the run named it.
+    pub task: String,
+    pub model: String,
+    pub benchmark: String,
+    /// MMLU subject (pooled into benchmark `mmlu`), or "".
+    pub subset: String,
+    pub delimiter: Delimiter,
+    pub variant: SweepVariant,
+    /// `metric,filter` as lm-eval keys it in the results (`exact_match,first_number`).
+    pub metric: String,
+    /// Columns of [`docs_schema`].
+    pub docs: RecordBatch,
+}
+
+impl TaskSamples {
+    /// Documents.
+    pub fn n(&self) -> u64 {
+        self.docs.num_rows() as u64
+    }
+
+    /// Correct documents.
+    pub fn correct(&self) -> u64 {
+        self.correct_column().true_count() as u64
+    }
+
+    fn doc_ids(&self) -> &UInt64Array {
+        self.docs
+            .column(0)
+            .as_any()
+            .downcast_ref()
+            .expect("docs_schema column 0 is UInt64")
+    }
+
+    fn doc_hashes(&self) -> &arrow::array::StringArray {
+        self.docs
+            .column(1)
+            .as_any()
+            .downcast_ref()
+            .expect("docs_schema column 1 is Utf8")
+    }
+
+    fn correct_column(&self) -> &BooleanArray {
+        self.docs
+            .column(2)
+            .as_any()
+            .downcast_ref()
+            .expect("docs_schema column 2 is Boolean")
+    }
+
+    /// Group per-document records (the dictionary sweep's) into one entry per model,
+    /// benchmark, subset, delimiter and variant, in record order.
+    pub fn from_records(
+        records: &[SampleRecord],
+        source: &str,
+        label: &str,
+        run: &Path,
+    ) -> Vec<TaskSamples> {
+        type Key = (String, String, String, String, SweepVariant);
+        let mut groups: BTreeMap<Key, (Delimiter, DocColumns)> = BTreeMap::new();
+        for r in records {
+            let e = groups
+                .entry((
+                    r.model.clone(),
+                    r.benchmark.clone(),
+                    r.subset.clone(),
+                    r.delimiter.slug.clone(),
+                    r.variant,
+                ))
+                .or_insert_with(|| (r.delimiter.clone(), DocColumns::default()));
+            e.1.push(r.doc_id, &r.doc_hash, r.correct);
+        }
+        groups
+            .into_iter()
+            .map(
+                |((model, benchmark, subset, slug, variant), (delimiter, cols))| TaskSamples {
+                    source: source.to_string(),
+                    label: label.to_string(),
+                    run: run.to_path_buf(),
+                    task: format!("{benchmark}/{slug}/{}", variant.as_str()),
+                    model,
+                    benchmark,
+                    subset,
+                    delimiter,
+                    variant,
+                    metric: "correct".into(),
+                    docs: cols.finish(),
+                },
+            )
+            .collect()
+    }
+}
+
+#[derive(Default)]
+struct DocColumns {
+    doc_id: UInt64Builder,
+    doc_hash: StringBuilder,
+    correct: BooleanBuilder,
+}
+
+impl DocColumns {
+    fn push(&mut self, doc_id: u64, doc_hash: &str, correct: bool) {
+        self.doc_id.append_value(doc_id);
+        self.doc_hash.append_value(doc_hash);
+        self.correct.append_value(correct);
+    }
+
+    fn finish(mut self) -> RecordBatch {
+        RecordBatch::try_new(
+            docs_schema(),
+            vec![
+                Arc::new(self.doc_id.finish()),
+                Arc::new(self.doc_hash.finish()),
+                Arc::new(self.correct.finish()),
+            ],
+        )
+        .expect("three non-null columns of equal length")
+    }
 }
 
 /// What one ingestion found.
 #[derive(Debug, Clone, Default)]
 pub struct Ingested {
-    pub records: Vec<SampleRecord>,
+    pub samples: Vec<TaskSamples>,
     /// Problems that make the sweep's comparison unsound (each a one-line message).
     pub problems: Vec<String>,
-    /// Harmless observations (tasks that are not part of a sweep, ...).
+    /// Harmless observations.
     pub notes: Vec<String>,
     /// Samples files read, relative to the ingested folder.
     pub files_read: Vec<String>,
+}
+
+impl Ingested {
+    /// Documents read, over every task.
+    pub fn documents(&self) -> u64 {
+        self.samples.iter().map(TaskSamples::n).sum()
+    }
 }
 
 /// The fields lm-eval writes on every samples line.
@@ -60,9 +220,8 @@ pub const SAMPLE_FIELDS: [&str; 11] = [
 ];
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), SweepError> {
-    let rd = std::fs::read_dir(dir).map_err(|e| SweepError::io(dir, e))?;
     let mut entries = Vec::new();
-    for e in rd {
+    for e in fs_err::read_dir(dir).map_err(|e| SweepError::io(dir, e))? {
         entries.push(e.map_err(|e| SweepError::io(dir, e))?.path());
     }
     entries.sort();
@@ -105,11 +264,11 @@ fn model_of(results: &Value, file: &Path) -> Result<String, SweepError> {
         }
         _ => {}
     }
-    Err(SweepError::Malformed {
-        file: file.to_path_buf(),
-        line: 0,
-        message: "no model: neither `model_name` nor a `pretrained=`/`model=` entry in `config.model_args`".into(),
-    })
+    Err(malformed(
+        file,
+        0,
+        "no model: neither `model_name` nor a `pretrained=`/`model=` entry in `config.model_args`",
+    ))
 }
 
 fn malformed(file: &Path, line: usize, message: impl Into<String>) -> SweepError {
@@ -120,27 +279,28 @@ fn malformed(file: &Path, line: usize, message: impl Into<String>) -> SweepError
     }
 }
 
-/// Parse one samples file. `line` numbers in errors are 1-based.
-pub fn read_samples(
-    file: &Path,
-    metric: &str,
-) -> Result<Vec<(u64, String, bool, String)>, SweepError> {
-    let text = std::fs::read(file).map_err(|e| SweepError::io(file, e))?;
-    let text = String::from_utf8(text).map_err(|e| {
-        malformed(
-            file,
-            0,
-            format!("not UTF-8 at byte {}", e.utf8_error().valid_up_to()),
-        )
-    })?;
-    let mut out = Vec::new();
-    let mut seen = BTreeMap::new();
-    for (i, line) in text.lines().enumerate() {
+/// Read one samples file into [`docs_schema`] columns, keeping the lines of `filter` and
+/// scoring each document by `metric` (0/1 or a boolean). Line numbers in errors are 1-based.
+/// A `doc_id` twice under the filter is an error: one run scores each document once.
+pub fn read_samples(file: &Path, metric: &str, filter: &str) -> Result<RecordBatch, SweepError> {
+    let reader =
+        std::io::BufReader::new(fs_err::File::open(file).map_err(|e| SweepError::io(file, e))?);
+    let mut cols = DocColumns::default();
+    let mut seen: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut filters_seen: BTreeSet<String> = BTreeSet::new();
+    for (i, line) in reader.lines().enumerate() {
         let ln = i + 1;
+        let line = line.map_err(|e| {
+            if e.kind() == std::io::ErrorKind::InvalidData {
+                malformed(file, ln, "not UTF-8")
+            } else {
+                SweepError::io(file, e)
+            }
+        })?;
         if line.trim().is_empty() {
             return Err(malformed(file, ln, "empty line"));
         }
-        let v: Value = serde_json::from_str(line)
+        let v: Value = serde_json::from_str(&line)
             .map_err(|e| malformed(file, ln, format!("not JSON: {e}")))?;
         let o = v
             .as_object()
@@ -150,18 +310,20 @@ pub fn read_samples(
                 return Err(malformed(file, ln, format!("missing field `{f}`")));
             }
         }
+        let line_filter = o["filter"]
+            .as_str()
+            .ok_or_else(|| malformed(file, ln, "`filter` is not a string"))?;
+        if line_filter != filter {
+            filters_seen.insert(line_filter.to_string());
+            continue;
+        }
         let doc_id = o["doc_id"]
             .as_u64()
             .ok_or_else(|| malformed(file, ln, "`doc_id` is not a non-negative integer"))?;
         let doc_hash = o["doc_hash"]
             .as_str()
             .filter(|h| protospread_core::hash::is_sha256_hex(h))
-            .ok_or_else(|| malformed(file, ln, "`doc_hash` is not a lowercase sha256"))?
-            .to_string();
-        let filter = o["filter"]
-            .as_str()
-            .ok_or_else(|| malformed(file, ln, "`filter` is not a string"))?
-            .to_string();
+            .ok_or_else(|| malformed(file, ln, "`doc_hash` is not a lowercase sha256"))?;
         let metrics = o["metrics"]
             .as_array()
             .ok_or_else(|| malformed(file, ln, "`metrics` is not a list"))?;
@@ -185,28 +347,219 @@ pub fn read_samples(
             }
             None => return Err(malformed(file, ln, format!("missing field `{metric}`"))),
         };
-        if let Some(prev) = seen.insert((doc_id, filter.clone()), ln) {
+        if let Some(prev) = seen.insert(doc_id, ln) {
             return Err(malformed(
                 file,
                 ln,
                 format!("doc_id {doc_id} (filter {filter}) already on line {prev}"),
             ));
         }
-        out.push((doc_id, doc_hash, correct, filter));
+        cols.push(doc_id, doc_hash, correct);
     }
-    Ok(out)
+    if seen.is_empty() {
+        let other = if filters_seen.is_empty() {
+            "the file is empty".to_string()
+        } else {
+            format!(
+                "its lines have filter {}",
+                filters_seen.into_iter().collect::<Vec<_>>().join(", ")
+            )
+        };
+        return Err(malformed(
+            file,
+            0,
+            format!("no document under filter `{filter}`: {other}"),
+        ));
+    }
+    Ok(cols.finish())
+}
+
+/// What a task's configuration says: delimiter, variant, benchmark, metric and filter.
+#[derive(Debug, Clone)]
+struct TaskConfig {
+    delimiter: Delimiter,
+    variant: SweepVariant,
+    benchmark: String,
+    subset: String,
+    metric: String,
+    filter: String,
+}
+
+/// Builders that load local files: their `dataset_path` says nothing about the data.
+const FILE_BUILDERS: [&str; 6] = ["json", "csv", "parquet", "text", "arrow", "pandas"];
+
+/// The benchmark a task ran: from a protospread task name (`<base>_delim_<slug>_<variant>`,
+/// MMLU subjects pooled), else from its data set: `dataset_path`, then `/dataset_name` if
+/// set; for a local-file builder (`json`, `csv`, ...) the stem of its test split's data file.
+fn benchmark_of(task: &str, cfg: &Value) -> Option<(String, String)> {
+    if let Some(id) = parse_task_name(task) {
+        return Some((id.benchmark, id.subset));
+    }
+    let path = cfg.get("dataset_path").and_then(Value::as_str)?;
+    let mut name = path.to_string();
+    if FILE_BUILDERS.contains(&path) {
+        let split = cfg
+            .get("test_split")
+            .and_then(Value::as_str)
+            .unwrap_or("test");
+        let file = cfg
+            .get("dataset_kwargs")
+            .and_then(|k| k.get("data_files"))
+            .and_then(|f| match f {
+                Value::String(s) => Some(s.as_str()),
+                Value::Object(o) => o.get(split).and_then(|v| match v {
+                    Value::String(s) => Some(s.as_str()),
+                    Value::Array(a) => a.first().and_then(Value::as_str),
+                    _ => None,
+                }),
+                _ => None,
+            })?;
+        let stem = Path::new(file).file_stem()?.to_string_lossy();
+        let stem = stem.strip_suffix(".jsonl").unwrap_or(&stem);
+        name = stem.to_string();
+    }
+    if let Some(dn) = cfg.get("dataset_name").and_then(Value::as_str) {
+        name = format!("{name}/{dn}");
+    }
+    Some((name, String::new()))
+}
+
+/// Read delimiter, variant, benchmark and metric of one task from `configs.<task>` of its
+/// results file. `system_instruction` is the run's `--system_instruction`, if any.
+fn task_config(
+    task: &str,
+    cfg: &Value,
+    system_instruction: &str,
+    spec: &SweepSpec,
+    rel: &str,
+    problems: &mut Vec<String>,
+) -> Result<TaskConfig, String> {
+    let fd = match cfg.get("fewshot_delimiter") {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(other) => {
+            return Err(format!(
+                "task {task}: its delimiter cannot be determined: configs.{task}.fewshot_delimiter is {other}"
+            ))
+        }
+        None => {
+            return Err(format!(
+                "task {task}: its delimiter cannot be determined: configs.{task} has no fewshot_delimiter"
+            ))
+        }
+    };
+    let delimiter = Delimiter::new(&fd).map_err(|e| format!("task {task}: {e}"))?;
+    if cfg.get("num_fewshot").and_then(Value::as_u64) == Some(0) {
+        problems.push(format!(
+            "{rel}: task {task} ran with num_fewshot 0: no delimiter was in its prompts"
+        ));
+    }
+    // The variant: named when the description or the run's system instruction carries the
+    // naming sentence of this delimiter; a naming sentence of another delimiter is a problem.
+    let description = cfg
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let said = |d: &Delimiter| {
+        let line = naming_line(&spec.naming_template, d);
+        description.contains(&line) || system_instruction.contains(&line)
+    };
+    let variant = if said(&delimiter) {
+        SweepVariant::Named
+    } else {
+        SweepVariant::Plain
+    };
+    for other in &spec.delimiters {
+        if other.text != delimiter.text && said(other) {
+            problems.push(format!(
+                "{rel}: task {task} ran with delimiter {} but its prompt names {}",
+                delimiter.quoted(),
+                other.quoted()
+            ));
+        }
+    }
+    if let Some(id) = parse_task_name(task) {
+        if id.delimiter.text != delimiter.text {
+            problems.push(format!(
+                "{rel}: task {task} ran with fewshot_delimiter {} but its name says {}",
+                delimiter.quoted(),
+                id.delimiter.quoted()
+            ));
+        }
+        if id.variant != variant {
+            problems.push(format!(
+                "{rel}: task {task} is named {} but its description {} the naming sentence",
+                id.variant.as_str(),
+                if variant == SweepVariant::Named {
+                    "has"
+                } else {
+                    "lacks"
+                }
+            ));
+        }
+    }
+    let (benchmark, subset) = benchmark_of(task, cfg).ok_or_else(|| {
+        format!("task {task}: no benchmark: neither a protospread task name nor configs.{task}.dataset_path")
+    })?;
+    let names = |key: &str, field: &str| -> Vec<String> {
+        cfg.get(key)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|m| m.get(field).and_then(Value::as_str))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let metrics = names("metric_list", "metric");
+    let metric = if metrics.is_empty() || metrics.contains(&spec.metric) {
+        spec.metric.clone()
+    } else if metrics.len() == 1 {
+        metrics[0].clone()
+    } else {
+        return Err(format!(
+            "task {task}: reports metrics {} and [sweep] metric is {}: set [sweep] metric to one of them",
+            metrics.join(", "),
+            spec.metric
+        ));
+    };
+    let filters = names("filter_list", "name");
+    let filter = match filters.as_slice() {
+        [] => "none".to_string(),
+        [one] => one.clone(),
+        many => {
+            return Err(format!(
+                "task {task}: several filters ({}); a sweep needs one",
+                many.join(", ")
+            ))
+        }
+    };
+    Ok(TaskConfig {
+        delimiter,
+        variant,
+        benchmark,
+        subset,
+        metric,
+        filter,
+    })
 }
 
 /// Read every lm-eval results file below `dir` and the samples files that belong to them.
-/// Malformed files are errors; everything that makes the sweep incomparable is collected
-/// in [`Ingested::problems`] (see [`check`]).
-pub fn ingest_lm_eval(dir: &Path, spec: &SweepSpec) -> Result<Ingested, SweepError> {
+/// `source` and `label` are carried into every row. Malformed files, a task whose delimiter
+/// cannot be determined, and a folder with no samples at all are errors; everything that
+/// makes the sweep incomparable is collected in [`Ingested::problems`] (see [`check`]).
+pub fn ingest_lm_eval(
+    dir: &Path,
+    spec: &SweepSpec,
+    source: &str,
+    label: &str,
+) -> Result<Ingested, SweepError> {
     let mut files = Vec::new();
     walk(dir, &mut files)?;
     let mut ing = Ingested::default();
     let mut claimed: BTreeSet<PathBuf> = BTreeSet::new();
-    // (model, task) -> results file, to catch a task ingested twice.
-    let mut origin: BTreeMap<(String, String), PathBuf> = BTreeMap::new();
+    let mut results_files = 0usize;
+    let mut tasks_seen = 0usize;
     for f in &files {
         let name = f.file_name().map(|n| n.to_string_lossy().into_owned());
         let Some(date_id) = name
@@ -216,11 +569,13 @@ pub fn ingest_lm_eval(dir: &Path, spec: &SweepSpec) -> Result<Ingested, SweepErr
         else {
             continue;
         };
-        let bytes = std::fs::read(f).map_err(|e| SweepError::io(f, e))?;
+        results_files += 1;
+        let bytes = fs_err::read(f).map_err(|e| SweepError::io(f, e))?;
         let results: Value = serde_json::from_slice(&bytes)
             .map_err(|e| malformed(f, e.line(), format!("not JSON: {e}")))?;
         let model = model_of(&results, f)?;
-        let rel = protospread_core::hash::rel_path(dir, f);
+        let rel = rel_path(dir, f);
+        let run = fs_err::canonicalize(f).map_err(|e| SweepError::io(f, e))?;
         if results.get("fewshot_as_multiturn") == Some(&Value::Bool(true)) {
             ing.problems.push(format!(
                 "{rel}: run with fewshot_as_multiturn = true: the delimiter was not in the prompt (rerun with --fewshot_as_multiturn false)"
@@ -231,135 +586,179 @@ pub fn ingest_lm_eval(dir: &Path, spec: &SweepSpec) -> Result<Ingested, SweepErr
                 "{rel}: no chat template recorded (run without --apply_chat_template?): the examples were not inside a user message"
             ));
         }
+        let system_instruction = results
+            .get("system_instruction")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let configs = results
             .get("configs")
             .and_then(Value::as_object)
             .ok_or_else(|| malformed(f, 0, "no `configs` object"))?;
         let folder = f.parent().unwrap_or(Path::new("."));
         for (task, cfg) in configs {
-            let Some(id) = parse_task_name(task) else {
-                ing.notes.push(format!(
-                    "{rel}: task {task} is not a delimiter-sweep task; skipped"
-                ));
-                continue;
-            };
-            if let Some(fd) = cfg.get("fewshot_delimiter").and_then(Value::as_str) {
-                if fd != id.delimiter.text {
-                    ing.problems.push(format!(
-                        "{rel}: task {task} ran with fewshot_delimiter {} but its name says {}",
-                        crate::delimiter::quoted(fd),
-                        id.delimiter.quoted()
-                    ));
-                }
-            }
+            tasks_seen += 1;
+            let tc = task_config(task, cfg, system_instruction, spec, &rel, &mut ing.problems)
+                .map_err(|m| malformed(f, 0, m))?;
             let sfile = folder.join(format!("samples_{task}_{date_id}.jsonl"));
             if !sfile.is_file() {
                 ing.problems.push(format!(
                     "{rel}: task {task} has no samples file {} (run lm_eval with --log_samples)",
-                    protospread_core::hash::rel_path(dir, &sfile)
+                    rel_path(dir, &sfile)
                 ));
                 continue;
             }
             claimed.insert(sfile.clone());
-            if let Some(prev) = origin.insert((model.clone(), task.clone()), f.clone()) {
-                ing.problems.push(format!(
-                    "model {model}, task {task}: results in both {} and {rel}; keep one run",
-                    protospread_core::hash::rel_path(dir, &prev)
-                ));
-                continue;
+            let docs = read_samples(&sfile, &tc.metric, &tc.filter)?;
+            let key = format!("{},{}", tc.metric, tc.filter);
+            let t = TaskSamples {
+                source: source.to_string(),
+                label: label.to_string(),
+                run: run.clone(),
+                task: task.clone(),
+                model: model.clone(),
+                benchmark: tc.benchmark,
+                subset: tc.subset,
+                delimiter: tc.delimiter,
+                variant: tc.variant,
+                metric: key.clone(),
+                docs,
+            };
+            // lm-eval's own numbers for the task: ours must be the same.
+            if let Some(want) = results
+                .get("results")
+                .and_then(|r| r.get(task))
+                .and_then(|r| r.get(&key))
+                .and_then(Value::as_f64)
+            {
+                let got = t.correct() as f64 / t.n() as f64;
+                if (got - want).abs() > 1e-12 {
+                    ing.problems.push(format!(
+                        "{rel}: task {task}: {key} is {want} in the results but the samples give {}/{}",
+                        t.correct(),
+                        t.n()
+                    ));
+                }
             }
-            let rows = read_samples(&sfile, &spec.metric)?;
-            let filters: BTreeSet<&str> = rows.iter().map(|r| r.3.as_str()).collect();
-            if filters.len() > 1 {
-                ing.problems.push(format!(
-                    "{}: several filters ({}); a sweep needs one",
-                    protospread_core::hash::rel_path(dir, &sfile),
-                    filters.into_iter().collect::<Vec<_>>().join(", ")
-                ));
-                continue;
+            if let Some(want) = results
+                .get("n-samples")
+                .and_then(|r| r.get(task))
+                .and_then(|r| r.get("effective"))
+                .and_then(Value::as_u64)
+            {
+                if want != t.n() {
+                    ing.problems.push(format!(
+                        "{rel}: task {task}: n-samples.effective is {want} but its samples file holds {} documents",
+                        t.n()
+                    ));
+                }
             }
-            ing.files_read
-                .push(protospread_core::hash::rel_path(dir, &sfile));
-            for (doc_id, doc_hash, correct, _) in rows {
-                ing.records.push(SampleRecord {
-                    model: model.clone(),
-                    benchmark: id.benchmark.clone(),
-                    subset: id.subset.clone(),
-                    delimiter: id.delimiter.clone(),
-                    variant: id.variant,
-                    doc_id,
-                    doc_hash,
-                    correct,
-                });
-            }
+            ing.files_read.push(rel_path(dir, &sfile));
+            ing.samples.push(t);
         }
     }
+    let mut stray = 0usize;
     for f in &files {
         let n = f
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         if n.starts_with("samples_") && n.ends_with(".jsonl") && !claimed.contains(f) {
+            stray += 1;
             ing.notes.push(format!(
-                "{}: no results file of the same run names it; not read",
-                protospread_core::hash::rel_path(dir, f)
+                "{}: no results file in its folder lists its task with the same date id; not read",
+                rel_path(dir, f)
             ));
         }
+    }
+    if ing.files_read.is_empty() {
+        return Err(SweepError::NothingRead {
+            dir: dir.to_path_buf(),
+            found: format!(
+                "{} file(s), {results_files} results_*.json file(s) naming {tasks_seen} task(s), {stray} samples_*.jsonl file(s) that no results file names",
+                files.len()
+            ),
+        });
     }
     Ok(ing)
 }
 
-/// Check that the records form a complete sweep: every (model, benchmark) has every
-/// configured delimiter x variant, no delimiter outside the configuration, and every
-/// variant saw the same documents (the same set of (subject, doc_hash)). Returns one
+/// Check that the samples form a complete sweep: no run's task read twice, no cell from two
+/// runs, every (model, benchmark) has every configured delimiter x variant and no delimiter
+/// outside the configuration, and every cell saw the same documents: the same (subject,
+/// doc_id) pairs, each with the same `doc_hash` everywhere. Documents are identified by
+/// doc_id, so a data set holding the same content twice is two documents. Returns one
 /// message per problem, sorted.
-pub fn check(records: &[SampleRecord], spec: &SweepSpec) -> Vec<String> {
-    type Cell = (String, SweepVariant);
-    type DocSet = BTreeSet<(String, String)>;
-    let mut docs: BTreeMap<(String, String), BTreeMap<Cell, DocSet>> = BTreeMap::new();
+pub fn check(samples: &[TaskSamples], spec: &SweepSpec) -> Vec<String> {
     let mut problems = Vec::new();
-    let mut twice: BTreeSet<(&str, &str, &str, SweepVariant, &str, &str)> = BTreeSet::new();
-    let mut dup_cells: BTreeMap<(String, String, String, SweepVariant), usize> = BTreeMap::new();
-    for r in records {
-        let key = (
-            r.model.as_str(),
-            r.benchmark.as_str(),
-            r.delimiter.slug.as_str(),
-            r.variant,
-            r.subset.as_str(),
-            r.doc_hash.as_str(),
-        );
-        if !twice.insert(key) {
-            *dup_cells
-                .entry((
-                    r.model.clone(),
-                    r.benchmark.clone(),
-                    r.delimiter.slug.clone(),
-                    r.variant,
-                ))
-                .or_insert(0usize) += 1;
+    // A run's task read twice (the same folder given twice, a copy of a results file).
+    let mut runs: BTreeMap<(&Path, &str), usize> = BTreeMap::new();
+    for t in samples {
+        *runs.entry((t.run.as_path(), t.task.as_str())).or_default() += 1;
+    }
+    for ((run, task), n) in &runs {
+        if *n > 1 {
+            problems.push(format!(
+                "{}: task {task} ingested {n} times; give each run once",
+                run.display()
+            ));
         }
-        docs.entry((r.model.clone(), r.benchmark.clone()))
-            .or_default()
-            .entry((r.delimiter.slug.clone(), r.variant))
-            .or_default()
-            .insert((r.subset.clone(), r.doc_hash.clone()));
     }
-    for ((model, bench, slug, v), n) in &dup_cells {
-        problems.push(format!(
-            "model {model}, {bench}: delimiter {slug} variant {}: {n} document(s) ingested twice (two runs of the same task?)",
-            v.as_str()
-        ));
+    type CellKey<'a> = (&'a str, &'a str, &'a str, &'a str, SweepVariant);
+    let mut cells: BTreeMap<CellKey, Vec<&TaskSamples>> = BTreeMap::new();
+    for t in samples {
+        cells
+            .entry((
+                &t.model,
+                &t.benchmark,
+                &t.subset,
+                t.delimiter.slug.as_str(),
+                t.variant,
+            ))
+            .or_default()
+            .push(t);
     }
-    let configured: BTreeSet<Cell> = spec
+    for ((model, bench, subset, slug, v), ts) in &cells {
+        let distinct: BTreeSet<(&Path, &str)> = ts
+            .iter()
+            .map(|t| (t.run.as_path(), t.task.as_str()))
+            .collect();
+        if distinct.len() > 1 {
+            let which: Vec<String> = distinct
+                .iter()
+                .map(|(r, t)| format!("task {t} of {}", r.display()))
+                .collect();
+            let sub = if subset.is_empty() {
+                String::new()
+            } else {
+                format!(" ({subset})")
+            };
+            problems.push(format!(
+                "model {model}, {bench}{sub}: delimiter {slug} variant {} comes from {} runs ({}); keep one",
+                v.as_str(),
+                distinct.len(),
+                which.join(", ")
+            ));
+        }
+    }
+    let configured: BTreeSet<(&str, SweepVariant)> = spec
         .delimiters
         .iter()
-        .flat_map(|d| spec.variants.iter().map(|v| (d.slug.clone(), *v)))
+        .flat_map(|d| spec.variants.iter().map(|v| (d.slug.as_str(), *v)))
         .collect();
-    for ((model, bench), cells) in &docs {
+    type Cell<'a> = (&'a str, SweepVariant);
+    let mut by_bench: BTreeMap<(&str, &str), BTreeMap<Cell, Vec<&TaskSamples>>> = BTreeMap::new();
+    for t in samples {
+        by_bench
+            .entry((&t.model, &t.benchmark))
+            .or_default()
+            .entry((t.delimiter.slug.as_str(), t.variant))
+            .or_default()
+            .push(t);
+    }
+    for ((model, bench), cells) in &by_bench {
         for d in &spec.delimiters {
             for v in &spec.variants {
-                if !cells.contains_key(&(d.slug.clone(), *v)) {
+                if !cells.contains_key(&(d.slug.as_str(), *v)) {
                     problems.push(format!(
                         "model {model}, {bench}: delimiter {} ({}) variant {} is missing",
                         d.quoted(),
@@ -370,32 +769,67 @@ pub fn check(records: &[SampleRecord], spec: &SweepSpec) -> Vec<String> {
             }
         }
         for (slug, v) in cells.keys() {
-            if !configured.contains(&(slug.clone(), *v)) {
+            if !configured.contains(&(*slug, *v)) {
                 problems.push(format!(
                     "model {model}, {bench}: delimiter {slug} variant {} is not in [sweep] delimiters x variants",
                     v.as_str()
                 ));
             }
         }
-        let union: BTreeSet<&(String, String)> = cells.values().flatten().collect();
-        for ((slug, v), set) in cells {
-            if set.len() != union.len() {
+        // The union of documents, and the hash each (subject, doc_id) has.
+        let mut union: BTreeMap<(&str, u64), &str> = BTreeMap::new();
+        let mut differs: BTreeSet<(&str, u64)> = BTreeSet::new();
+        for ts in cells.values() {
+            for t in ts {
+                let (ids, hashes) = (t.doc_ids(), t.doc_hashes());
+                for row in 0..t.docs.num_rows() {
+                    let key = (t.subset.as_str(), ids.value(row));
+                    let h = hashes.value(row);
+                    if let Some(prev) = union.insert(key, h) {
+                        if prev != h {
+                            differs.insert(key);
+                        }
+                    }
+                }
+            }
+        }
+        for (subset, id) in differs.iter().take(3) {
+            problems.push(format!(
+                "model {model}, {bench}: document {}doc_id {id} has different content (doc_hash) under different delimiters or variants",
+                if subset.is_empty() {
+                    String::new()
+                } else {
+                    format!("{subset}/")
+                }
+            ));
+        }
+        for ((slug, v), ts) in cells {
+            let mut seen: BTreeSet<(&str, u64)> = BTreeSet::new();
+            for t in ts {
+                seen.extend(
+                    t.doc_ids()
+                        .values()
+                        .iter()
+                        .map(|id| (t.subset.as_str(), *id)),
+                );
+            }
+            if seen.len() != union.len() {
                 let missing: Vec<String> = union
-                    .iter()
-                    .filter(|k| !set.contains(**k))
+                    .keys()
+                    .filter(|k| !seen.contains(*k))
                     .take(3)
-                    .map(|(s, h)| {
+                    .map(|(s, id)| {
                         if s.is_empty() {
-                            h[..12].to_string()
+                            id.to_string()
                         } else {
-                            format!("{s}/{}", &h[..12])
+                            format!("{s}/{id}")
                         }
                     })
                     .collect();
                 problems.push(format!(
-                    "model {model}, {bench}: delimiter {slug} variant {} saw {} of the {} documents seen by any variant (missing e.g. doc_hash {})",
+                    "model {model}, {bench}: delimiter {slug} variant {} saw {} of the {} documents seen by any variant (missing e.g. doc_id {})",
                     v.as_str(),
-                    set.len(),
+                    seen.len(),
                     union.len(),
                     missing.join(", ")
                 ));

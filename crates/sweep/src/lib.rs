@@ -40,6 +40,10 @@ pub enum SweepError {
     },
     #[error("{0}")]
     Config(String),
+    #[error("{}: no lm-eval samples read; found {found}", dir.display())]
+    NothingRead { dir: PathBuf, found: String },
+    #[error(transparent)]
+    Administer(#[from] protospread_administer::AdministerError),
     #[error("the sweep is not comparable ({} problem(s)):\n  {}", .0.len(), .0.join("\n  "))]
     Check(Vec<String>),
 }
@@ -116,29 +120,36 @@ pub fn tables(config: &Config) -> Result<Vec<(String, RecordBatch)>, SweepError>
     if config.sweep.lm_eval_runs.is_empty() && config.sweep.dictionary_runs.is_empty() {
         return Ok(Vec::new());
     }
-    let mut records = Vec::new();
+    let mut samples = Vec::new();
     if !config.sweep.lm_eval_runs.is_empty() {
         let ing = ingest_all(config, &spec)?;
         if !ing.problems.is_empty() {
             return Err(SweepError::Check(ing.problems));
         }
-        records = ing.records;
+        samples = ing.samples;
     }
-    let dict = ingest_dictionary_runs(config, &spec)?;
-    records.extend(dict);
-    let cells = tables::cells(&records, &spec)?;
+    samples.extend(ingest_dictionary_runs(config, &spec)?);
+    let cells = tables::cells(&samples, &spec)?;
     Ok(tables::build(&cells, &spec))
 }
 
+/// The label of every lm-eval run and of a dictionary record file not declared as an input:
+/// both are recordings of a real model's replies.
+pub const RECORDED: &str = "recorded";
+
 /// Read every `[sweep] dictionary_runs` file, verify declared checksums, and check that the
-/// runs form a complete sweep over the delimiters they cover.
+/// runs form a complete sweep over the delimiters they cover. A file declared as an
+/// `[[inputs]]` entry has that entry's name as source and its label (default `recorded`);
+/// any other file has its configured path as source.
 pub fn ingest_dictionary_runs(
     config: &Config,
     spec: &SweepSpec,
-) -> Result<Vec<ingest::SampleRecord>, SweepError> {
-    let mut records = Vec::new();
+) -> Result<Vec<ingest::TaskSamples>, SweepError> {
+    let mut samples = Vec::new();
     for p in &config.sweep.dictionary_runs {
         let path = config.resolve(p);
+        let mut source = p.display().to_string();
+        let mut label = RECORDED.to_string();
         for input in &config.inputs {
             if input.path.as_ref().map(|ip| config.resolve(ip)) == Some(path.clone()) {
                 let got = protospread_core::hash::sha256_file(&path)
@@ -151,23 +162,59 @@ pub fn ingest_dictionary_runs(
                         input.sha256
                     )));
                 }
+                source = input.name.clone();
+                if let Some(l) = &input.label {
+                    label = l.clone();
+                }
             }
         }
-        records.extend(dictionary::ingest(&path, spec)?);
+        let records = dictionary::ingest(&path, spec)?;
+        let run = fs_err::canonicalize(&path).map_err(|e| SweepError::io(&path, e))?;
+        samples.extend(ingest::TaskSamples::from_records(
+            &records, &source, &label, &run,
+        ));
     }
-    let problems = ingest::check(&records, &dictionary::recorded_spec(&records, spec));
+    let problems = ingest::check(&samples, &covered_spec(&samples, spec));
     if !problems.is_empty() {
         return Err(SweepError::Check(problems));
     }
-    Ok(records)
+    Ok(samples)
 }
 
-/// Ingest and check every configured run folder; problems are collected, not raised.
+/// The spec restricted to the delimiters that occur in `samples` (configured order), for
+/// the completeness check of runs that cover a subset of the configured delimiters.
+pub fn covered_spec(samples: &[ingest::TaskSamples], spec: &SweepSpec) -> SweepSpec {
+    let present: std::collections::BTreeSet<&str> =
+        samples.iter().map(|t| t.delimiter.slug.as_str()).collect();
+    let mut s = spec.clone();
+    s.delimiters.retain(|d| present.contains(d.slug.as_str()));
+    s
+}
+
+/// Ingest and check every configured run folder (`[sweep] lm_eval_runs`); problems are
+/// collected, not raised. Each folder's rows carry its configured path as `source` and the
+/// label `recorded`.
 pub fn ingest_all(config: &Config, spec: &SweepSpec) -> Result<ingest::Ingested, SweepError> {
+    let dirs: Vec<(String, PathBuf)> = config
+        .sweep
+        .lm_eval_runs
+        .iter()
+        .map(|d| (d.display().to_string(), config.resolve(d)))
+        .collect();
+    Ok(ingest_folders(&dirs, spec, false)?.0)
+}
+
+/// Ingest and check lm-eval output folders given as (source, path). With `run_delimiters`
+/// the sweep's delimiter set is the one the runs used (for `sweep ingest DIR` without a
+/// configuration) instead of `spec.delimiters`; the spec the check used is returned.
+pub fn ingest_folders(
+    dirs: &[(String, PathBuf)],
+    spec: &SweepSpec,
+    run_delimiters: bool,
+) -> Result<(ingest::Ingested, SweepSpec), SweepError> {
     let mut all = ingest::Ingested::default();
-    for dir in &config.sweep.lm_eval_runs {
-        let dir = config.resolve(dir);
-        let mut one = ingest::ingest_lm_eval(&dir, spec)?;
+    for (source, dir) in dirs {
+        let mut one = ingest::ingest_lm_eval(dir, spec, source, RECORDED)?;
         let prefix = |v: Vec<String>| -> Vec<String> {
             v.into_iter()
                 .map(|m| format!("{}/{m}", dir.display()))
@@ -178,10 +225,24 @@ pub fn ingest_all(config: &Config, spec: &SweepSpec) -> Result<ingest::Ingested,
         all.notes.extend(prefix(std::mem::take(&mut one.notes)));
         all.files_read
             .extend(prefix(std::mem::take(&mut one.files_read)));
-        all.records.append(&mut one.records);
+        all.samples.append(&mut one.samples);
     }
-    all.problems.extend(ingest::check(&all.records, spec));
-    Ok(all)
+    let used = if run_delimiters {
+        let mut s = covered_spec(&all.samples, spec);
+        let mut extra: Vec<delimiter::Delimiter> = Vec::new();
+        for t in &all.samples {
+            if !s.delimiters.contains(&t.delimiter) && !extra.contains(&t.delimiter) {
+                extra.push(t.delimiter.clone());
+            }
+        }
+        extra.sort_by(|a, b| a.text.cmp(&b.text));
+        s.delimiters.extend(extra);
+        s
+    } else {
+        spec.clone()
+    };
+    all.problems.extend(ingest::check(&all.samples, &used));
+    Ok((all, used))
 }
 
 #[cfg(test)]

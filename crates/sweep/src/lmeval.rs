@@ -374,6 +374,37 @@ fn readme(spec: &SweepSpec, b: Benchmark, run_names: &[String]) -> String {
     s
 }
 
+/// lm-eval's installed task folder, asked of `python` (`import lm_eval.tasks`). An error
+/// when the interpreter cannot be run or lm-eval is not installed for it.
+pub fn installed_tasks_dir(python: &str) -> Result<std::path::PathBuf, SweepError> {
+    let out = std::process::Command::new(python)
+        .args([
+            "-c",
+            "import lm_eval.tasks, os; print(os.path.dirname(os.path.abspath(lm_eval.tasks.__file__)))",
+        ])
+        .output()
+        .map_err(|e| {
+            SweepError::Config(format!(
+                "cannot run {python} to find lm-eval's task folder ({e}); give --lm-eval-tasks DIR or --python PATH"
+            ))
+        })?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().last().unwrap_or("").trim();
+        return Err(SweepError::Config(format!(
+            "lm-eval is not installed for {python} ({last}); install it (`{python} -m pip install lm-eval==0.4.13`), or give --lm-eval-tasks DIR or --python PATH"
+        )));
+    }
+    let dir = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    if !dir.is_dir() {
+        return Err(SweepError::Config(format!(
+            "{python} names lm-eval's task folder {}, which is not a folder",
+            dir.display()
+        )));
+    }
+    Ok(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

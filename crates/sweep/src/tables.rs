@@ -6,14 +6,14 @@
 //! [`round6`] so that last-bit differences between platforms' `ln`/`exp` cannot change the
 //! bytes. Means are unweighted means over delimiters (or models), summed in table order.
 
-use crate::ingest::SampleRecord;
+use crate::ingest::TaskSamples;
 use crate::stats::clopper_pearson;
 use crate::{SweepError, SweepSpec};
 use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
 use arrow::datatypes::{Field, Schema};
 use arrow::record_batch::RecordBatch;
 use protospread_core::config::SweepVariant;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// Level of every interval: 95%.
@@ -32,6 +32,10 @@ pub fn fmt_pct(correct: u64, n: u64) -> String {
 /// One cell's counts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cell {
+    /// The runs the cell's documents came from (`; `-separated when several).
+    pub source: String,
+    /// Their labels (`recorded`, ...; `; `-separated when several).
+    pub label: String,
     pub model: String,
     pub benchmark: String,
     pub variant: SweepVariant,
@@ -51,32 +55,40 @@ impl Cell {
     }
 }
 
-/// Count correct answers per cell. Records whose delimiter is not configured are refused.
-pub fn cells(records: &[SampleRecord], spec: &SweepSpec) -> Result<Vec<Cell>, SweepError> {
+/// Count correct answers per cell, from the columns of every task. Tasks whose delimiter
+/// is not configured are refused.
+pub fn cells(samples: &[TaskSamples], spec: &SweepSpec) -> Result<Vec<Cell>, SweepError> {
     let index: BTreeMap<&str, usize> = spec
         .delimiters
         .iter()
         .enumerate()
         .map(|(i, d)| (d.slug.as_str(), i))
         .collect();
-    let mut acc: BTreeMap<(String, String, SweepVariant, usize), (u64, u64)> = BTreeMap::new();
-    for r in records {
-        let i = *index.get(r.delimiter.slug.as_str()).ok_or_else(|| {
+    type Acc<'a> = (u64, u64, BTreeSet<&'a str>, BTreeSet<&'a str>);
+    let mut acc: BTreeMap<(String, String, SweepVariant, usize), Acc> = BTreeMap::new();
+    for t in samples {
+        let i = *index.get(t.delimiter.slug.as_str()).ok_or_else(|| {
             SweepError::Check(vec![format!(
-                "delimiter {} is not in [sweep] delimiters",
-                r.delimiter.quoted()
+                "task {} of {}: delimiter {} is not in [sweep] delimiters",
+                t.task,
+                t.run.display(),
+                t.delimiter.quoted()
             )])
         })?;
         let e = acc
-            .entry((r.model.clone(), r.benchmark.clone(), r.variant, i))
+            .entry((t.model.clone(), t.benchmark.clone(), t.variant, i))
             .or_default();
-        e.0 += 1;
-        e.1 += u64::from(r.correct);
+        e.0 += t.n();
+        e.1 += t.correct();
+        e.2.insert(&t.source);
+        e.3.insert(&t.label);
     }
     Ok(acc
         .into_iter()
         .map(
-            |((model, benchmark, variant, delim_index), (n, correct))| Cell {
+            |((model, benchmark, variant, delim_index), (n, correct, sources, labels))| Cell {
+                source: join(sources),
+                label: join(labels),
                 model,
                 benchmark,
                 variant,
@@ -86,6 +98,26 @@ pub fn cells(records: &[SampleRecord], spec: &SweepSpec) -> Result<Vec<Cell>, Sw
             },
         )
         .collect())
+}
+
+/// Distinct values, sorted, `; `-separated.
+fn join<'a>(v: impl IntoIterator<Item = &'a str>) -> String {
+    v.into_iter()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect::<Vec<_>>()
+        .join(SEP)
+}
+
+/// Separates several sources or labels in one cell.
+const SEP: &str = "; ";
+
+/// The sources and labels of a group of cells.
+fn provenance(g: &[&Cell]) -> (String, String) {
+    (
+        join(g.iter().flat_map(|c| c.source.split(SEP))),
+        join(g.iter().flat_map(|c| c.label.split(SEP))),
+    )
 }
 
 fn s(v: Vec<String>) -> ArrayRef {
@@ -135,8 +167,11 @@ pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
     {
         let (mut m, mut bn, mut v, mut dl, mut sl) = (vec![], vec![], vec![], vec![], vec![]);
         let (mut n, mut k, mut a, mut lo, mut hi) = (vec![], vec![], vec![], vec![], vec![]);
+        let (mut src, mut lab) = (vec![], vec![]);
         for c in cells {
             let (l, h) = c.ci();
+            src.push(c.source.clone());
+            lab.push(c.label.clone());
             m.push(c.model.clone());
             bn.push(c.benchmark.clone());
             v.push(c.variant.as_str().to_string());
@@ -151,6 +186,8 @@ pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
         out.push((
             "sweep_accuracy".to_string(),
             batch(vec![
+                ("source", s(src)),
+                ("label", s(lab)),
                 ("model", s(m)),
                 ("benchmark", s(bn)),
                 ("variant", s(v)),
@@ -170,9 +207,13 @@ pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
         let mut cols: (Vec<String>, Vec<String>, Vec<String>, Vec<i64>) = Default::default();
         let (mut mn, mut mnd, mut mx, mut mxd, mut sp, mut ex) =
             (vec![], vec![], vec![], vec![], vec![], vec![]);
+        let (mut src, mut lab) = (vec![], vec![]);
         for ((model, bench, var), g) in
             group(cells, |c| (c.model.clone(), c.benchmark.clone(), c.variant))
         {
+            let (so, la) = provenance(&g);
+            src.push(so);
+            lab.push(la);
             let lo = g
                 .iter()
                 .copied()
@@ -205,6 +246,8 @@ pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
         out.push((
             "sweep_spread".to_string(),
             batch(vec![
+                ("source", s(src)),
+                ("label", s(lab)),
                 ("model", s(cols.0)),
                 ("benchmark", s(cols.1)),
                 ("variant", s(cols.2)),
@@ -220,13 +263,24 @@ pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
     }
 
     // Rank of each model under each delimiter (1 = best; ties share the best rank).
-    let mut leads: BTreeMap<(String, String, SweepVariant), Vec<usize>> = BTreeMap::new();
+    // Models are ranked against models of the same label only (never recorded against
+    // simulated).
+    type LeadKey = (String, String, SweepVariant);
+    let mut leads: BTreeMap<LeadKey, (Vec<usize>, String, String)> = BTreeMap::new();
     {
         let (mut m, mut bn, mut v, mut dl, mut sl) = (vec![], vec![], vec![], vec![], vec![]);
         let (mut a, mut r, mut nm, mut ld) = (vec![], vec![], vec![], vec![]);
-        let by_delim = group(cells, |c| (c.benchmark.clone(), c.variant, c.delim_index));
+        let (mut src, mut lab) = (vec![], vec![]);
+        let by_delim = group(cells, |c| {
+            (
+                c.label.clone(),
+                c.benchmark.clone(),
+                c.variant,
+                c.delim_index,
+            )
+        });
         let mut rows = Vec::new();
-        for ((bench, var, di), g) in &by_delim {
+        for ((_, bench, var, di), g) in &by_delim {
             for c in g {
                 let rank = 1 + g.iter().filter(|o| cmp_acc(o, c).is_gt()).count();
                 rows.push((c.model.clone(), bench.clone(), *var, *di, c, rank, g.len()));
@@ -234,16 +288,14 @@ pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
         }
         rows.sort_by(|x, y| (&x.0, &x.1, x.2, x.3).cmp(&(&y.0, &y.1, y.2, y.3)));
         for (model, bench, var, di, c, rank, models) in rows {
+            let e = leads
+                .entry((model.clone(), bench.clone(), var))
+                .or_insert_with(|| (Vec::new(), c.source.clone(), c.label.clone()));
             if rank == 1 {
-                leads
-                    .entry((model.clone(), bench.clone(), var))
-                    .or_default()
-                    .push(di);
-            } else {
-                leads
-                    .entry((model.clone(), bench.clone(), var))
-                    .or_default();
+                e.0.push(di);
             }
+            src.push(c.source.clone());
+            lab.push(c.label.clone());
             m.push(model);
             bn.push(bench);
             v.push(var.as_str().to_string());
@@ -257,6 +309,8 @@ pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
         out.push((
             "sweep_rank".to_string(),
             batch(vec![
+                ("source", s(src)),
+                ("label", s(lab)),
                 ("model", s(m)),
                 ("benchmark", s(bn)),
                 ("variant", s(v)),
@@ -272,14 +326,19 @@ pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
 
     // Does some delimiter put each model in the lead?
     {
-        let mut every: BTreeMap<(String, SweepVariant), bool> = BTreeMap::new();
-        for ((_, bench, var), ds) in &leads {
-            let e = every.entry((bench.clone(), *var)).or_insert(true);
+        let mut every: BTreeMap<(String, String, SweepVariant), bool> = BTreeMap::new();
+        for ((_, bench, var), (ds, _, label)) in &leads {
+            let e = every
+                .entry((label.clone(), bench.clone(), *var))
+                .or_insert(true);
             *e &= !ds.is_empty();
         }
         let (mut m, mut bn, mut v, mut n, mut any, mut which, mut all) =
             (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
-        for ((model, bench, var), ds) in &leads {
+        let (mut src, mut lab) = (vec![], vec![]);
+        for ((model, bench, var), (ds, source, label)) in &leads {
+            src.push(source.clone());
+            lab.push(label.clone());
             m.push(model.clone());
             bn.push(bench.clone());
             v.push(var.as_str().to_string());
@@ -291,11 +350,13 @@ pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
                     .collect::<Vec<_>>()
                     .join(" "),
             );
-            all.push(every[&(bench.clone(), *var)]);
+            all.push(every[&(label.clone(), bench.clone(), *var)]);
         }
         out.push((
             "sweep_lead".to_string(),
             batch(vec![
+                ("source", s(src)),
+                ("label", s(lab)),
                 ("model", s(m)),
                 ("benchmark", s(bn)),
                 ("variant", s(v)),
@@ -333,9 +394,17 @@ pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
             (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
         let (mut m2, mut bn2, mut k2, mut mp, mut mn, mut mg) =
             (vec![], vec![], vec![], vec![], vec![], vec![]);
+        let (mut src, mut lab, mut src2, mut lab2) = (vec![], vec![], vec![], vec![]);
         for ((model, bench), rows) in &per {
             let (mut sp, mut sn) = (0.0, 0.0);
+            let all: Vec<&Cell> = rows.iter().flat_map(|(_, p, n)| [*p, *n]).collect();
+            let (so, la) = provenance(&all);
+            src2.push(so);
+            lab2.push(la);
             for (di, p, n) in rows {
+                let (so, la) = provenance(&[*p, *n]);
+                src.push(so);
+                lab.push(la);
                 m.push(model.clone());
                 bn.push(bench.clone());
                 dl.push(spec.delimiters[*di].text.clone());
@@ -357,6 +426,8 @@ pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
         out.push((
             "sweep_named_gain".to_string(),
             batch(vec![
+                ("source", s(src)),
+                ("label", s(lab)),
                 ("model", s(m)),
                 ("benchmark", s(bn)),
                 ("delimiter", s(dl)),
@@ -369,6 +440,8 @@ pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
         out.push((
             "sweep_named_gain_mean".to_string(),
             batch(vec![
+                ("source", s(src2)),
+                ("label", s(lab2)),
                 ("model", s(m2)),
                 ("benchmark", s(bn2)),
                 ("delimiters", i(k2)),
@@ -391,12 +464,16 @@ pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
             vec![],
             vec![],
         );
-        let mut across: BTreeMap<(String, SweepVariant, usize), Vec<f64>> = BTreeMap::new();
+        type Across<'c> = BTreeMap<(String, String, SweepVariant, usize), Vec<(f64, &'c Cell)>>;
+        let mut across: Across = BTreeMap::new();
+        let (mut src, mut lab) = (vec![], vec![]);
         for ((model, bench, var), grp) in
             group(cells, |c| (c.model.clone(), c.benchmark.clone(), c.variant))
         {
             let mu = grp.iter().map(|c| c.pct()).sum::<f64>() / grp.len() as f64;
             for c in grp {
+                src.push(c.source.clone());
+                lab.push(c.label.clone());
                 m.push(model.clone());
                 bn.push(bench.clone());
                 v.push(var.as_str().to_string());
@@ -406,14 +483,16 @@ pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
                 mean.push(round6(mu));
                 g.push(round6(c.pct() - mu));
                 across
-                    .entry((bench.clone(), var, c.delim_index))
+                    .entry((c.label.clone(), bench.clone(), var, c.delim_index))
                     .or_default()
-                    .push(c.pct() - mu);
+                    .push((c.pct() - mu, c));
             }
         }
         out.push((
             "sweep_delimiter_gain".to_string(),
             batch(vec![
+                ("source", s(src)),
+                ("label", s(lab)),
                 ("model", s(m)),
                 ("benchmark", s(bn)),
                 ("variant", s(v)),
@@ -426,7 +505,13 @@ pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
         ));
         let (mut bn, mut v, mut dl, mut sl, mut k, mut mg) =
             (vec![], vec![], vec![], vec![], vec![], vec![]);
-        for ((bench, var, di), gains) in across {
+        let (mut src, mut lab) = (vec![], vec![]);
+        for ((_, bench, var, di), rows) in across {
+            let grp: Vec<&Cell> = rows.iter().map(|r| r.1).collect();
+            let (so, la) = provenance(&grp);
+            let gains: Vec<f64> = rows.iter().map(|r| r.0).collect();
+            src.push(so);
+            lab.push(la);
             bn.push(bench);
             v.push(var.as_str().to_string());
             dl.push(spec.delimiters[di].text.clone());
@@ -437,6 +522,8 @@ pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
         out.push((
             "sweep_delimiter_gain_mean".to_string(),
             batch(vec![
+                ("source", s(src)),
+                ("label", s(lab)),
                 ("benchmark", s(bn)),
                 ("variant", s(v)),
                 ("delimiter", s(dl)),
@@ -465,6 +552,8 @@ mod tests {
 
     fn cell(model: &str, di: usize, correct: u64, n: u64) -> Cell {
         Cell {
+            source: "s".into(),
+            label: "recorded".into(),
             model: model.into(),
             benchmark: "b".into(),
             variant: SweepVariant::Plain,
