@@ -3,6 +3,10 @@
 //! The same record batches always encode to the same bytes: the writer version, `created_by`,
 //! compression, encodings, row-group size, page limits and statistics level are fixed here and
 //! nothing of the run (time, host, thread count) is written into the file.
+//!
+//! Every file also carries the run's provenance in its key-value metadata (see
+//! [`set_provenance`]): the protospread version, the configuration's sha256 and each input's
+//! sha256. These depend only on the inputs, so they do not break byte-for-byte reproduction.
 
 use crate::{CoreError, Result};
 use arrow::datatypes::SchemaRef;
@@ -11,7 +15,45 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
+use parquet::file::metadata::KeyValue;
 use std::path::Path;
+use std::sync::OnceLock;
+
+static PROVENANCE: OnceLock<Vec<KeyValue>> = OnceLock::new();
+
+/// Record, once per process, the provenance every Parquet file written afterwards carries in
+/// its key-value metadata. Keys are written sorted, so the order of `pairs` does not matter.
+/// Returns false (and changes nothing) when provenance was already set: one process computes
+/// one run.
+pub fn set_provenance(pairs: impl IntoIterator<Item = (String, String)>) -> bool {
+    let mut kv: Vec<KeyValue> = pairs
+        .into_iter()
+        .map(|(k, v)| KeyValue::new(k, v))
+        .collect();
+    kv.sort_by(|a, b| a.key.cmp(&b.key));
+    kv.dedup_by(|a, b| a.key == b.key);
+    PROVENANCE.set(kv).is_ok()
+}
+
+/// The provenance pairs of this process: `protospread.version`, `protospread.config_sha256`,
+/// `protospread.input.<name>.sha256`. Built by the binary from the loaded configuration.
+pub fn provenance_pairs(
+    version: &str,
+    config_sha256: &str,
+    inputs: &[(String, String)],
+) -> Vec<(String, String)> {
+    let mut v = vec![
+        ("protospread.version".to_string(), version.to_string()),
+        (
+            "protospread.config_sha256".to_string(),
+            config_sha256.to_string(),
+        ),
+    ];
+    for (name, sha) in inputs {
+        v.push((format!("protospread.input.{name}.sha256"), sha.clone()));
+    }
+    v
+}
 
 /// The `created_by` string written into every Parquet footer. It names the format, not the
 /// build, so that a rebuild of the tool does not change output bytes.
@@ -31,6 +73,7 @@ pub fn writer_properties() -> WriterProperties {
         .set_max_row_group_row_count(Some(MAX_ROW_GROUP_SIZE))
         .set_data_page_size_limit(1 << 20)
         .set_write_batch_size(1024)
+        .set_key_value_metadata(PROVENANCE.get().filter(|kv| !kv.is_empty()).cloned())
         .build()
 }
 
@@ -61,7 +104,7 @@ pub fn read(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>)> {
         path: path.to_path_buf(),
         message: m,
     };
-    let f = std::fs::File::open(path).map_err(|e| CoreError::io(path, e))?;
+    let f = fs_err::File::open(path).map_err(|e| CoreError::io(path, e))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| perr(e.to_string()))?;
     let schema = builder.schema().clone();
     let reader = builder.build().map_err(|e| perr(e.to_string()))?;
