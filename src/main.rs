@@ -63,6 +63,7 @@ pub enum Command {
 }
 
 /// What every command gets: the parsed global options and, lazily, the configuration.
+#[derive(Clone)]
 pub struct Ctx {
     pub config_path: PathBuf,
     pub out: PathBuf,
@@ -85,6 +86,20 @@ impl Ctx {
     }
 }
 
+/// The error and its causes on one line, each cause once: a library error that already
+/// shows its source (`path: No such file or directory`) is not followed by that source again.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            text.push_str(": ");
+            text.push_str(&c);
+        }
+    }
+    text
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let ctx = Ctx {
@@ -96,7 +111,7 @@ fn main() -> ExitCode {
     match cmd::dispatch(&ctx, cli.command) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_text(&e));
             ExitCode::from(1)
         }
     }
