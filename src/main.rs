@@ -69,6 +69,9 @@ pub struct Ctx {
     pub out: PathBuf,
     pub quiet: bool,
     pub json: bool,
+    /// While `run` writes its staging folder: (staging folder, `--out`) as printed, so that
+    /// progress lines name the folder the user asked for.
+    pub shown_as: Option<(String, String)>,
 }
 
 impl Ctx {
@@ -81,7 +84,10 @@ impl Ctx {
     /// Print a line of human-readable output unless --quiet or --json.
     pub fn say(&self, line: impl AsRef<str>) {
         if !self.quiet && !self.json {
-            println!("{}", line.as_ref());
+            match &self.shown_as {
+                Some((staging, out)) => println!("{}", line.as_ref().replace(staging, out)),
+                None => println!("{}", line.as_ref()),
+            }
         }
     }
 }
@@ -107,6 +113,7 @@ fn main() -> ExitCode {
         out: cli.out.clone(),
         quiet: cli.quiet,
         json: cli.json,
+        shown_as: None,
     };
     match cmd::dispatch(&ctx, cli.command) {
         Ok(code) => code,

@@ -17,22 +17,10 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Run => run_all(ctx),
         // A single stage locks --out and replaces only its own folder, in one step.
-        Command::Fetch(a) => {
-            let _lock = claim_out(ctx)?;
-            fetch::run(ctx, a)
-        }
-        Command::Score(a) => {
-            let _lock = claim_out(ctx)?;
-            score::run(ctx, a)
-        }
-        Command::Aggregate(a) => {
-            let _lock = claim_out(ctx)?;
-            aggregate::run(ctx, a)
-        }
-        Command::Report(a) => {
-            let _lock = claim_out(ctx)?;
-            report::run(ctx, a)
-        }
+        Command::Fetch(a) => with_out(ctx, |c| fetch::run(c, a)),
+        Command::Score(a) => with_out(ctx, |c| score::run(c, a)),
+        Command::Aggregate(a) => with_out(ctx, |c| aggregate::run(c, a)),
+        Command::Report(a) => with_out(ctx, |c| report::run(c, a)),
         Command::Verify(a) => verify::run(ctx, a),
         Command::Bag(a) => bag::run(ctx, a),
         Command::Simulate(a) => simulate::run(ctx, a),
@@ -62,18 +50,39 @@ fn claim_out(ctx: &Ctx) -> anyhow::Result<protospread_core::outdir::OutLock> {
     Ok(protospread_core::outdir::claim(&ctx.out, cache.as_deref())?)
 }
 
+/// Run `f` holding the claim on `--out`; a failure into a folder the claim created leaves no
+/// folder behind.
+fn with_out(
+    ctx: &Ctx,
+    f: impl FnOnce(&Ctx) -> anyhow::Result<ExitCode>,
+) -> anyhow::Result<ExitCode> {
+    let lock = claim_out(ctx)?;
+    let result = f(ctx);
+    if !matches!(&result, Ok(c) if *c == ExitCode::SUCCESS) {
+        lock.release_unused();
+    }
+    result
+}
+
 /// Every stage in order; the first failing stage stops the run with its exit code.
 ///
 /// All or nothing: the stages write a staging folder beside `--out`, which replaces `--out` in
 /// one step after the last stage and the top manifest (docs/reliability.md). A failed run
 /// leaves `--out` as it was.
 pub fn run_all(ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let _lock = claim_out(ctx)?;
+    with_out(ctx, run_all_claimed)
+}
+
+fn run_all_claimed(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let cfg = ctx.config()?;
     let cache = protospread_core::outdir::cache_top(&cfg.fetch.cache_dir);
     let staging = protospread_core::outdir::RunStaging::begin(&ctx.out, cache.as_deref())?;
     let sub = Ctx {
         out: staging.path().to_path_buf(),
+        shown_as: Some((
+            staging.path().display().to_string(),
+            ctx.out.display().to_string(),
+        )),
         ..ctx.clone()
     };
     let code = run_stages(&sub)?;

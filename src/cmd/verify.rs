@@ -43,6 +43,7 @@ fn regenerate(ctx: &Ctx, out: &Path) -> anyhow::Result<ExitCode> {
         out: out.to_path_buf(),
         quiet: true,
         json: false,
+        shown_as: None,
     };
     crate::cmd::run_all(&sub)
 }

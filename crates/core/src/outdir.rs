@@ -198,12 +198,33 @@ fn all_files_listed(out: &Path, cache_top: Option<&str>) -> Result<Option<PathBu
 pub struct OutLock {
     _file: std::fs::File,
     path: PathBuf,
+    /// The folder did not exist before [`claim`] created it.
+    created: Option<PathBuf>,
 }
 
 impl OutLock {
     /// The lock file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// After a failed command: if [`claim`] created the folder and it holds nothing but the
+    /// marker and the lock, remove it again, so a failure into a new folder creates nothing.
+    pub fn release_unused(self) {
+        let Some(out) = &self.created else {
+            return;
+        };
+        let only_ours = std::fs::read_dir(out).is_ok_and(|rd| {
+            rd.flatten().all(|e| {
+                let n = e.file_name();
+                n == MARKER_NAME || n == LOCK_NAME
+            })
+        });
+        if only_ours {
+            let _ = std::fs::remove_file(out.join(MARKER_NAME));
+            let _ = std::fs::remove_file(&self.path);
+            let _ = std::fs::remove_dir(out);
+        }
     }
 }
 
@@ -247,6 +268,7 @@ pub fn claim(out: &Path, cache_top: Option<&str>) -> Result<OutLock> {
             }
         }
     }
+    let created = (!out.exists()).then(|| out.to_path_buf());
     fs::create_dir_all(out)?;
     let lock_path = out.join(LOCK_NAME);
     let mut file = fs::OpenOptions::new()
@@ -295,6 +317,7 @@ pub fn claim(out: &Path, cache_top: Option<&str>) -> Result<OutLock> {
     Ok(OutLock {
         _file: file,
         path: lock_path,
+        created,
     })
 }
 
