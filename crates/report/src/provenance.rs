@@ -28,20 +28,44 @@ fn usage(m: impl Into<String>) -> ReportError {
     ReportError::Usage(m.into())
 }
 
-/// The output files of `out` that go into a bag, after checking them: `out/SHA256SUMS` must
-/// exist, every file it lists must match it, and every other file (except the download cache
-/// `cache_top`, manifests and protospread's hidden files) must be listed in it. No symlink is
+/// The output files of `out` that go into a bag, after checking them against the manifests:
+/// `out/SHA256SUMS` (written by `run`) and each stage folder's `SHA256SUMS` (written by every
+/// stage). Every listed file must exist and match, and every other file (except the download
+/// cache `cache_top`, manifests and protospread's hidden files) must be listed. No symlink is
 /// followed: a symlink anywhere below `out` is refused.
 pub fn checked_outputs(out: &Path, cache_top: Option<&str>) -> Result<Vec<PathBuf>, ReportError> {
     let top = out.join(MANIFEST_NAME);
-    if !top.is_file() || top.is_symlink() {
+    let mut expected = Manifest::default();
+    let mut origin: std::collections::BTreeMap<String, PathBuf> = Default::default();
+    let mut manifests = vec![(top.clone(), String::new())];
+    for s in protospread_core::outdir::STAGE_DIRS {
+        manifests.push((out.join(s).join(MANIFEST_NAME), format!("{s}/")));
+    }
+    for (m, prefix) in manifests {
+        if m.is_symlink() || !m.is_file() {
+            continue;
+        }
+        for (k, h) in Manifest::read(&m)?.entries {
+            let rel = format!("{prefix}{k}");
+            if let Some(prev) = expected.entries.insert(rel.clone(), h.clone()) {
+                if prev != h {
+                    return Err(usage(format!(
+                        "{}: lists {k} with another sha256 than {}; the outputs come from different runs: rerun `protospread run`",
+                        m.display(),
+                        origin[&rel].display()
+                    )));
+                }
+            }
+            origin.entry(rel).or_insert(m.clone());
+        }
+    }
+    if expected.entries.is_empty() {
         return Err(usage(format!(
             "{} has no {MANIFEST_NAME}; run `protospread run --out {}` first",
             out.display(),
             out.display()
         )));
     }
-    let expected = Manifest::read(&top)?;
     let mut files = Vec::new();
     let mut stack = vec![out.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -87,7 +111,7 @@ pub fn checked_outputs(out: &Path, cache_top: Option<&str>) -> Result<Vec<PathBu
                     return Err(usage(format!(
                         "{}: does not match {} (sha256 {actual}, listed {h}); the outputs changed after the run: rerun `protospread run` before bagging",
                         p.display(),
-                        top.display()
+                        origin[&rel].display()
                     )));
                 }
                 seen.insert(rel);
@@ -96,9 +120,9 @@ pub fn checked_outputs(out: &Path, cache_top: Option<&str>) -> Result<Vec<PathBu
             None if p.file_name().is_some_and(|n| n == MANIFEST_NAME) => bagged.push(p),
             None => {
                 return Err(usage(format!(
-                    "{}: not listed in {}; a bag holds only the outputs of one run",
+                    "{}: not listed in any {MANIFEST_NAME} of {}; a bag holds only outputs protospread wrote",
                     p.display(),
-                    top.display()
+                    out.display()
                 )))
             }
         }
@@ -106,7 +130,7 @@ pub fn checked_outputs(out: &Path, cache_top: Option<&str>) -> Result<Vec<PathBu
     if let Some(missing) = expected.entries.keys().find(|k| !seen.contains(*k)) {
         return Err(usage(format!(
             "{}: lists {missing}, which is missing from {}",
-            top.display(),
+            origin[missing].display(),
             out.display()
         )));
     }
