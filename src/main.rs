@@ -66,11 +66,15 @@ pub enum Command {
 }
 
 /// What every command gets: the parsed global options and, lazily, the configuration.
+#[derive(Clone)]
 pub struct Ctx {
     pub config_path: PathBuf,
     pub out: PathBuf,
     pub quiet: bool,
     pub json: bool,
+    /// While `run` writes its staging folder: (staging folder, `--out`) as printed, so that
+    /// progress lines name the folder the user asked for.
+    pub shown_as: Option<(String, String)>,
 }
 
 impl Ctx {
@@ -83,9 +87,26 @@ impl Ctx {
     /// Print a line of human-readable output unless --quiet or --json.
     pub fn say(&self, line: impl AsRef<str>) {
         if !self.quiet && !self.json {
-            println!("{}", line.as_ref());
+            match &self.shown_as {
+                Some((staging, out)) => println!("{}", line.as_ref().replace(staging, out)),
+                None => println!("{}", line.as_ref()),
+            }
         }
     }
+}
+
+/// The error and its causes on one line, each cause once: a library error that already
+/// shows its source (`path: No such file or directory`) is not followed by that source again.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            text.push_str(": ");
+            text.push_str(&c);
+        }
+    }
+    text
 }
 
 fn main() -> ExitCode {
@@ -95,11 +116,12 @@ fn main() -> ExitCode {
         out: cli.out.clone(),
         quiet: cli.quiet,
         json: cli.json,
+        shown_as: None,
     };
     match cmd::dispatch(&ctx, cli.command) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_text(&e));
             ExitCode::from(1)
         }
     }

@@ -43,6 +43,8 @@ fn fixture_project() -> tempfile::TempDir {
     )
     .unwrap();
     protospread_aggregate::fixture::write(&d.join("out/score")).unwrap();
+    // As the score stage leaves it: with its manifest, so protospread owns the folder.
+    protospread_core::hash::write_manifest(&d.join("out/score")).unwrap();
     dir
 }
 

@@ -4,6 +4,7 @@ use crate::Ctx;
 use anyhow::Context;
 use protospread_administer::{client::Client, instrument, plan, record::RunLabels};
 use protospread_core::config::AdministerSection;
+use protospread_core::limits;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -153,15 +154,35 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     let conditions = plan::conditions(&names, &sec)?;
     let mut planned = plan::plan(&args.model, &instruments, &conditions, &sec)?;
     if !args.items.is_empty() {
+        // An item no single-item request has would silently plan nothing for it.
+        for i in &args.items {
+            if !planned.iter().any(|p| p.item == Some(*i)) {
+                let ranges: Vec<String> = instruments
+                    .iter()
+                    .map(|inst| format!("{} 1..{}", inst.test, inst.items.len()))
+                    .collect();
+                anyhow::bail!(
+                    "--items: {i} is not an item of any administered test in a single-item condition (items: {})",
+                    ranges.join(", ")
+                );
+            }
+        }
         planned.retain(|p| p.item.is_none_or(|i| args.items.contains(&i)));
     }
     let out = output_file(&ctx.out, &args.model);
 
+    let timeout = args.timeout.unwrap_or(sec.timeout_seconds);
+    let retries = args.retries.unwrap_or(sec.retries);
+    let concurrency = args.concurrency.unwrap_or(sec.concurrency);
+    limits::check("--timeout", timeout, &limits::TIMEOUT_SECONDS).map_err(anyhow::Error::msg)?;
+    limits::check("--retries", retries.into(), &limits::RETRIES).map_err(anyhow::Error::msg)?;
+    limits::check("--concurrency", concurrency as u64, &limits::CONCURRENCY)
+        .map_err(anyhow::Error::msg)?;
     let client = Client::new(
         &args.base_url,
         api_key,
-        Duration::from_secs(args.timeout.unwrap_or(sec.timeout_seconds).max(1)),
-        args.retries.unwrap_or(sec.retries),
+        Duration::from_secs(timeout),
+        retries,
         Duration::from_millis(sec.retry_backoff_ms),
     )
     .map_err(|e| anyhow::anyhow!(e))?;
@@ -189,7 +210,6 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         label: args.label.clone(),
         endpoint: client.url().to_string(),
     };
-    let concurrency = args.concurrency.unwrap_or(sec.concurrency).max(1);
     let progress = !ctx.quiet && !ctx.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let s =
         protospread_administer::administer(&client, &labels, &planned, &out, concurrency, progress)

@@ -65,6 +65,18 @@ fn summary_lines(s: &Summary) -> Vec<String> {
             "  {:<width$}  {:<7}  {:<32}  -> {}/{}",
             i.name, i.role, what, s.out_dir, i.output
         ));
+        for x in &i.excluded {
+            lines.push(format!(
+                "  {:<width$}  excluded row {} (line {}, id {}) of {}, columns {}: {}",
+                "",
+                x.row,
+                x.line,
+                x.id,
+                i.source,
+                x.columns.join(","),
+                x.reason
+            ));
+        }
     }
     for r in &s.removed {
         lines.push(format!("  removed stale {}/{r}", s.out_dir));

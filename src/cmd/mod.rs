@@ -16,10 +16,11 @@ use std::process::ExitCode;
 pub fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Run => run_all(ctx),
-        Command::Fetch(a) => fetch::run(ctx, a),
-        Command::Score(a) => score::run(ctx, a),
-        Command::Aggregate(a) => aggregate::run(ctx, a),
-        Command::Report(a) => report::run(ctx, a),
+        // A single stage locks --out and replaces only its own folder, in one step.
+        Command::Fetch(a) => with_out(ctx, |c| fetch::run(c, a)),
+        Command::Score(a) => with_out(ctx, |c| score::run(c, a)),
+        Command::Aggregate(a) => with_out(ctx, |c| aggregate::run(c, a)),
+        Command::Report(a) => with_out(ctx, |c| report::run(c, a)),
         Command::Verify(a) => verify::run(ctx, a),
         Command::Bag(a) => bag::run(ctx, a),
         Command::Simulate(a) => simulate::run(ctx, a),
@@ -30,8 +31,84 @@ pub fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
 
 type Stage = fn(&Ctx) -> anyhow::Result<ExitCode>;
 
+/// Check where `--out` is, then claim it (marker, lock, removal of dead temporaries).
+fn claim_out(ctx: &Ctx) -> anyhow::Result<protospread_core::outdir::OutLock> {
+    let cfg = ctx.config()?;
+    let mut inputs: Vec<std::path::PathBuf> = cfg
+        .inputs
+        .iter()
+        .filter_map(|i| match i.source() {
+            Ok(protospread_core::config::Source::Local(p)) => Some(cfg.resolve(&p)),
+            _ => None,
+        })
+        .collect();
+    for k in [&cfg.score.key, &cfg.score.legacy_keys, &cfg.score.allowlist] {
+        inputs.push(cfg.resolve(k));
+    }
+    protospread_core::outdir::check_location(&ctx.out, &ctx.config_path, &inputs)?;
+    let cache = protospread_core::outdir::cache_top(&cfg.fetch.cache_dir);
+    Ok(protospread_core::outdir::claim(&ctx.out, cache.as_deref())?)
+}
+
+/// Run `f` holding the claim on `--out`; a failure into a folder the claim created leaves no
+/// folder behind.
+fn with_out(
+    ctx: &Ctx,
+    f: impl FnOnce(&Ctx) -> anyhow::Result<ExitCode>,
+) -> anyhow::Result<ExitCode> {
+    let lock = claim_out(ctx)?;
+    let result = f(ctx);
+    if !matches!(&result, Ok(c) if *c == ExitCode::SUCCESS) {
+        lock.release_unused();
+    }
+    result
+}
+
 /// Every stage in order; the first failing stage stops the run with its exit code.
+///
+/// All or nothing: the stages write a staging folder beside `--out`, which replaces `--out` in
+/// one step after the last stage and the top manifest (docs/reliability.md). A failed run
+/// leaves `--out` as it was.
 pub fn run_all(ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    with_out(ctx, run_all_claimed)
+}
+
+fn run_all_claimed(ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let cfg = ctx.config()?;
+    let cache = protospread_core::outdir::cache_top(&cfg.fetch.cache_dir);
+    let staging = protospread_core::outdir::RunStaging::begin(&ctx.out, cache.as_deref())?;
+    let sub = Ctx {
+        out: staging.path().to_path_buf(),
+        shown_as: Some((
+            staging.path().display().to_string(),
+            ctx.out.display().to_string(),
+        )),
+        ..ctx.clone()
+    };
+    let code = run_stages(&sub)?;
+    if code != ExitCode::SUCCESS {
+        return Ok(code);
+    }
+    // One manifest over every stage's outputs; the download cache is not an output.
+    let skip: Vec<&str> = cache.iter().map(String::as_str).collect();
+    let m = protospread_core::hash::Manifest::from_dir_excluding(staging.path(), &skip)?;
+    protospread_core::atomic::write_atomic(
+        &staging.path().join(protospread_core::hash::MANIFEST_NAME),
+        m.render().as_bytes(),
+    )?;
+    staging.commit()?;
+    ctx.say(format!(
+        "run: {} output files hashed in {}",
+        m.entries.len(),
+        ctx.out
+            .join(protospread_core::hash::MANIFEST_NAME)
+            .display()
+    ));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The four stages into `ctx.out` (the run's staging folder).
+fn run_stages(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let stages: [(&str, Stage); 4] = [
         ("fetch", |c| fetch::run(c, Default::default())),
         ("score", |c| score::run(c, Default::default())),
@@ -44,18 +121,5 @@ pub fn run_all(ctx: &Ctx) -> anyhow::Result<ExitCode> {
             return Ok(code);
         }
     }
-    // One manifest over every stage's outputs; the download cache is not an output.
-    let m = protospread_core::hash::Manifest::from_dir_excluding(&ctx.out, &["cache"])?;
-    protospread_core::atomic::write_atomic(
-        &ctx.out.join(protospread_core::hash::MANIFEST_NAME),
-        m.render().as_bytes(),
-    )?;
-    ctx.say(format!(
-        "run: {} output files hashed in {}",
-        m.entries.len(),
-        ctx.out
-            .join(protospread_core::hash::MANIFEST_NAME)
-            .display()
-    ));
     Ok(ExitCode::SUCCESS)
 }

@@ -98,7 +98,7 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     let sweep = ctx.config()?.score.sweep && !args.no_sweep;
     let run = stage::run(&key, &legacy, &allowlist, &inputs, sweep)?;
     let out_dir = ctx.out.join("score");
-    let mut staged = protospread_core::atomic::Staged::new();
+    let mut staged = protospread_core::atomic::Staged::in_dir(&out_dir)?;
     for t in protospread_score::tables::tables(&run, &inputs)? {
         let p = out_dir.join(t.file);
         let bytes = protospread_core::pq::encode(&p, t.schema, &[t.batch])?;

@@ -43,6 +43,7 @@ fn regenerate(ctx: &Ctx, out: &Path) -> anyhow::Result<ExitCode> {
         out: out.to_path_buf(),
         quiet: true,
         json: false,
+        shown_as: None,
     };
     crate::cmd::run_all(&sub)
 }
@@ -54,6 +55,12 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| cfg.base_dir.join("checksums"));
     let inputs = v::input_manifest(&cfg, &ctx.config_path).context("hashing the inputs")?;
+    // Read before the temporary folder exists, so a bad checksums/ leaves nothing behind.
+    let expected = if args.update {
+        None
+    } else {
+        Some(v::read_expected(&checksums)?)
+    };
     let work = fresh_dir()?;
     let out = work.join("out");
 
@@ -65,8 +72,9 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
                 out.display()
             );
         }
-        let (ni, no, nt) = v::update(&checksums, &inputs, &out)?;
+        let updated = v::update(&checksums, &inputs, &out);
         let _ = std::fs::remove_dir_all(&work);
+        let (ni, no, nt) = updated?;
         ctx.say(format!(
             "verify --update: wrote {} ({ni} inputs, {no} outputs, {nt} tables); review with `git diff checksums/`",
             checksums.display()
@@ -74,7 +82,7 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
-    let (exp_inputs, exp_outputs) = v::read_expected(&checksums)?;
+    let (exp_inputs, exp_outputs) = expected.expect("read above unless --update");
     let mut diffs: Vec<Difference> = v::compare_inputs(&exp_inputs, &inputs);
     let regen = regenerate(ctx, &out);
     let regen_error = match regen {
@@ -83,7 +91,13 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         Err(e) => Some(format!("{e:#}")),
     };
     if regen_error.is_none() {
-        diffs.extend(v::compare_outputs(&checksums, &exp_outputs, &out)?);
+        match v::compare_outputs(&checksums, &exp_outputs, &out) {
+            Ok(d) => diffs.extend(d),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&work);
+                return Err(e.into());
+            }
+        }
     }
     let ok = diffs.is_empty() && regen_error.is_none();
     if ctx.json {

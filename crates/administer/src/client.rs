@@ -88,8 +88,17 @@ impl Client {
         &self.url
     }
 
-    /// Send `body` with retries; never panics, every failure becomes `Outcome::error`.
+    /// Send `body` with retries; never panics, every failure becomes `Outcome::error`. The API
+    /// key and any `Authorization` / `Bearer` value are redacted from everything returned.
     pub fn send(&self, body: &str) -> Outcome {
+        let mut o = self.send_with_retries(body);
+        let key = self.api_key.as_deref();
+        o.error = o.error.map(|e| redact(&e, key));
+        o.reply = o.reply.map(|r| redact_key(&r, key));
+        o
+    }
+
+    fn send_with_retries(&self, body: &str) -> Outcome {
         let mut attempt = 0u32;
         loop {
             attempt += 1;
@@ -153,7 +162,9 @@ impl Client {
             .limit(MAX_BODY)
             .read_to_string()
         {
-            Ok(t) => t,
+            // Redacted before anything is cut or parsed, so no prefix of the key survives a
+            // snippet.
+            Ok(t) => redact_key(&t, self.api_key.as_deref()),
             Err(e) => {
                 let msg = match &e {
                     ureq::Error::Timeout(t) => format!("timed out reading the response ({t})"),
@@ -179,6 +190,55 @@ impl Client {
         o.elapsed_ms = started.elapsed().as_millis() as u64;
         Attempt::Done(o)
     }
+}
+
+const REDACTED: &str = "<redacted>";
+
+/// `text` with every occurrence of `key` replaced by `<redacted>`.
+pub fn redact_key(text: &str, key: Option<&str>) -> String {
+    match key {
+        Some(k) if !k.is_empty() => text.replace(k, REDACTED),
+        _ => text.to_string(),
+    }
+}
+
+/// `text` with `key`, every `Bearer` token and every `Authorization` value replaced by
+/// `<redacted>` (a server may echo request headers in an error body).
+pub fn redact(text: &str, key: Option<&str>) -> String {
+    let s = redact_key(text, key);
+    let s = redact_after(&s, "bearer", |b| {
+        b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b)
+    });
+    redact_after(&s, "authorization", |b| !b"\"',;}\r\n".contains(&b))
+}
+
+/// Replace the value after each case-insensitive `word` (past separators `"':=` and spaces)
+/// while `value_byte` holds.
+fn redact_after(text: &str, word: &str, value_byte: impl Fn(u8) -> bool) -> String {
+    let lower = text.to_ascii_lowercase();
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut pos = 0;
+    while let Some(found) = lower[pos..].find(word) {
+        let mut i = pos + found + word.len();
+        while i < bytes.len() && b"\"':= \t\\".contains(&bytes[i]) {
+            i += 1;
+        }
+        let start = i;
+        while i < bytes.len() && value_byte(bytes[i]) {
+            i += 1;
+        }
+        // Only ASCII bytes were consumed, so both cuts fall on char boundaries.
+        out.push_str(&text[pos..start]);
+        if i > start && &text[start..i] != REDACTED {
+            out.push_str(REDACTED);
+        } else {
+            out.push_str(&text[start..i]);
+        }
+        pos = i;
+    }
+    out.push_str(&text[pos..]);
+    out
 }
 
 /// The first 200 characters of a body, on one line, for error messages.
@@ -257,6 +317,20 @@ mod tests {
         assert_eq!(o.response_model.as_deref(), Some("m"));
         assert_eq!(o.finish_reason.as_deref(), Some("stop"));
         assert!(o.error.is_none());
+    }
+
+    #[test]
+    fn keys_and_authorization_values_are_redacted() {
+        let body =
+            r#"{"error":"bad request","headers":{"authorization":"Bearer sk-secret123","x":"y"}}"#;
+        let r = redact(body, Some("sk-secret123"));
+        assert!(!r.contains("sk-secret"), "{r}");
+        let r = redact(body, None);
+        assert!(!r.contains("sk-secret"), "{r}");
+        assert!(r.contains(r#""x":"y""#), "{r}");
+        let r = redact("Authorization: Bearer abc.def\nnext", None);
+        assert_eq!(r, "Authorization: <redacted>\nnext");
+        assert_eq!(redact("plain text é", Some("k-1")), "plain text é");
     }
 
     #[test]

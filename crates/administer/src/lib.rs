@@ -47,6 +47,9 @@ pub enum AdministerError {
         line: usize,
         message: String,
     },
+    /// Another run holds the output file's lock.
+    #[error("{}: another `protospread administer` is writing this file; wait for it to finish (two runs on one file would lose records)", path.display())]
+    Locked { path: PathBuf },
     #[error(transparent)]
     Core(#[from] protospread_core::CoreError),
 }
@@ -93,6 +96,8 @@ pub fn administer(
     concurrency: usize,
     progress: bool,
 ) -> Result<Summary, AdministerError> {
+    // Lock before reading: a second run on the same file refuses instead of losing records.
+    let _lock = record::lock_output(out)?;
     let existing = record::load_existing(out)?;
     let mut summary = Summary {
         planned: planned.len(),

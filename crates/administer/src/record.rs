@@ -175,9 +175,12 @@ pub struct Existing {
     pub truncated_bytes: usize,
 }
 
-/// Read an output file for resuming. A missing file is empty. An incomplete last line (no
-/// newline, as a kill mid-write leaves it) is cut off the file so appends start on a fresh
-/// line; any other unreadable line is an error naming the file and line.
+/// Read an output file for resuming. A missing or empty file is empty.
+///
+/// The file must be one this command can resume: every complete line a record, and an
+/// incomplete last line (no newline, as a kill mid-write leaves it) only after at least one
+/// record or when it is the start of a record. Anything else is refused before the file is
+/// touched. Only then is an incomplete last line cut off, so appends start on a fresh line.
 pub fn load_existing(path: &Path) -> Result<Existing, AdministerError> {
     let io = |e: std::io::Error| AdministerError::Io {
         path: path.to_path_buf(),
@@ -193,7 +196,43 @@ pub fn load_existing(path: &Path) -> Result<Existing, AdministerError> {
         None => 0,
     };
     let truncated_bytes = bytes.len() - complete;
+    let not_ours = |line: usize, why: String| {
+        AdministerError::Store {
+        path: path.to_path_buf(),
+        line,
+        message: format!(
+            "{why}; this is not a stored-answer file written by `protospread administer`, so it is left untouched: give another --out"
+        ),
+    }
+    };
+    let text = std::str::from_utf8(&bytes[..complete]).map_err(|e| {
+        let line = bytes[..e.valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
+        not_ours(line, format!("not UTF-8: {e}"))
+    })?;
+    let mut records = Vec::new();
+    for (k, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let r: Record = serde_json::from_str(line)
+            .map_err(|e| not_ours(k + 1, format!("not a record: {e}")))?;
+        records.push(r);
+    }
     if truncated_bytes > 0 {
+        let tail = &bytes[complete..];
+        // A record is serialized with `format_version` first; a cut first record starts so.
+        let starts_a_record = tail.starts_with(b"{\"format_version\":");
+        if records.is_empty() && !starts_a_record {
+            let line = text.lines().count() + 1;
+            return Err(not_ours(
+                line,
+                "the last line is incomplete and no complete record precedes it".into(),
+            ));
+        }
         let f = std::fs::OpenOptions::new()
             .write(true)
             .open(path)
@@ -201,27 +240,44 @@ pub fn load_existing(path: &Path) -> Result<Existing, AdministerError> {
         f.set_len(complete as u64).map_err(io)?;
         f.sync_all().map_err(io)?;
     }
-    let text = std::str::from_utf8(&bytes[..complete]).map_err(|e| AdministerError::Store {
-        path: path.to_path_buf(),
-        line: 0,
-        message: format!("not UTF-8: {e}"),
-    })?;
-    let mut records = Vec::new();
-    for (k, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let r: Record = serde_json::from_str(line).map_err(|e| AdministerError::Store {
-            path: path.to_path_buf(),
-            line: k + 1,
-            message: format!("not a record written by `protospread administer`: {e}"),
-        })?;
-        records.push(r);
-    }
     Ok(Existing {
         records,
         truncated_bytes,
     })
+}
+
+/// The exclusive lock of an output file, held while a run appends to it and rewrites it.
+#[derive(Debug)]
+pub struct OutputLock {
+    _file: std::fs::File,
+}
+
+/// Lock `path` (created empty if missing) for this process; a second run on the same file is
+/// refused instead of interleaving records.
+pub fn lock_output(path: &Path) -> Result<OutputLock, AdministerError> {
+    let io = |e: std::io::Error| AdministerError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| AdministerError::Io {
+            path: dir.to_path_buf(),
+            source: e,
+        })?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(io)?;
+    match file.try_lock() {
+        Ok(()) => Ok(OutputLock { _file: file }),
+        Err(std::fs::TryLockError::WouldBlock) => Err(AdministerError::Locked {
+            path: path.to_path_buf(),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
+    }
 }
 
 /// One record per request key: the first answered record, else the last failure.
@@ -352,5 +408,28 @@ mod tests {
         std::fs::write(&p, format!("{line}\nnot json\n{line}\n")).unwrap();
         let err = load_existing(&p).unwrap_err().to_string();
         assert!(err.contains("a.jsonl") && err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn a_file_that_is_not_ours_is_refused_untouched() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("one.jsonl");
+        for content in ["{\"a\":1}", "{\"a\":1}\n{\"b\":2}", "hello"] {
+            std::fs::write(&p, content).unwrap();
+            let err = load_existing(&p).unwrap_err().to_string();
+            assert!(err.contains("not a stored-answer file"), "{err}");
+            assert_eq!(std::fs::read_to_string(&p).unwrap(), content);
+        }
+        std::fs::write(&p, "{\"format_version\":1,\"mod").unwrap();
+        assert_eq!(load_existing(&p).unwrap().truncated_bytes, 24);
+    }
+
+    #[test]
+    fn second_lock_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.jsonl");
+        let _l = lock_output(&p).unwrap();
+        let e = lock_output(&p).unwrap_err().to_string();
+        assert!(e.contains("another"), "{e}");
     }
 }

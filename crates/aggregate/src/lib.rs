@@ -139,7 +139,7 @@ pub fn run_with_extra(
     extra: &[(String, arrow::record_batch::RecordBatch)],
 ) -> Result<Summary, AggregateError> {
     let tables = compute_tables(score_dir, params)?;
-    let mut staged = protospread_core::atomic::Staged::new();
+    let mut staged = protospread_core::atomic::Staged::in_dir(out_dir)?;
     let mut files = Vec::new();
     for t in &tables {
         let name = format!("{}.parquet", t.name);

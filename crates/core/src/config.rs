@@ -202,7 +202,7 @@ impl Config {
                 }
             }
         }
-        Ok(())
+        crate::limits::check_config(self)
     }
 }
 
@@ -242,6 +242,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("40-hex"), "{e}");
+    }
+
+    #[test]
+    fn huge_item_count_is_refused_before_anything_is_allocated() {
+        let text =
+            format!("{MIN}[answers]\nextra_tests = [{{ name = \"x\", items = 4000000000 }}]\n");
+        let e = Config::parse(&text, Path::new("p.toml"), Path::new("."))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("p.toml") && e.contains("items = 4000000000 is out of range"),
+            "{e}"
+        );
     }
 
     #[test]

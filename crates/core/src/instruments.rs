@@ -8,7 +8,8 @@
 pub enum ItemKind {
     /// Small integers (Int8). A non-integer cell is an import error.
     Int,
-    /// Free text: career_match stores some answers as JSON objects.
+    /// Free text (no instrument uses it since career_match is typed as integers; its one row
+    /// of JSON-object answers is excluded and reported on import).
     Text,
 }
 
@@ -102,7 +103,7 @@ pub const CAREER_MATCH: Instrument = Instrument {
     dimensions: &["A", "C", "E", "I", "R", "S"],
     text_scores: &[],
     items: 12,
-    item_kind: ItemKind::Text,
+    item_kind: ItemKind::Int,
     in_study: false,
 };
 

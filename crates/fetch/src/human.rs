@@ -65,6 +65,49 @@ impl fmt::Display for CsvError {
 
 impl std::error::Error for CsvError {}
 
+/// A data row left out of an import, with where and why; reported, never silent.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ExcludedRow {
+    /// 1-based among data rows.
+    pub row: usize,
+    /// Line of the file where the row starts.
+    pub line: u64,
+    /// The row's `id` cell.
+    pub id: String,
+    /// Columns whose cells caused the exclusion.
+    pub columns: Vec<String>,
+    /// Why, with the first such cell verbatim.
+    pub reason: String,
+}
+
+/// A human CSV as one record batch, and the rows left out of it.
+#[derive(Debug, Clone)]
+pub struct HumanImport {
+    pub batch: RecordBatch,
+    pub excluded: Vec<ExcludedRow>,
+}
+
+/// `Some(value)` for an item cell written as the JSON object
+/// `{"value":V,"question_index":K}` whose `K` is the column's 0-based item index. One
+/// career_match row stores every answer so (a different export format); its values cannot be
+/// told from the app's own 0-based item numbering, so such a row is excluded and reported
+/// instead of being read as integers or typing the whole column as text.
+fn json_answer_cell(cell: &str, item_index: usize) -> Option<i64> {
+    let inner = cell.trim().strip_prefix('{')?.strip_suffix('}')?;
+    let mut value = None;
+    let mut index = None;
+    for part in inner.split(',') {
+        let (k, v) = part.split_once(':')?;
+        let v: i64 = v.trim().parse().ok()?;
+        match k.trim() {
+            "\"value\"" if value.is_none() => value = Some(v),
+            "\"question_index\"" if index.is_none() => index = Some(v),
+            _ => return None,
+        }
+    }
+    (index? == item_index as i64).then_some(value?)
+}
+
 enum Col {
     I64(Int64Builder),
     I32(Int32Builder),
@@ -137,6 +180,17 @@ pub fn import_human_csv(
     bytes: &[u8],
     inst: &Instrument,
 ) -> Result<RecordBatch, CsvError> {
+    import_human_csv_reporting(file, bytes, inst).map(|h| h.batch)
+}
+
+/// [`import_human_csv`], also returning the rows it left out: a row whose item cells are
+/// JSON objects `{"value":V,"question_index":K}` (see `docs/fetch.md`) is excluded and
+/// listed; any other cell that does not parse is an error.
+pub fn import_human_csv_reporting(
+    file: &Path,
+    bytes: &[u8],
+    inst: &Instrument,
+) -> Result<HumanImport, CsvError> {
     let schema: SchemaRef = arrow_schema(inst);
     let err = |place: CsvPlace, message: String| CsvError {
         file: file.to_path_buf(),
@@ -223,6 +277,18 @@ pub fn import_human_csv(
         .map(|f| Col::for_type(f.data_type()))
         .collect();
     let nullable: Vec<bool> = schema.fields().iter().map(|f| f.is_nullable()).collect();
+    let id_col = expected.iter().position(|c| c == "id");
+    let item_cols: Vec<(usize, usize)> = expected
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let n: usize = c.strip_prefix('q')?.parse().ok()?;
+            (schema.field(i).data_type() == &DataType::Int8).then_some((i, n - 1))
+        })
+        .collect();
+    let mut excluded = Vec::new();
+    // First row of each id: a second row with the same id would count one person twice.
+    let mut ids: std::collections::HashMap<String, usize> = Default::default();
     let mut row = 0usize;
     while read(&mut rdr, &mut rec)? {
         row += 1;
@@ -256,6 +322,36 @@ pub fn import_human_csv(
                 ),
             ));
         }
+        let json_cells: Vec<usize> = item_cols
+            .iter()
+            .filter(|(i, k)| {
+                std::str::from_utf8(&rec[*i])
+                    .ok()
+                    .is_some_and(|c| json_answer_cell(c, *k).is_some())
+            })
+            .map(|(i, _)| *i)
+            .collect();
+        // Excluded only when every other item cell is an integer: any other odd cell is an
+        // error naming it (below).
+        let rest_are_ints = item_cols.iter().all(|(i, _)| {
+            json_cells.contains(i)
+                || std::str::from_utf8(&rec[*i])
+                    .ok()
+                    .is_some_and(|c| c.trim().parse::<i64>().is_ok())
+        });
+        if let (Some(&first), true) = (json_cells.first(), rest_are_ints) {
+            excluded.push(ExcludedRow {
+                row,
+                line,
+                id: String::from_utf8_lossy(&rec[0]).into_owned(),
+                columns: json_cells.iter().map(|i| expected[*i].clone()).collect(),
+                reason: format!(
+                    "answers written as JSON objects ({}) instead of integers",
+                    String::from_utf8_lossy(&rec[first])
+                ),
+            });
+            continue;
+        }
         for (i, field) in rec.iter().enumerate() {
             let cell = std::str::from_utf8(field).map_err(|e| {
                 err(
@@ -274,6 +370,19 @@ pub fn import_human_csv(
                 ));
             }
             cols[i].push(cell).map_err(|m| err(place(i + 1), m))?;
+            if Some(i) == id_col {
+                // Compared as numbers, so `7` and `07` are the same id.
+                let key = cell
+                    .trim()
+                    .parse::<i128>()
+                    .map_or_else(|_| cell.to_string(), |v| v.to_string());
+                if let Some(first) = ids.insert(key, row) {
+                    return Err(err(
+                        place(i + 1),
+                        format!("duplicate id {cell} (first in row {first}); every row must have its own id"),
+                    ));
+                }
+            }
         }
     }
     if row == 0 {
@@ -283,7 +392,9 @@ pub fn import_human_csv(
         ));
     }
     let arrays: Vec<ArrayRef> = cols.iter_mut().map(Col::finish).collect();
-    RecordBatch::try_new(schema, arrays).map_err(|e| err(CsvPlace::File, format!("arrow: {e}")))
+    let batch = RecordBatch::try_new(schema, arrays)
+        .map_err(|e| err(CsvPlace::File, format!("arrow: {e}")))?;
+    Ok(HumanImport { batch, excluded })
 }
 
 #[cfg(test)]
@@ -311,6 +422,60 @@ mod tests {
             row(1, "2026-03-10T15:48:45.624832+00:00", &items("3")),
             row(2, "2026-04-03T20:50:20.089+00:00", &items("0"))
         )
+    }
+
+    #[test]
+    fn a_row_of_json_object_answers_is_excluded_and_reported() {
+        let inst = by_name("career_match").unwrap();
+        let ints: Vec<String> = (0..12).map(|i| (i % 5).to_string()).collect();
+        let objs: Vec<String> = (0..12)
+            .map(|i| format!("\"{{\"\"value\"\":{},\"\"question_index\"\":{i}}}\"", i % 2))
+            .collect();
+        let text = format!(
+            "{}\n1,2026-03-31T14:03:30.424+00:00,,,E,0,3,19,6,6,0,{}\n2,2026-03-31T14:03:30.424+00:00,en,120,IA,40,14,16,48,24,18,{}\n",
+            header(inst),
+            ints.join(","),
+            objs.join(",")
+        );
+        let h = import_human_csv_reporting(Path::new("cm.csv"), text.as_bytes(), inst).unwrap();
+        assert_eq!(h.batch.num_rows(), 1);
+        assert_eq!(
+            h.batch.schema().field_with_name("q1").unwrap().data_type(),
+            &DataType::Int8
+        );
+        assert_eq!(h.excluded.len(), 1);
+        let x = &h.excluded[0];
+        assert_eq!(
+            (x.row, x.line, x.id.as_str(), x.columns.len()),
+            (2, 3, "2", 12)
+        );
+        assert!(
+            x.reason.contains(r#"{"value":0,"question_index":0}"#),
+            "{}",
+            x.reason
+        );
+        // An object naming another item is not this form: an error naming the cell.
+        let wrong = text.replace(r#"""question_index"":0}"#, r#"""question_index"":5}"#);
+        let m = import_human_csv(Path::new("cm.csv"), wrong.as_bytes(), inst)
+            .unwrap_err()
+            .to_string();
+        assert!(m.contains("row 2 (line 3), column 12 `q1`"), "{m}");
+    }
+
+    #[test]
+    fn duplicate_id_is_refused_with_row_and_column() {
+        let text = format!(
+            "{}\n{}\n{}\n",
+            header(&DARK_TRIAD),
+            row(7, "2026-03-10T15:48:45.624832+00:00", &items("3")),
+            row(7, "2026-04-03T20:50:20.089+00:00", &items("0"))
+        );
+        let m = e(&text);
+        assert!(
+            m.contains("row 2 (line 3), column 1 `id`")
+                && m.contains("duplicate id 7 (first in row 1)"),
+            "{m}"
+        );
     }
 
     fn e(text: &str) -> String {

@@ -21,7 +21,9 @@ pub mod cells;
 pub mod http;
 pub mod human;
 
-pub use human::{import_human_csv, CsvError, CsvPlace};
+pub use human::{
+    import_human_csv, import_human_csv_reporting, CsvError, CsvPlace, ExcludedRow, HumanImport,
+};
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
@@ -329,6 +331,8 @@ pub fn obtain(
                 }
             }
             fs::create_dir_all(&cache).map_err(|e| io(&cache, e))?;
+            // Partial downloads of killed runs (a cache outside --out is not cleaned on claim).
+            protospread_core::outdir::remove_dead_temporaries(&cache)?;
             let tmp = cache.join(format!(".{}.{}.part", input.sha256, std::process::id()));
             let result = (|| -> Result<u64, FetchError> {
                 let size = http::download(name, &url, &tmp, &http_settings(cfg, opts))?;
@@ -448,6 +452,9 @@ pub struct InputSummary {
     pub rows: Option<usize>,
     /// Output file, relative to the fetch folder.
     pub output: String,
+    /// Human rows left out of the output, with the reason (docs/fetch.md).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<ExcludedRow>,
 }
 
 /// What a fetch run did.
@@ -492,11 +499,13 @@ pub fn run(cfg: &Config, out: &Path, opts: &Options) -> Result<Summary, FetchErr
         }
     }
 
-    let mut staged = Staged::new();
+    // The whole folder is replaced in one step at the end (only if it is protospread's).
+    let mut staged = Staged::in_dir(&fetch_dir)?;
     let mut summaries = Vec::new();
     let mut human_rows = BTreeMap::new();
     for input in &cfg.inputs {
         let v = obtain(cfg, input, out, opts)?;
+        let mut excluded = Vec::new();
         let (rel, rows) = match input.role {
             InputRole::Human => {
                 let inst_name = input.instrument.as_deref().unwrap_or_default();
@@ -505,13 +514,13 @@ pub fn run(cfg: &Config, out: &Path, opts: &Options) -> Result<Summary, FetchErr
                     message: format!("unknown instrument '{inst_name}'"),
                 })?;
                 let bytes = read_verified(input, &v)?;
-                let batch =
-                    import_human_csv(Path::new(&v.display), &bytes, inst).map_err(|error| {
-                        FetchError::Csv {
-                            input: input.name.clone(),
-                            error,
-                        }
+                let imported = import_human_csv_reporting(Path::new(&v.display), &bytes, inst)
+                    .map_err(|error| FetchError::Csv {
+                        input: input.name.clone(),
+                        error,
                     })?;
+                excluded = imported.excluded;
+                let batch = imported.batch;
                 let rel = format!("human/{}.parquet", inst.name);
                 let dest = fetch_dir.join(&rel);
                 let rows = batch.num_rows();
@@ -546,14 +555,17 @@ pub fn run(cfg: &Config, out: &Path, opts: &Options) -> Result<Summary, FetchErr
             origin: v.origin,
             rows,
             output: rel,
+            excluded,
         });
     }
 
-    let produced: BTreeSet<PathBuf> = staged.paths().map(Path::to_path_buf).collect();
+    let produced: BTreeSet<String> = staged
+        .paths()
+        .map(|p| hash::rel_path(&fetch_dir, p))
+        .collect();
+    let removed = stale_outputs(&fetch_dir, &produced)?;
     staged.commit()?;
-    let removed = remove_stale(&fetch_dir, &produced)?;
-    fs::create_dir_all(&fetch_dir).map_err(|e| CoreError::io(&fetch_dir, e))?;
-    let manifest = hash::write_manifest(&fetch_dir)?;
+    let manifest = hash::Manifest::read(&fetch_dir.join(MANIFEST_NAME))?;
     Ok(Summary {
         out_dir: display_path(&fetch_dir),
         inputs: summaries,
@@ -564,34 +576,18 @@ pub fn run(cfg: &Config, out: &Path, opts: &Options) -> Result<Summary, FetchErr
     })
 }
 
-/// Remove files an earlier run left in the fetch folder that this run did not produce (an
-/// input removed from pipeline.toml), so the folder and its manifest hold exactly this run's
-/// outputs. Temporaries (names starting with `.`) and the manifest are left alone.
-fn remove_stale(dir: &Path, keep: &BTreeSet<PathBuf>) -> Result<Vec<String>, FetchError> {
-    let mut removed = Vec::new();
-    if !dir.is_dir() {
-        return Ok(removed);
+/// Outputs of the previous run (listed in the folder's manifest) that this run does not write
+/// (an input removed from pipeline.toml); they go with the previous folder.
+fn stale_outputs(dir: &Path, keep: &BTreeSet<String>) -> Result<Vec<String>, FetchError> {
+    let m = dir.join(MANIFEST_NAME);
+    if !m.is_file() {
+        return Ok(Vec::new());
     }
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in fs::read_dir(&d).map_err(|e| CoreError::io(&d, e))? {
-            let entry = entry.map_err(|e| CoreError::io(&d, e))?;
-            let p = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let ft = entry.file_type().map_err(|e| CoreError::io(&p, e))?;
-            if name.starts_with('.') || (d == dir && name == MANIFEST_NAME) {
-                continue;
-            }
-            if ft.is_dir() {
-                stack.push(p);
-            } else if !keep.contains(&p) {
-                fs::remove_file(&p).map_err(|e| CoreError::io(&p, e))?;
-                removed.push(hash::rel_path(dir, &p));
-            }
-        }
-    }
-    removed.sort();
-    Ok(removed)
+    Ok(hash::Manifest::read(&m)?
+        .entries
+        .into_keys()
+        .filter(|k| !keep.contains(k))
+        .collect())
 }
 
 #[cfg(test)]

@@ -75,6 +75,21 @@ pub fn bagging_date(
                 "--date {d:?}: expected YYYY-MM-DD"
             )));
         }
+        let num = |r: std::ops::Range<usize>| d[r].parse::<u32>().unwrap_or(0);
+        let (y, m, day) = (num(0..4), num(5..7), num(8..10));
+        let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+        let days_in_month = match m {
+            1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+            4 | 6 | 9 | 11 => 30,
+            2 if leap => 29,
+            2 => 28,
+            _ => 0,
+        };
+        if days_in_month == 0 || day == 0 || day > days_in_month {
+            return Err(ReportError::Usage(format!(
+                "--date {d:?}: not a calendar date (month 01..12, day within the month)"
+            )));
+        }
         return Ok((d.to_string(), "given with --date"));
     }
     if let Some(e) = source_date_epoch {
@@ -160,7 +175,17 @@ fn build(
     for f in files {
         check_payload_path(&f.path)?;
         let bytes = match &f.content {
-            Content::File(p) => std::fs::read(p).map_err(|e| CoreError::io(p, e))?,
+            Content::File(p) => {
+                // A bag holds files, never what a symlink points to.
+                let m = std::fs::symlink_metadata(p).map_err(|e| CoreError::io(p, e))?;
+                if !m.file_type().is_file() {
+                    return Err(ReportError::Usage(format!(
+                        "{}: not a regular file (a symlink?); a bag never follows links",
+                        p.display()
+                    )));
+                }
+                std::fs::read(p).map_err(|e| CoreError::io(p, e))?
+            }
             Content::Bytes(b) => b.clone(),
         };
         let dest = root.join("data").join(&f.path);
@@ -235,6 +260,16 @@ mod tests {
             "1970-01-02"
         );
         assert!(bagging_date(Some("2025-1-2"), None, 0).is_err());
+        for bad in [
+            "2025-13-45",
+            "2025-02-29",
+            "2025-04-31",
+            "2025-00-10",
+            "2025-01-00",
+        ] {
+            assert!(bagging_date(Some(bad), None, 0).is_err(), "{bad}");
+        }
+        assert!(bagging_date(Some("2024-02-29"), None, 0).is_ok());
         assert!(bagging_date(None, Some("x"), 0).is_err());
     }
 

@@ -9,6 +9,7 @@
 
 pub mod bag;
 pub mod html;
+pub mod provenance;
 pub mod render;
 pub mod verify;
 
@@ -175,7 +176,9 @@ pub fn markdown_report(title: &str, tables: &[Rendered]) -> String {
 pub fn run(out: &Path, section: &ReportSection) -> Result<Summary, ReportError> {
     let tables = collect_tables(out, section)?;
     let dir = out.join("report");
-    let mut staged = protospread_core::atomic::Staged::new();
+    // The whole folder is replaced in one step: files of tables that no longer exist go with
+    // the previous folder, and a failure changes nothing.
+    let mut staged = protospread_core::atomic::Staged::in_dir(&dir)?;
     let mut files = Vec::new();
     for t in &tables {
         for (ext, bytes) in [
@@ -195,20 +198,18 @@ pub fn run(out: &Path, section: &ReportSection) -> Result<Summary, ReportError> 
     let html = html::report(&section.title, &tables)?;
     staged.put(&dir.join("report.html"), html.as_bytes())?;
     files.push("report.html".to_string());
-    staged.commit()?;
-    // Remove renderings of tables that no longer exist, so the folder holds exactly this run.
-    if let Ok(rd) = std::fs::read_dir(&dir) {
-        for e in rd.flatten() {
-            let n = e.file_name().to_string_lossy().into_owned();
-            if (n.ends_with(".csv") || n.ends_with(".md") || n.ends_with(".html"))
-                && !files.contains(&n)
-            {
-                std::fs::remove_file(e.path())
-                    .map_err(|err| protospread_core::CoreError::io(e.path(), err))?;
-            }
-        }
+    if files
+        .iter()
+        .filter(|f| *f == "report.md" || *f == "report.html")
+        .count()
+        > 2
+    {
+        return Err(ReportError::table(
+            &dir,
+            "a [report] table is named 'report', which would overwrite report.md or report.html; rename it",
+        ));
     }
-    protospread_core::hash::write_manifest(&dir)?;
+    staged.commit()?;
     files.sort();
     Ok(Summary { tables, files })
 }

@@ -1,0 +1,671 @@
+//! Ownership, locking and all-or-nothing replacement of output folders.
+//!
+//! protospread only deletes or replaces what it wrote itself:
+//! - an output folder (`--out`) is protospread's when it holds the marker file
+//!   [`MARKER_NAME`] (written when protospread creates the folder or finds it empty), or when
+//!   every file in it is listed in a `SHA256SUMS` manifest protospread wrote (a folder from an
+//!   older version);
+//! - a stage folder (`out/score/`) is replaced as a whole only when every file in it is listed
+//!   in its own `SHA256SUMS`;
+//! - temporaries are removed only when their name has protospread's pattern
+//!   (`.NAME.PID.tmp`, `.NAME.PID.part`) and the process `PID` is gone.
+//!
+//! A folder is replaced by building its new content in a sibling `.NAME.PID.tmp` and
+//! exchanging the two in one `renameat2(RENAME_EXCHANGE)` call, so that a reader (or a run
+//! killed at any moment) sees either the complete old folder or the complete new one.
+
+use crate::hash::{Manifest, MANIFEST_NAME};
+use crate::{CoreError, Result};
+use fs_err as fs;
+use std::io::{Read, Seek, Write};
+use std::path::{Component, Path, PathBuf};
+
+/// Marker file that makes a folder protospread's output folder.
+pub const MARKER_NAME: &str = ".protospread";
+/// Lock file of an output folder; it holds the pid of the process writing the folder.
+pub const LOCK_NAME: &str = ".protospread.lock";
+/// Folders that `protospread run` writes below `--out`, in stage order.
+pub const STAGE_DIRS: [&str; 4] = ["fetch", "score", "aggregate", "report"];
+
+const MARKER_TEXT: &str = "This folder is written by protospread (docs/reliability.md).\n\
+protospread replaces the files listed in its SHA256SUMS manifests and removes its own\n\
+temporaries (.NAME.PID.tmp, .NAME.PID.part) of dead processes; it touches nothing else here.\n";
+
+fn refused(path: &Path, message: impl Into<String>) -> CoreError {
+    CoreError::Refused {
+        path: path.to_path_buf(),
+        message: message.into(),
+    }
+}
+
+/// The process id in a temporary's name `.NAME.PID.tmp` / `.NAME.PID.part`, if it has that form.
+pub fn temporary_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix('.')?;
+    let stem = rest
+        .strip_suffix(".tmp")
+        .or_else(|| rest.strip_suffix(".part"))?;
+    let (base, pid) = stem.rsplit_once('.')?;
+    if base.is_empty() || pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// True when process `pid` still exists. Where that cannot be known, every process counts as
+/// alive, so nothing is removed.
+pub fn process_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    if cfg!(target_os = "linux") {
+        Path::new("/proc").join(pid.to_string()).exists()
+    } else {
+        true
+    }
+}
+
+/// True for a protospread temporary whose process is gone.
+fn dead_temporary(name: &str) -> bool {
+    temporary_pid(name).is_some_and(|pid| !process_alive(pid))
+}
+
+/// Remove, directly in `dir`, the temporaries (`.NAME.PID.tmp` files or folders,
+/// `.NAME.PID.part` downloads) of processes that no longer exist. Returns what was removed.
+pub fn remove_dead_temporaries(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(removed),
+        Err(e) => return Err(CoreError::io(dir, e)),
+    };
+    for entry in rd {
+        let entry = entry.map_err(|e| CoreError::io(dir, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !dead_temporary(&name) {
+            continue;
+        }
+        let p = entry.path();
+        let ft = entry.file_type().map_err(|e| CoreError::io(&p, e))?;
+        if ft.is_dir() {
+            fs::remove_dir_all(&p)?;
+        } else {
+            fs::remove_file(&p)?;
+        }
+        removed.push(p);
+    }
+    Ok(removed)
+}
+
+/// Every regular file below `dir` (not following symlinks), as paths relative to `dir`, with
+/// the other entries (symlinks, sockets...) reported as errors.
+fn files_below(dir: &Path, skip_top: &[&str]) -> Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs::read_dir(&d)? {
+            let entry = entry.map_err(|e| CoreError::io(&d, e))?;
+            let p = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if d == dir && skip_top.contains(&name.as_str()) {
+                continue;
+            }
+            if temporary_pid(&name).is_some() {
+                continue;
+            }
+            let ft = entry.file_type().map_err(|e| CoreError::io(&p, e))?;
+            if ft.is_dir() {
+                stack.push(p);
+            } else if ft.is_file() {
+                out.push((crate::hash::rel_path(dir, &p), p));
+            } else {
+                return Err(refused(
+                    &p,
+                    "not a regular file or folder written by protospread (a symlink or special file); move it away",
+                ));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Check that every file below the stage folder `dir` is listed in `dir/SHA256SUMS` (the
+/// folder's own manifest), so replacing the folder destroys nothing protospread did not write.
+/// A missing folder is fine.
+pub fn check_owned_stage_dir(dir: &Path) -> Result<()> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    if !dir.is_dir() || dir.is_symlink() {
+        return Err(refused(
+            dir,
+            "not a folder written by protospread; move it away or choose another --out",
+        ));
+    }
+    let manifest_path = dir.join(MANIFEST_NAME);
+    let listed = if manifest_path.is_file() {
+        Manifest::read(&manifest_path)?.entries
+    } else {
+        Default::default()
+    };
+    for (rel, p) in files_below(dir, &[])? {
+        if rel == MANIFEST_NAME || rel.ends_with(&format!("/{MANIFEST_NAME}")) {
+            continue;
+        }
+        if !listed.contains_key(&rel) {
+            return Err(refused(
+                &p,
+                format!(
+                    "not listed in {}, so protospread did not write it and will not replace it; move it away (or delete {} if it is an old protospread output)",
+                    manifest_path.display(),
+                    dir.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// True when every file below `out` is explained as protospread's: listed in a `SHA256SUMS`
+/// of `out` or of one of its stage folders, a manifest itself, or below `cache_top`.
+fn all_files_listed(out: &Path, cache_top: Option<&str>) -> Result<Option<PathBuf>> {
+    let mut listed = std::collections::BTreeSet::new();
+    let top = out.join(MANIFEST_NAME);
+    if top.is_file() {
+        listed.extend(Manifest::read(&top)?.entries.into_keys());
+    }
+    for s in STAGE_DIRS {
+        let m = out.join(s).join(MANIFEST_NAME);
+        if m.is_file() {
+            for k in Manifest::read(&m)?.entries.into_keys() {
+                listed.insert(format!("{s}/{k}"));
+            }
+        }
+    }
+    let skip: Vec<&str> = cache_top.into_iter().collect();
+    for (rel, p) in files_below(out, &skip)? {
+        let name = rel.rsplit('/').next().unwrap_or(&rel);
+        if name == MANIFEST_NAME || listed.contains(&rel) {
+            continue;
+        }
+        return Ok(Some(p));
+    }
+    Ok(None)
+}
+
+/// The held lock of an output folder; dropping it releases the lock.
+#[derive(Debug)]
+pub struct OutLock {
+    _file: std::fs::File,
+    path: PathBuf,
+    /// The folder did not exist before [`claim`] created it.
+    created: Option<PathBuf>,
+}
+
+impl OutLock {
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// After a failed command: if [`claim`] created the folder and it holds nothing but the
+    /// marker and the lock, remove it again, so a failure into a new folder creates nothing.
+    pub fn release_unused(self) {
+        let Some(out) = &self.created else {
+            return;
+        };
+        let only_ours = std::fs::read_dir(out).is_ok_and(|rd| {
+            rd.flatten().all(|e| {
+                let n = e.file_name();
+                n == MARKER_NAME || n == LOCK_NAME
+            })
+        });
+        if only_ours {
+            let _ = std::fs::remove_file(out.join(MARKER_NAME));
+            let _ = std::fs::remove_file(&self.path);
+            let _ = std::fs::remove_dir(out);
+        }
+    }
+}
+
+/// First component of a relative cache folder (`cache` for `[fetch] cache_dir = "cache"`).
+pub fn cache_top(cache_dir: &Path) -> Option<String> {
+    if cache_dir.is_absolute() {
+        return None;
+    }
+    cache_dir.components().find_map(|c| match c {
+        Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
+        _ => None,
+    })
+}
+
+/// Claim `out` for writing: refuse a non-empty folder that protospread did not create, create
+/// the folder with its marker if needed, take the exclusive lock (refusing when another process
+/// holds it, naming its pid), and remove temporaries that dead processes left in `out`, in its
+/// stage folders, in `cache_top` and beside `out`. `cache_top` is the top folder of the download
+/// cache when it lies inside `out` (see [`cache_top`]).
+pub fn claim(out: &Path, cache_top: Option<&str>) -> Result<OutLock> {
+    if out.as_os_str().is_empty() {
+        return Err(refused(out, "--out is empty"));
+    }
+    if out.is_symlink() || (out.exists() && !out.is_dir()) {
+        return Err(refused(
+            out,
+            "--out must be a folder (not a file or a symlink)",
+        ));
+    }
+    if out.is_dir() && !out.join(MARKER_NAME).is_file() {
+        let empty = fs::read_dir(out)?.next().is_none();
+        if !empty {
+            if let Some(foreign) = all_files_listed(out, cache_top)? {
+                return Err(refused(
+                    out,
+                    format!(
+                        "folder is not empty and was not created by protospread ({} is not one of its outputs); protospread never writes into such a folder: choose a new or empty --out",
+                        foreign.display()
+                    ),
+                ));
+            }
+        }
+    }
+    let created = (!out.exists()).then(|| out.to_path_buf());
+    fs::create_dir_all(out)?;
+    let lock_path = out.join(LOCK_NAME);
+    let mut file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)?
+        .into_parts()
+        .0;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut pid = String::new();
+            let _ = file.read_to_string(&mut pid);
+            let pid = pid.trim();
+            return Err(refused(
+                out,
+                format!(
+                    "another protospread process (pid {}) is writing this folder (lock {}); wait for it to finish or stop it",
+                    if pid.is_empty() { "unknown" } else { pid },
+                    lock_path.display()
+                ),
+            ));
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(CoreError::io(&lock_path, e)),
+    }
+    (|| {
+        file.set_len(0)?;
+        file.rewind()?;
+        writeln!(file, "{}", std::process::id())?;
+        file.sync_all()
+    })()
+    .map_err(|e| CoreError::io(&lock_path, e))?;
+    if !out.join(MARKER_NAME).is_file() {
+        crate::atomic::write_atomic(&out.join(MARKER_NAME), MARKER_TEXT.as_bytes())?;
+    }
+    rescue_dead_runs(out)?;
+    remove_dead_temporaries(out)?;
+    for s in STAGE_DIRS {
+        remove_dead_temporaries(&out.join(s))?;
+    }
+    if let Some(c) = cache_top {
+        remove_dead_temporaries(&out.join(c))?;
+    }
+    Ok(OutLock {
+        _file: file,
+        path: lock_path,
+        created,
+    })
+}
+
+/// `path` made absolute with symlinks resolved as far as it exists.
+fn resolved(path: &Path) -> PathBuf {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|c| c.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
+    };
+    let mut existing = abs.clone();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.file_name(), existing.parent()) {
+            (Some(n), Some(p)) => {
+                rest.push(n.to_os_string());
+                existing = p.to_path_buf();
+            }
+            _ => break,
+        }
+    }
+    let mut out = existing.canonicalize().unwrap_or(existing);
+    for n in rest.into_iter().rev() {
+        if n == ".." {
+            out.pop();
+        } else if n != "." {
+            out.push(n);
+        }
+    }
+    out
+}
+
+/// Refuse an `--out` that holds or sits among the inputs, or that lies inside a source tree:
+/// equal to or inside the folder of an input file (other than the configuration's own folder,
+/// where `out/` normally lives), containing an input file or the configuration, or below a
+/// folder with a `Cargo.toml` other than its direct parent (e.g. `--out crates/x`), or in `.git`.
+pub fn check_location(out: &Path, config_path: &Path, inputs: &[PathBuf]) -> Result<()> {
+    let o = resolved(out);
+    let config = resolved(config_path);
+    let config_dir = config.parent().map(Path::to_path_buf).unwrap_or_default();
+    for f in std::iter::once(&config).chain(inputs.iter()) {
+        let f = resolved(f);
+        if f.starts_with(&o) {
+            return Err(refused(
+                out,
+                format!(
+                    "--out contains the input {}; choose another folder",
+                    f.display()
+                ),
+            ));
+        }
+        if let Some(dir) = f.parent() {
+            if dir != config_dir && o.starts_with(dir) {
+                return Err(refused(
+                    out,
+                    format!(
+                        "--out lies in the folder of the input {}; choose a folder outside the inputs",
+                        f.display()
+                    ),
+                ));
+            }
+        }
+    }
+    let parent = o.parent().map(Path::to_path_buf).unwrap_or_default();
+    for a in o.ancestors() {
+        if a.file_name().is_some_and(|n| n == ".git") {
+            return Err(refused(out, "--out lies inside a .git folder"));
+        }
+        if a != parent && a.join("Cargo.toml").is_file() {
+            return Err(refused(
+                out,
+                format!(
+                    "--out lies inside the source tree {} (it has a Cargo.toml); choose a folder such as {}/out",
+                    a.display(),
+                    a.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `.NAME.PID.tmp` beside `path`, for this process.
+pub fn twin_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+fn parent_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Before removing the staging folders of runs that died beside `out`, move back what a run
+/// moves into its staging folder just before the switch (the download cache, other folders of
+/// `out` that are not stage outputs), if `out` does not have them.
+fn rescue_dead_runs(out: &Path) -> Result<()> {
+    let Some(name) = out.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return Ok(());
+    };
+    let parent = parent_of(out);
+    let prefix = format!(".{name}.");
+    let Ok(rd) = std::fs::read_dir(&parent) else {
+        return Ok(());
+    };
+    for entry in rd.flatten() {
+        let n = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = n.strip_prefix(&prefix) else {
+            continue;
+        };
+        let is_run_dir = rest
+            .strip_suffix(".tmp")
+            .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+        if !is_run_dir || !dead_temporary(&n) {
+            continue;
+        }
+        let staging = entry.path();
+        // Only a folder that protospread marked as a run's staging folder is touched.
+        if !staging.join(MARKER_NAME).is_file() {
+            continue;
+        }
+        for e in fs::read_dir(&staging)?.flatten() {
+            let en = e.file_name().to_string_lossy().into_owned();
+            if STAGE_DIRS.contains(&en.as_str())
+                || en == MANIFEST_NAME
+                || en == MARKER_NAME
+                || en == LOCK_NAME
+                || temporary_pid(&en).is_some()
+            {
+                continue;
+            }
+            let dest = out.join(&en);
+            if !dest.exists() {
+                fs::rename(e.path(), &dest)?;
+            }
+        }
+        fs::remove_dir_all(&staging)?;
+    }
+    Ok(())
+}
+
+/// Exchange the folders `a` and `b` in one step (both must exist).
+pub fn exchange(a: &Path, b: &Path) -> Result<()> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let ca = CString::new(a.as_os_str().as_bytes())
+            .map_err(|e| CoreError::io(a, std::io::Error::other(e)))?;
+        let cb = CString::new(b.as_os_str().as_bytes())
+            .map_err(|e| CoreError::io(b, std::io::Error::other(e)))?;
+        // SAFETY: both paths are valid NUL-terminated strings that outlive the call.
+        let rc = unsafe {
+            libc::renameat2(
+                libc::AT_FDCWD,
+                ca.as_ptr(),
+                libc::AT_FDCWD,
+                cb.as_ptr(),
+                libc::RENAME_EXCHANGE,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        // File systems without RENAME_EXCHANGE fall through to the two-rename switch.
+        if !matches!(err.raw_os_error(), Some(libc::EINVAL) | Some(libc::ENOSYS)) {
+            return Err(CoreError::io(b, err));
+        }
+    }
+    // Not atomic: between the two renames `b` is missing for an instant.
+    let aside = b.with_file_name(format!(
+        ".{}.{}.old.tmp",
+        b.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    fs::rename(b, &aside)?;
+    fs::rename(a, b)?;
+    fs::rename(&aside, a)?;
+    Ok(())
+}
+
+/// Put the complete folder `new` at `dest` in one step; the previous content of `dest` (which
+/// the caller checked to be protospread's) is removed afterwards.
+pub fn replace_dir(new: &Path, dest: &Path) -> Result<()> {
+    if dest.exists() {
+        exchange(new, dest)?;
+        // `new` now holds the previous content; losing it to a kill is harmless (a dead
+        // process's `.NAME.PID.tmp`, removed by the next run).
+        fs::remove_dir_all(new)?;
+    } else {
+        fs::rename(new, dest)?;
+    }
+    Ok(())
+}
+
+/// A run's output built beside `out` (`.NAME.PID.tmp`) and switched in at the end.
+///
+/// The download cache (`cache_top`) moves into the staging folder at the start, so downloads
+/// are reused; [`RunStaging::commit`] moves the other entries of `out` that are not stage outputs
+/// (an `administer/` folder, user files) across and exchanges the folders. Dropping it without
+/// commit moves the cache back and removes the staging folder: `out` is as before.
+#[derive(Debug)]
+pub struct RunStaging {
+    out: PathBuf,
+    staging: PathBuf,
+    cache_top: Option<String>,
+    done: bool,
+}
+
+impl RunStaging {
+    /// Start a run into `out` (already claimed with [`claim`]); each stage folder of `out` must
+    /// be protospread's, since the switch replaces it.
+    pub fn begin(out: &Path, cache_top: Option<&str>) -> Result<Self> {
+        for s in STAGE_DIRS {
+            check_owned_stage_dir(&out.join(s))?;
+        }
+        let top = out.join(MANIFEST_NAME);
+        if top.exists() && !top.is_file() {
+            return Err(refused(&top, "not a manifest written by protospread"));
+        }
+        let staging = twin_path(out);
+        if staging.exists() {
+            fs::remove_dir_all(&staging)?;
+        }
+        fs::create_dir_all(&staging)?;
+        crate::atomic::write_atomic(&staging.join(MARKER_NAME), MARKER_TEXT.as_bytes())?;
+        let run = RunStaging {
+            out: out.to_path_buf(),
+            staging,
+            cache_top: cache_top.map(String::from),
+            done: false,
+        };
+        if let Some(c) = &run.cache_top {
+            let from = out.join(c);
+            if from.exists() {
+                fs::rename(&from, run.staging.join(c))?;
+            }
+        }
+        Ok(run)
+    }
+
+    /// The folder the stages write into (it stands for `out` during the run).
+    pub fn path(&self) -> &Path {
+        &self.staging
+    }
+
+    /// Switch the staged run in: carry over entries of `out` that are not stage outputs, then
+    /// exchange the folders in one step and remove the previous outputs.
+    pub fn commit(mut self) -> Result<()> {
+        for e in fs::read_dir(&self.out)?.flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if STAGE_DIRS.contains(&n.as_str())
+                || n == MANIFEST_NAME
+                || n == LOCK_NAME
+                || dead_temporary(&n)
+            {
+                continue;
+            }
+            let dest = self.staging.join(&n);
+            if !dest.exists() {
+                fs::rename(e.path(), &dest)?;
+            }
+        }
+        self.done = true;
+        replace_dir(&self.staging, &self.out)
+    }
+}
+
+impl Drop for RunStaging {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let Some(c) = &self.cache_top {
+            let from = self.staging.join(c);
+            let to = self.out.join(c);
+            if from.exists() && !to.exists() {
+                let _ = std::fs::rename(&from, &to);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.staging);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporary_names() {
+        assert_eq!(temporary_pid(".a.parquet.123.tmp"), Some(123));
+        assert_eq!(temporary_pid(".abc.77.part"), Some(77));
+        assert_eq!(temporary_pid("a.123.tmp"), None);
+        assert_eq!(temporary_pid(".123.tmp"), None);
+        assert_eq!(temporary_pid(".a.x1.tmp"), None);
+    }
+
+    #[test]
+    fn foreign_folder_is_refused_and_untouched() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("mine");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("notes.txt"), b"keep").unwrap();
+        let e = claim(&out, None).unwrap_err().to_string();
+        assert!(e.contains("not created by protospread"), "{e}");
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn second_claim_is_refused_with_pid() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out");
+        let _held = claim(&out, None).unwrap();
+        let e = claim(&out, None).unwrap_err().to_string();
+        assert!(e.contains(&format!("pid {}", std::process::id())), "{e}");
+    }
+
+    #[test]
+    fn exchange_swaps_folders() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        std::fs::write(a.join("x"), b"a").unwrap();
+        std::fs::write(b.join("x"), b"b").unwrap();
+        exchange(&a, &b).unwrap();
+        assert_eq!(std::fs::read(a.join("x")).unwrap(), b"b");
+        assert_eq!(std::fs::read(b.join("x")).unwrap(), b"a");
+    }
+
+    #[test]
+    fn unlisted_file_in_stage_folder_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let s = d.path().join("report");
+        std::fs::create_dir_all(&s).unwrap();
+        std::fs::write(s.join("a.csv"), b"1").unwrap();
+        crate::hash::write_manifest(&s).unwrap();
+        check_owned_stage_dir(&s).unwrap();
+        std::fs::write(s.join("mine.md"), b"2").unwrap();
+        let e = check_owned_stage_dir(&s).unwrap_err().to_string();
+        assert!(e.contains("mine.md") && e.contains("not listed"), "{e}");
+    }
+}

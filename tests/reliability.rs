@@ -1,0 +1,775 @@
+//! Fault injection (issue 10): protospread never destroys what it did not write, a run is all
+//! or nothing even under `kill -9`, concurrent writers are refused, administer cannot lose
+//! records or leak a key, bag trusts nothing, and no number makes it panic.
+//!
+//! Everything runs on copies in temporary folders with the release binary; servers are
+//! loopback stubs started here. The repository is never modified.
+
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Instant;
+
+const BIN: &str = env!("CARGO_BIN_EXE_protospread");
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn sha256(b: &[u8]) -> String {
+    hex::encode(Sha256::digest(b))
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The repository's pipeline.toml with every `data/` path made absolute, plus `extra` TOML,
+/// written to `dir/name`.
+fn config_in(dir: &Path, name: &str, extra: &str) -> PathBuf {
+    let text = std::fs::read_to_string(repo().join("pipeline.toml")).unwrap();
+    let data = format!("\"{}/data/", repo().display());
+    let text = text.replace("\"data/", &data);
+    let p = dir.join(name);
+    std::fs::write(&p, format!("{text}\n{extra}")).unwrap();
+    p
+}
+
+fn protospread(config: &Path, out: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("--config")
+        .arg(config)
+        .arg("--out")
+        .arg(out)
+        .arg("--quiet")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Every regular file below `dir` (relative path -> bytes), symlinks not followed.
+fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut m = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let ft = e.file_type().unwrap();
+            if ft.is_dir() {
+                stack.push(p);
+            } else if ft.is_file() {
+                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+                m.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    m
+}
+
+/// [`snapshot`] without the lock file, whose content is the pid of the last process that took
+/// the lock.
+fn outputs(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut m = snapshot(dir);
+    m.remove(".protospread.lock");
+    m
+}
+
+/// `sha256sum -c SHA256SUMS` in `out` passes, and every output file (not the cache, not
+/// protospread's hidden files, not the stage manifests) is listed: all files of one run.
+/// Returns the manifest text.
+fn assert_complete(out: &Path, context: &str) -> String {
+    let o = Command::new("sha256sum")
+        .args(["-c", "--quiet", "SHA256SUMS"])
+        .current_dir(out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{context}: sha256sum -c failed\n{}",
+        text(&o)
+    );
+    let manifest = std::fs::read_to_string(out.join("SHA256SUMS")).unwrap();
+    let listed: Vec<&str> = manifest.lines().map(|l| &l[66..]).collect();
+    for rel in snapshot(out).keys() {
+        let name = rel.rsplit('/').next().unwrap();
+        if rel.starts_with("cache/") || name.starts_with('.') || name == "SHA256SUMS" {
+            continue;
+        }
+        assert!(
+            listed.contains(&rel.as_str()),
+            "{context}: {rel} is not listed in SHA256SUMS"
+        );
+    }
+    for s in ["fetch", "score", "aggregate", "report"] {
+        let o = Command::new("sha256sum")
+            .args(["-c", "--quiet", "SHA256SUMS"])
+            .current_dir(out.join(s))
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{context}: {s}/SHA256SUMS\n{}",
+            text(&o)
+        );
+    }
+    manifest
+}
+
+/// Temporaries (`.NAME.PID.tmp`, `.NAME.PID.part`) anywhere below `dir`.
+fn temporaries(dir: &Path) -> Vec<String> {
+    let mut v = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if n.starts_with('.') && (n.ends_with(".tmp") || n.ends_with(".part")) {
+                v.push(e.path().display().to_string());
+            }
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    v
+}
+
+/// The pid of a process that has exited.
+fn dead_pid() -> u32 {
+    let mut c = Command::new("true").spawn().unwrap();
+    let pid = c.id();
+    c.wait().unwrap();
+    pid
+}
+
+#[test]
+fn kill_9_at_ten_moments_leaves_the_previous_complete_output() {
+    let d = tempfile::tempdir().unwrap();
+    let a = config_in(d.path(), "a.toml", "");
+    // A parameter changed since the previous run: the report title and the verdict share, so
+    // the report and aggregate outputs of the two configurations differ.
+    let b = config_in(
+        d.path(),
+        "b.toml",
+        "[report]\ntitle = \"Run B\"\n\n[aggregate]\nverdict_share = 0.77\n",
+    );
+    let out = d.path().join("out");
+    let started = Instant::now();
+    let o = protospread(&a, &out, &["run"]);
+    let span = started.elapsed();
+    assert!(o.status.success(), "{}", text(&o));
+    let manifest_a = assert_complete(&out, "first run");
+
+    let mut seen_b = None;
+    for k in 0..10u32 {
+        let delay = span.mul_f64(f64::from(k) / 10.0 * 1.2);
+        let mut child = Command::new(BIN)
+            .arg("--config")
+            .arg(&b)
+            .arg("--out")
+            .arg(&out)
+            .args(["--quiet", "run"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay);
+        // SIGKILL: no destructor, no cleanup runs.
+        let _ = child.kill();
+        child.wait().unwrap();
+        let ctx = format!("kill after {delay:?}");
+        let m = assert_complete(&out, &ctx);
+        if m != manifest_a {
+            if let Some(prev) = &seen_b {
+                assert_eq!(&m, prev, "{ctx}: a third state");
+            }
+            seen_b = Some(m);
+            // Back to A, so that the next kill again interrupts a run that changes outputs.
+            let o = protospread(&a, &out, &["run"]);
+            assert!(o.status.success(), "{}", text(&o));
+            assert_eq!(assert_complete(&out, "restore"), manifest_a);
+        }
+    }
+    let o = protospread(&b, &out, &["run"]);
+    assert!(o.status.success(), "next run after the kills: {}", text(&o));
+    let manifest_b = assert_complete(&out, "final run");
+    assert_ne!(
+        manifest_a, manifest_b,
+        "the parameter change must change outputs"
+    );
+    if let Some(m) = seen_b {
+        assert_eq!(
+            m, manifest_b,
+            "a killed run switched in something else than run B"
+        );
+    }
+    assert!(
+        temporaries(d.path()).is_empty(),
+        "{:?}",
+        temporaries(d.path())
+    );
+}
+
+#[test]
+fn a_foreign_out_folder_is_refused_and_untouched() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = config_in(d.path(), "p.toml", "");
+    let mine = d.path().join("mine");
+    std::fs::create_dir_all(mine.join("report")).unwrap();
+    std::fs::write(mine.join("notes.txt"), b"mine").unwrap();
+    std::fs::write(mine.join("report/draft.md"), b"mine too").unwrap();
+    std::fs::write(mine.join("table.parquet"), b"not protospread's").unwrap();
+    let before = snapshot(&mine);
+    for cmd in ["run", "fetch", "report", "aggregate"] {
+        let o = protospread(&cfg, &mine, &[cmd]);
+        assert_eq!(o.status.code(), Some(1), "{cmd}: {}", text(&o));
+        assert!(
+            stderr(&o).contains("not created by protospread"),
+            "{}",
+            text(&o)
+        );
+        assert_eq!(snapshot(&mine), before, "{cmd} changed a foreign folder");
+    }
+}
+
+#[test]
+fn out_inside_the_source_tree_or_the_inputs_is_refused() {
+    let repo = repo();
+    let cfg = repo.join("pipeline.toml");
+    for (out, needle) in [
+        (repo.join("crates"), "not created by protospread"),
+        (repo.join("crates/fetch/new-out"), "inside the source tree"),
+        (repo.join("data"), "contains the input"),
+        (repo.join("data/jobcannon/out"), "folder of the input"),
+    ] {
+        let existed = out.exists();
+        let o = protospread(&cfg, &out, &["fetch"]);
+        assert_eq!(o.status.code(), Some(1), "{}: {}", out.display(), text(&o));
+        assert!(
+            stderr(&o).contains(needle),
+            "{}: {}",
+            out.display(),
+            text(&o)
+        );
+        assert_eq!(out.exists(), existed, "{} was created", out.display());
+    }
+}
+
+#[test]
+fn a_file_protospread_did_not_write_in_a_stage_folder_stops_the_stage() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = config_in(d.path(), "p.toml", "");
+    let out = d.path().join("out");
+    let o = protospread(&cfg, &out, &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    std::fs::write(out.join("report/my-notes.md"), b"keep me").unwrap();
+    let before = outputs(&out);
+    for cmd in ["report", "run"] {
+        let o = protospread(&cfg, &out, &[cmd]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(
+            stderr(&o).contains("my-notes.md") && stderr(&o).contains("not listed"),
+            "{}",
+            text(&o)
+        );
+        assert_eq!(outputs(&out), before);
+    }
+    // Other folders protospread does not write (here: a user's folder) survive a run.
+    std::fs::remove_file(out.join("report/my-notes.md")).unwrap();
+    std::fs::create_dir_all(out.join("administer")).unwrap();
+    std::fs::write(out.join("administer/m.jsonl"), b"records").unwrap();
+    let o = protospread(&cfg, &out, &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        std::fs::read(out.join("administer/m.jsonl")).unwrap(),
+        b"records"
+    );
+    std::fs::remove_dir_all(out.join("administer")).unwrap();
+    assert_complete(&out, "run with a user folder");
+}
+
+#[test]
+fn a_second_writer_is_refused_while_the_lock_is_held() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = config_in(d.path(), "p.toml", "");
+    let out = d.path().join("out");
+    let o = protospread(&cfg, &out, &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let before = outputs(&out);
+    // This test process plays the first run: it holds the lock with its pid in the file.
+    let mut lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(out.join(".protospread.lock"))
+        .unwrap();
+    lock.try_lock().unwrap();
+    lock.set_len(0).unwrap();
+    writeln!(lock, "{}", std::process::id()).unwrap();
+    for cmd in ["run", "fetch", "score", "aggregate", "report"] {
+        let o = protospread(&cfg, &out, &[cmd]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("another protospread process")
+                && e.contains(&format!("pid {}", std::process::id())),
+            "{e}"
+        );
+    }
+    assert_eq!(outputs(&out), before);
+    drop(lock);
+    let o = protospread(&cfg, &out, &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+#[test]
+fn temporaries_of_dead_processes_are_removed_and_only_those() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = config_in(d.path(), "p.toml", "");
+    let out = d.path().join("out");
+    let o = protospread(&cfg, &out, &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let dead = dead_pid();
+    let alive = std::process::id();
+    std::fs::create_dir_all(out.join("cache")).unwrap();
+    let planted_dead = [
+        out.join(format!("cache/.{}.{dead}.part", "a".repeat(64))),
+        out.join(format!("report/.verdict.csv.{dead}.tmp")),
+        out.join(format!(".SHA256SUMS.{dead}.tmp")),
+    ];
+    for p in &planted_dead {
+        std::fs::write(p, b"partial").unwrap();
+    }
+    // A dead run's staging folder beside out/, holding the download cache it had moved in.
+    let staging = d.path().join(format!(".out.{dead}.tmp"));
+    std::fs::create_dir_all(staging.join("score")).unwrap();
+    std::fs::write(staging.join(".protospread"), b"marker").unwrap();
+    std::fs::write(staging.join("score/x.parquet"), b"half").unwrap();
+    let live = out.join(format!("cache/.{}.{alive}.part", "b".repeat(64)));
+    std::fs::write(&live, b"in progress").unwrap();
+    let user = d.path().join(format!(".notes.{dead}.txt"));
+    std::fs::write(&user, b"not a temporary name").unwrap();
+
+    let o = protospread(&cfg, &out, &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    for p in &planted_dead {
+        assert!(!p.exists(), "{} left", p.display());
+    }
+    assert!(!staging.exists());
+    assert!(live.exists(), "a live process's download was removed");
+    assert!(user.exists());
+    assert_complete(&out, "after cleanup");
+}
+
+#[test]
+fn a_failed_run_leaves_the_previous_output() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = config_in(d.path(), "p.toml", "");
+    let out = d.path().join("out");
+    let o = protospread(&cfg, &out, &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let before = outputs(&out);
+    // A report section that cannot be rendered fails the last stage, after fetch, score and
+    // aggregate have written their new folders in the staging area.
+    let bad = config_in(
+        d.path(),
+        "bad.toml",
+        "[report]\ntables = [\"score/no_such_table.parquet\"]\n",
+    );
+    let o = protospread(&bad, &out, &["run"]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(outputs(&out), before);
+    assert!(
+        temporaries(d.path()).is_empty(),
+        "{:?}",
+        temporaries(d.path())
+    );
+}
+
+#[test]
+fn os_errors_are_printed_once() {
+    let d = tempfile::tempdir().unwrap();
+    let o = Command::new(BIN)
+        .arg("--config")
+        .arg(d.path().join("missing.toml"))
+        .arg("fetch")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert_eq!(e.matches("No such file or directory").count(), 1, "{e}");
+    assert!(e.contains("missing.toml"), "{e}");
+}
+
+#[test]
+fn duplicate_human_ids_are_refused_with_file_row_and_column() {
+    let d = tempfile::tempdir().unwrap();
+    let src = std::fs::read_to_string(repo().join("data/jobcannon/dark_triad.csv")).unwrap();
+    let mut lines: Vec<&str> = src.lines().collect();
+    let first_id = lines[1].split(',').next().unwrap().to_string();
+    let copied = lines[2].replacen(lines[2].split(',').next().unwrap(), &first_id, 1);
+    lines[2] = &copied;
+    let csv = format!("{}\n", lines.join("\n"));
+    std::fs::write(d.path().join("dt.csv"), &csv).unwrap();
+    let cfg = d.path().join("p.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[study]\nname = \"t\"\n\n[[inputs]]\nname = \"dt\"\nrole = \"human\"\ninstrument = \"dark_triad\"\npath = \"dt.csv\"\nsha256 = \"{}\"\n",
+            sha256(csv.as_bytes())
+        ),
+    )
+    .unwrap();
+    let o = protospread(&cfg, &d.path().join("out"), &["fetch"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("dt.csv")
+            && e.contains("row 2 (line 3), column 1 `id`")
+            && e.contains(&format!("duplicate id {first_id}")),
+        "{e}"
+    );
+}
+
+#[test]
+fn huge_item_count_in_the_configuration_is_a_clear_error() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = config_in(d.path(), "p.toml", "");
+    let text_cfg = std::fs::read_to_string(&cfg).unwrap().replacen(
+        "[study]",
+        "[answers]\nextra_tests = [{ name = \"x\", items = 4000000000 }]\n\n[study]",
+        1,
+    );
+    std::fs::write(&cfg, text_cfg).unwrap();
+    let o = protospread(&cfg, &d.path().join("out"), &["run"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("items = 4000000000 is out of range"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn verify_leaves_no_temporary_folder_after_a_manifest_error() {
+    let d = tempfile::tempdir().unwrap();
+    let tmp = d.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let sums = d.path().join("checksums");
+    std::fs::create_dir_all(&sums).unwrap();
+    std::fs::write(sums.join("inputs.sha256"), "not a manifest\n").unwrap();
+    std::fs::write(sums.join("outputs.sha256"), "not a manifest\n").unwrap();
+    let o = Command::new(BIN)
+        .arg("--config")
+        .arg(repo().join("pipeline.toml"))
+        .args(["verify", "--checksums"])
+        .arg(&sums)
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+}
+
+// ---- bag ------------------------------------------------------------------------------------
+
+#[test]
+fn bag_refuses_tampered_outputs_symlinks_and_impossible_dates() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = config_in(d.path(), "p.toml", "");
+    let out = d.path().join("out");
+    let o = protospread(&cfg, &out, &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let bag = |name: &str, date: &str| {
+        protospread(
+            &cfg,
+            &out,
+            &["bag", d.path().join(name).to_str().unwrap(), "--date", date],
+        )
+    };
+    let o = bag("b1", "2025-13-45");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(stderr(&o).contains("not a calendar date"), "{}", text(&o));
+    assert!(!d.path().join("b1").exists());
+
+    let o = bag("ok", "2025-02-03");
+    assert!(o.status.success(), "{}", text(&o));
+
+    std::os::unix::fs::symlink("/etc/hostname", out.join("hostname")).unwrap();
+    let o = bag("b2", "2025-02-03");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(stderr(&o).contains("symlink"), "{}", text(&o));
+    assert!(!d.path().join("b2").exists());
+    std::fs::remove_file(out.join("hostname")).unwrap();
+
+    let verdict = out.join("report/verdict.csv");
+    let mut bytes = std::fs::read(&verdict).unwrap();
+    bytes.extend_from_slice(b"tampered\n");
+    std::fs::write(&verdict, bytes).unwrap();
+    let o = bag("b3", "2025-02-03");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("verdict.csv") && stderr(&o).contains("does not match"),
+        "{}",
+        text(&o)
+    );
+    assert!(!d.path().join("b3").exists());
+}
+
+// ---- administer -----------------------------------------------------------------------------
+
+/// A loopback chat-completions stub: every request gets `status` and a body made by `body`
+/// from the request's headers (as received, one per line) and body. Stops with the test.
+fn stub(status: u16, body: fn(&str, &str) -> String) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            std::thread::spawn(move || serve_one(stream, status, body));
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+fn serve_one(mut stream: TcpStream, status: u16, body: fn(&str, &str) -> String) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    if reader.read_line(&mut line).is_err() {
+        return;
+    }
+    let mut headers = String::new();
+    let mut len = 0usize;
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).is_err() {
+            return;
+        }
+        let h = h.trim_end().to_string();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            if k.eq_ignore_ascii_case("content-length") {
+                len = v.trim().parse().unwrap_or(0);
+            }
+        }
+        headers.push_str(&h);
+        headers.push('\n');
+    }
+    let mut req = vec![0u8; len];
+    if reader.read_exact(&mut req).is_err() {
+        return;
+    }
+    let b = body(&headers, &String::from_utf8_lossy(&req));
+    let head = format!(
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        b.len()
+    );
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(b.as_bytes());
+}
+
+fn answer(_: &str, _: &str) -> String {
+    serde_json::json!({
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "3"}, "finish_reason": "stop"}]
+    })
+    .to_string()
+}
+
+fn echo_headers(headers: &str, _: &str) -> String {
+    serde_json::json!({"error": {"message": "bad request", "received_headers": headers}})
+        .to_string()
+}
+
+fn administer(dir: &Path, base_url: &str, out: &Path, extra: &[&str], key: Option<&str>) -> Output {
+    let mut c = Command::new(BIN);
+    c.current_dir(dir)
+        .arg("--config")
+        .arg(repo().join("pipeline.toml"))
+        .arg("--out")
+        .arg(out)
+        .args(["administer", "--base-url", base_url, "--model", "m"])
+        .args(["--conditions", "S0", "--retries", "0"])
+        .args(extra);
+    if let Some(k) = key {
+        c.env("PROTOSPREAD_TEST_KEY", k)
+            .args(["--api-key-env", "PROTOSPREAD_TEST_KEY"]);
+    }
+    c.output().unwrap()
+}
+
+#[test]
+fn administer_refuses_a_file_that_is_not_its_own_and_touches_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let url = stub(200, answer);
+    for content in [
+        "{\"a\":1}",
+        "{\"a\":1}\n{\"b\":2}",
+        "just notes, no newline",
+    ] {
+        let f = d.path().join("one.jsonl");
+        std::fs::write(&f, content).unwrap();
+        let o = administer(d.path(), &url, &f, &["--items", "1"], None);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(
+            stderr(&o).contains("not a stored-answer file"),
+            "{}",
+            text(&o)
+        );
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), content);
+    }
+}
+
+#[test]
+fn administer_never_stores_or_prints_the_key() {
+    let d = tempfile::tempdir().unwrap();
+    let url = stub(400, echo_headers);
+    let f = d.path().join("a.jsonl");
+    let key = "sk-test-0123456789abcdef";
+    let o = administer(d.path(), &url, &f, &["--items", "1,2"], Some(key));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let stored = std::fs::read_to_string(&f).unwrap();
+    assert!(stored.contains("HTTP 400"), "{stored}");
+    assert!(
+        stored.contains("<redacted>"),
+        "the echo is kept, redacted: {stored}"
+    );
+    for (what, s) in [("file", stored.as_str()), ("output", &text(&o))] {
+        assert!(!s.contains("0123456789abcdef"), "key in the {what}: {s}");
+    }
+}
+
+#[test]
+fn a_second_administer_on_the_same_file_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let url = stub(200, answer);
+    let f = d.path().join("a.jsonl");
+    let o = administer(d.path(), &url, &f, &["--items", "1"], None);
+    assert!(o.status.success(), "{}", text(&o));
+    let before = std::fs::read(&f).unwrap();
+    let held = std::fs::OpenOptions::new().append(true).open(&f).unwrap();
+    held.try_lock().unwrap();
+    let o = administer(d.path(), &url, &f, &["--items", "2"], None);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("another `protospread administer`"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(std::fs::read(&f).unwrap(), before);
+    drop(held);
+    let o = administer(d.path(), &url, &f, &["--items", "2"], None);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+#[test]
+fn administer_items_outside_the_instrument_are_an_error() {
+    let d = tempfile::tempdir().unwrap();
+    let url = stub(200, answer);
+    let f = d.path().join("a.jsonl");
+    let o = administer(d.path(), &url, &f, &["--items", "0,999"], None);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("--items: 0 is not an item"),
+        "{}",
+        text(&o)
+    );
+    assert!(!f.exists());
+}
+
+// ---- no number makes protospread panic or abort ---------------------------------------------
+
+mod numbers {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The process ended by itself with 0, 1 or 2 and printed no panic.
+    fn clean_exit(o: &Output) -> Result<(), TestCaseError> {
+        prop_assert!(
+            matches!(o.status.code(), Some(0..=2)),
+            "killed or aborted: {}",
+            text(o)
+        );
+        prop_assert!(!stderr(o).contains("panicked"), "{}", text(o));
+        Ok(())
+    }
+
+    fn any_number() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<u64>().prop_map(|v| v.to_string()),
+            (0u64..5000).prop_map(|v| v.to_string()),
+            any::<i64>().prop_map(|v| v.to_string()),
+            Just("18446744073709551616".to_string()),
+            Just("0".to_string()),
+        ]
+    }
+
+    const KEYS: &[&str] = &[
+        "[fetch] timeout_seconds",
+        "[fetch] retries",
+        "[aggregate] target_partitions",
+        "[administer] concurrency",
+        "[administer] timeout_seconds",
+        "[administer] retries",
+        "[administer] retry_backoff_ms",
+        "[administer] max_tokens_single",
+        "[administer] max_tokens_whole",
+        "[administer] st1_samples",
+        "[sweep] num_fewshot",
+        "[answers] extra_tests items",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        #[test]
+        fn configuration_numbers(key in 0..KEYS.len(), value in any_number()) {
+            let d = tempfile::tempdir().unwrap();
+            let (section, name) = KEYS[key].split_once(' ').unwrap();
+            let body = if name == "items" {
+                format!("[answers]\nextra_tests = [{{ name = \"x\", items = {value} }}]\n")
+            } else {
+                format!("{section}\n{name} = {value}\n")
+            };
+            let cfg = d.path().join("p.toml");
+            std::fs::write(&cfg, format!("[study]\nname = \"t\"\n\n{body}")).unwrap();
+            // A dry run loads and checks the whole configuration, plans, and sends nothing.
+            let o = Command::new(BIN)
+                .arg("--config").arg(&cfg)
+                .args(["administer", "--dry-run", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                       "--instrument"])
+                .arg(repo().join("data/instruments/ipip50.toml"))
+                .output().unwrap();
+            clean_exit(&o)?;
+        }
+
+        #[test]
+        fn command_line_numbers(
+            flag in prop::sample::select(vec!["--concurrency", "--timeout", "--retries", "--items"]),
+            value in any_number(),
+        ) {
+            let o = Command::new(BIN)
+                .arg("--config").arg(repo().join("pipeline.toml"))
+                .args(["administer", "--dry-run", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                       flag, &value])
+                .output().unwrap();
+            clean_exit(&o)?;
+        }
+    }
+}
