@@ -75,13 +75,46 @@ pub struct Ctx {
     /// While `run` writes its staging folder: (staging folder, `--out`) as printed, so that
     /// progress lines name the folder the user asked for.
     pub shown_as: Option<(String, String)>,
+    /// With `--json`: the members of the one JSON object printed when the command ends (one
+    /// per command or stage). Shared by the clones `run` makes for its stages.
+    pub json_out: std::rc::Rc<std::cell::RefCell<serde_json::Map<String, serde_json::Value>>>,
 }
 
 impl Ctx {
-    /// Load and validate pipeline.toml.
+    /// Load and validate pipeline.toml, and record the run's provenance (version,
+    /// configuration sha256, input sha256s) for the key-value metadata of every Parquet output.
     pub fn config(&self) -> anyhow::Result<protospread_core::config::Config> {
-        protospread_core::config::Config::load(&self.config_path)
-            .with_context(|| format!("reading configuration {}", self.config_path.display()))
+        let cfg = protospread_core::config::Config::load(&self.config_path)
+            .with_context(|| format!("reading configuration {}", self.config_path.display()))?;
+        let config_sha = protospread_core::hash::sha256_file(&self.config_path)?;
+        let inputs: Vec<(String, String)> = cfg
+            .inputs
+            .iter()
+            .map(|i| (i.name.clone(), i.sha256.clone()))
+            .collect();
+        protospread_core::pq::set_provenance(protospread_core::pq::provenance_pairs(
+            env!("CARGO_PKG_VERSION"),
+            &config_sha,
+            &inputs,
+        ));
+        Ok(cfg)
+    }
+
+    /// With `--json`, keep `value` as member `name` of the single JSON object the process prints
+    /// when it ends; without it, do nothing. Paths of `run`'s staging folder are shown as the
+    /// `--out` the user gave.
+    pub fn emit(&self, name: &str, value: serde_json::Value) {
+        if !self.json {
+            return;
+        }
+        let value = match &self.shown_as {
+            Some((staging, out)) => {
+                let text = value.to_string().replace(staging.as_str(), out.as_str());
+                serde_json::from_str(&text).unwrap_or(value)
+            }
+            None => value,
+        };
+        self.json_out.borrow_mut().insert(name.to_string(), value);
     }
 
     /// Print a line of human-readable output unless --quiet or --json.
@@ -117,12 +150,19 @@ fn main() -> ExitCode {
         quiet: cli.quiet,
         json: cli.json,
         shown_as: None,
+        json_out: Default::default(),
     };
-    match cmd::dispatch(&ctx, cli.command) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {}", error_text(&e));
-            ExitCode::from(1)
-        }
+    let result = cmd::dispatch(&ctx, cli.command);
+    if let Err(e) = &result {
+        eprintln!("error: {}", error_text(e));
     }
+    if ctx.json {
+        // Exactly one JSON object on stdout, also when the command failed.
+        let mut object = ctx.json_out.take();
+        if let Err(e) = &result {
+            object.insert("error".into(), serde_json::Value::String(error_text(e)));
+        }
+        println!("{}", serde_json::Value::Object(object));
+    }
+    result.unwrap_or(ExitCode::from(1))
 }

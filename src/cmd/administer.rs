@@ -188,6 +188,18 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     .map_err(|e| anyhow::anyhow!(e))?;
 
     if args.dry_run {
+        ctx.emit(
+            "administer",
+            serde_json::json!({
+                "dry_run": true,
+                "requests": planned.len(),
+                "tests": instruments.len(),
+                "conditions": conditions.len(),
+                "endpoint": client.url(),
+                "output": out.display().to_string(),
+                "first_request": planned.first().map(|p| serde_json::json!({"key": p.key.to_string(), "body": p.body})),
+            }),
+        );
         ctx.say(format!(
             "administer (dry run): {} requests ({} tests x {} conditions) to {} -> {}",
             planned.len(),
@@ -218,7 +230,7 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     if ctx.json {
         let mut v = serde_json::to_value(&s)?;
         v["output"] = serde_json::Value::String(out.display().to_string());
-        println!("{v}");
+        ctx.emit("administer", v);
     } else {
         ctx.say(format!(
             "administer: {} planned, {} already answered, {} sent: {} answered, {} failed -> {} ({} records)",

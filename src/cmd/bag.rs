@@ -38,6 +38,16 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     let contents = provenance::bag_contents(&cfg, &ctx.config_path, &ctx.out, &tool, &date, rule)?;
     let (payload, info) = (contents.payload, contents.info);
     let s = bag::write_bag(&args.dir, &payload, &info)?;
+    ctx.emit(
+        "bag",
+        serde_json::json!({
+            "dir": args.dir.display().to_string(),
+            "payload_files": s.files,
+            "payload_octets": s.octets,
+            "bagging_date": date,
+            "bagging_date_rule": rule.to_string(),
+        }),
+    );
     ctx.say(format!(
         "bag: wrote {} ({} payload files, {} bytes, Bagging-Date {date} {rule})",
         args.dir.display(),

@@ -97,6 +97,13 @@ fn run_all_claimed(ctx: &Ctx) -> anyhow::Result<ExitCode> {
         m.render().as_bytes(),
     )?;
     staging.commit()?;
+    ctx.emit(
+        "run",
+        serde_json::json!({
+            "files_hashed": m.entries.len(),
+            "manifest": ctx.out.join(protospread_core::hash::MANIFEST_NAME),
+        }),
+    );
     ctx.say(format!(
         "run: {} output files hashed in {}",
         m.entries.len(),

@@ -19,13 +19,11 @@ pub fn run(ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
     let s = protospread_report::run(&ctx.out, &cfg.report).context("report stage")?;
     let dir = ctx.out.join("report");
     if ctx.json {
-        if !ctx.quiet {
-            let names: Vec<_> = s.tables.iter().map(|t| &t.name).collect();
-            println!(
-                "{}",
-                serde_json::json!({"stage": "report", "out": dir, "tables": names, "files": s.files})
-            );
-        }
+        let names: Vec<_> = s.tables.iter().map(|t| &t.name).collect();
+        ctx.emit(
+            "report",
+            serde_json::json!({"out": dir, "tables": names, "files": s.files}),
+        );
     } else {
         for name in PRINTED {
             if let Some(t) = s.tables.iter().find(|t| &t.name == name) {

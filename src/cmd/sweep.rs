@@ -130,8 +130,8 @@ fn lm_eval(ctx: &Ctx, a: LmEvalArgs) -> anyhow::Result<ExitCode> {
     staged.commit()?;
     protospread_core::hash::write_manifest(out_dir)?;
     if ctx.json {
-        println!(
-            "{}",
+        ctx.emit(
+            "sweep_lm_eval",
             serde_json::json!({
                 "task": bench.name(),
                 "out_dir": out_dir.display().to_string(),
@@ -211,8 +211,8 @@ fn ingest_cmd(ctx: &Ctx, a: IngestArgs) -> anyhow::Result<ExitCode> {
                 })
             })
             .collect();
-        println!(
-            "{}",
+        ctx.emit(
+            "sweep_ingest",
             serde_json::json!({"files": ing.files_read, "problems": ing.problems, "notes": ing.notes,
                 "tasks": tasks, "cells": rows})
         );
@@ -307,8 +307,14 @@ fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
         &spec.naming_template,
     );
     if a.dry_run {
+        ctx.emit(
+            "sweep_dictionary",
+            serde_json::json!({"dry_run": true, "requests": planned.len(), "first_request": planned[0].body}),
+        );
         ctx.say(format!("{} requests; first body:", planned.len()));
-        println!("{}", planned[0].body);
+        if !ctx.json && !ctx.quiet {
+            println!("{}", planned[0].body);
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let client = protospread_administer::client::Client::new(
@@ -340,7 +346,7 @@ fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
         },
     )?;
     if ctx.json {
-        println!("{}", serde_json::to_string(&summary)?);
+        ctx.emit("sweep_dictionary", serde_json::to_value(&summary)?);
     } else {
         ctx.say(format!(
             "sweep dictionary: {} planned, {} already answered, {} sent, {} failed; {} records in {} ({} correct)",

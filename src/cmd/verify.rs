@@ -44,6 +44,7 @@ fn regenerate(ctx: &Ctx, out: &Path) -> anyhow::Result<ExitCode> {
         quiet: true,
         json: false,
         shown_as: None,
+        json_out: Default::default(),
     };
     crate::cmd::run_all(&sub)
 }
@@ -105,8 +106,8 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|d| serde_json::json!({"kind": d.kind, "path": d.path, "detail": d.detail}))
             .collect();
-        println!(
-            "{}",
+        ctx.emit(
+            "verify",
             serde_json::json!({
                 "ok": ok,
                 "inputs": inputs.entries.len(),

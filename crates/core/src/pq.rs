@@ -104,7 +104,10 @@ pub fn read(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>)> {
         path: path.to_path_buf(),
         message: m,
     };
-    let f = fs_err::File::open(path).map_err(|e| CoreError::io(path, e))?;
+    let f = fs_err::File::open(path)
+        .map_err(|e| CoreError::io(path, e))?
+        .into_parts()
+        .0;
     let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| perr(e.to_string()))?;
     let schema = builder.schema().clone();
     let reader = builder.build().map_err(|e| perr(e.to_string()))?;

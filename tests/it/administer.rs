@@ -644,7 +644,7 @@ fn resume_after_kill_sends_no_answered_request_twice() {
 }
 
 /// Opt-in: three items to a real llama.cpp server (scripts/llama-server.sh start), e.g.
-/// `PROTOSPREAD_LLAMA_URL=http://127.0.0.1:8088/v1 cargo test --release --test administer -- --ignored administer_real`
+/// `PROTOSPREAD_LLAMA_URL=http://127.0.0.1:8088/v1 cargo test --release --test it -- --ignored administer::administer_real`
 #[test]
 #[ignore = "needs a running llama.cpp server: set PROTOSPREAD_LLAMA_URL"]
 fn administer_real() {

@@ -1,0 +1,164 @@
+//! `--json` on every command prints exactly one JSON object on stdout (issue: one object per
+//! command, `run` with one member per stage), also when the command fails. Each output is
+//! checked with serde_json (which refuses trailing data) and with `python3 -m json.tool`.
+//! Everything runs on copies in temporary folders.
+
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs_err::create_dir_all(to).unwrap();
+    for e in fs_err::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dst);
+        } else {
+            fs_err::copy(e.path(), dst).unwrap();
+        }
+    }
+}
+
+/// A copy of the study's configuration, data and committed checksums.
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for d in ["data", "checksums"] {
+        copy_dir(&repo().join(d), &dir.path().join(d));
+    }
+    fs_err::copy(repo().join("pipeline.toml"), dir.path().join("pipeline.toml")).unwrap();
+    fs_err::copy(repo().join("Cargo.lock"), dir.path().join("Cargo.lock")).unwrap();
+    dir
+}
+
+fn json(cwd: &Path, args: &[&str]) -> (Output, serde_json::Map<String, Value>) {
+    let o = Command::new(env!("CARGO_BIN_EXE_protospread"))
+        .current_dir(cwd)
+        .arg("--json")
+        .args(args)
+        .output()
+        .unwrap();
+    let what = format!(
+        "protospread --json {}: status {:?}\nstdout:\n{}\nstderr:\n{}",
+        args.join(" "),
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}\n{what}"));
+    let Value::Object(map) = v else {
+        panic!("not a JSON object\n{what}")
+    };
+    json_tool(&o.stdout, &what);
+    (o, map)
+}
+
+/// The second, independent parser the issue names. python3 is required: the README's test
+/// command (scripts/test.sh) checks for it before any test runs.
+fn json_tool(stdout: &[u8], what: &str) {
+    let mut child = Command::new("python3")
+        .args(["-m", "json.tool"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("python3 is needed for this test (install python3, or run scripts/setup-test-tools.sh): {e}")
+        });
+    child.stdin.take().unwrap().write_all(stdout).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        o.status.success(),
+        "python3 -m json.tool refused the output: {}\n{what}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn every_command_prints_one_json_object() {
+    let p = project();
+    let d = p.path();
+
+    let (o, m) = json(d, &["run"]);
+    assert!(o.status.success());
+    for stage in ["fetch", "score", "aggregate", "report", "run"] {
+        assert!(m.contains_key(stage), "run --json lacks member {stage}: {m:?}");
+    }
+    // Paths name the folder the user gave, not the run's staging folder.
+    assert!(!Value::Object(m.clone()).to_string().contains(".tmp"));
+
+    for stage in ["fetch", "score", "aggregate", "report"] {
+        let (o, m) = json(d, &["--out", "staged", stage]);
+        assert!(o.status.success(), "{stage}");
+        assert!(m.contains_key(stage), "{stage} --json: {m:?}");
+    }
+
+    let (o, m) = json(d, &["verify"]);
+    assert!(o.status.success(), "{m:?}");
+    assert_eq!(m["verify"]["ok"], Value::Bool(true));
+
+    let (o, m) = json(d, &["bag", "bag", "--date", "2026-12-01"]);
+    assert!(o.status.success(), "{m:?}");
+    assert!(m["bag"]["payload_files"].as_u64().unwrap() > 0);
+
+    let (o, m) = json(d, &["--out", "sim", "simulate"]);
+    assert!(o.status.success(), "{m:?}");
+    assert!(m.contains_key("simulate"));
+
+    let (o, m) = json(
+        d,
+        &[
+            "--out",
+            "answers.jsonl",
+            "administer",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--dry-run",
+        ],
+    );
+    assert!(o.status.success(), "{m:?}");
+    assert_eq!(m["administer"]["dry_run"], Value::Bool(true));
+
+    let (o, m) = json(
+        d,
+        &[
+            "--out",
+            "dict.jsonl",
+            "sweep",
+            "dictionary",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+            "--dry-run",
+        ],
+    );
+    assert!(o.status.success(), "{m:?}");
+    assert!(m.contains_key("sweep_dictionary"));
+
+    let real = repo().join("tests/fixtures/lm_eval/real");
+    let (o, m) = json(
+        d,
+        &["sweep", "ingest", real.join("results").to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{m:?}");
+    assert!(m.contains_key("sweep_ingest"));
+}
+
+#[test]
+fn a_failing_command_prints_one_object_with_the_error() {
+    let d = tempfile::tempdir().unwrap();
+    let (o, m) = json(d.path(), &["--config", "missing.toml", "fetch"]);
+    assert!(!o.status.success());
+    assert!(
+        m["error"].as_str().unwrap().contains("missing.toml"),
+        "{m:?}"
+    );
+}
