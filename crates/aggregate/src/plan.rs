@@ -361,15 +361,10 @@ pub(crate) fn request_tables() -> Vec<(&'static str, String)> {
     vec![("requests", requests), ("constant_runs", constant)]
 }
 
-/// The verdict per source over the kept cells of the headline arm.
-pub(crate) fn verdict(p: &Params) -> String {
+/// One row per source with the verdict's figures over the kept cells of the headline arm.
+pub(crate) fn verdict_summary(p: &Params) -> String {
     let arm = lit(&p.headline_arm);
-    let arm_text = |s: &str| lit(&s.replace("{arm}", &p.headline_arm));
-    let (vs, vr, vf) = (
-        flit(p.verdict_share),
-        flit(p.verdict_ratio),
-        flit(p.verdict_few),
-    );
+    let (vs, vr) = (flit(p.verdict_share), flit(p.verdict_ratio));
     let sh = share("k", "n");
     let us = share("unread", "req");
     let cs = share("cons", "adm_n");
@@ -387,25 +382,38 @@ pub(crate) fn verdict(p: &Params) -> String {
                       FROM adm WHERE arm = {arm} GROUP BY source) a ON src.source = a.source), \
          v AS (SELECT *, {sh} AS sh, {us} AS us, {cs} AS cs FROM s), \
          w AS (SELECT *, sh >= {vs} AS pass_share, mr >= {vr} AS pass_ratio FROM v) \
-         SELECT source, label, criterion, value, threshold, passed, statement FROM ( \
+         SELECT * FROM w",
+    )
+}
+
+/// The verdict rows from `verdict_w` ([`verdict_summary`] collected): five criteria per source.
+pub(crate) fn verdict(p: &Params) -> String {
+    let arm_text = |s: &str| lit(&s.replace("{arm}", &p.headline_arm));
+    let (vs, vr, vf) = (
+        flit(p.verdict_share),
+        flit(p.verdict_ratio),
+        flit(p.verdict_few),
+    );
+    format!(
+        "SELECT source, label, criterion, value, threshold, passed, statement FROM ( \
            SELECT source, label, 1 AS ord, 'share_protocol_gt_sampling' AS criterion, sh AS value, {vs} AS threshold, \
              pass_share AS passed, \
-             'share of ' || CAST(n AS VARCHAR) || {} AS statement FROM w \
+             'share of ' || CAST(n AS VARCHAR) || {} AS statement FROM verdict_w w \
            UNION ALL \
-           SELECT source, label, 2, 'median_ratio', mr, {vr}, pass_ratio, {} FROM w \
+           SELECT source, label, 2, 'median_ratio', mr, {vr}, pass_ratio, {} FROM verdict_w w \
            UNION ALL \
            SELECT source, label, 3, 'unreadable_replies_few', us, {vf}, us < {vf}, \
-             CAST(unread AS VARCHAR) || ' of ' || CAST(req AS VARCHAR) || {} FROM w \
+             CAST(unread AS VARCHAR) || ' of ' || CAST(req AS VARCHAR) || {} FROM verdict_w w \
            UNION ALL \
            SELECT source, label, 4, 'constant_runs_few', cs, {vf}, cs < {vf}, \
-             CAST(cons AS VARCHAR) || ' of ' || CAST(adm_n AS VARCHAR) || {} FROM w \
+             CAST(cons AS VARCHAR) || ' of ' || CAST(adm_n AS VARCHAR) || {} FROM verdict_w w \
            UNION ALL \
            SELECT source, label, 5, 'verdict', CAST(NULL AS DOUBLE), CAST(NULL AS DOUBLE), \
              CASE WHEN pass_share IS NULL OR pass_ratio IS NULL THEN NULL ELSE pass_share AND pass_ratio END, \
              CASE WHEN pass_share IS NULL OR pass_ratio IS NULL THEN {} \
                   WHEN pass_share AND pass_ratio THEN 'protocol spread exceeds sampling noise: use the protocol spread as the error bar' \
                   ELSE 'the protocol spread is not shown to exceed sampling noise by the thresholds' END \
-           FROM w) ORDER BY source, ord",
+           FROM verdict_w w) ORDER BY source, ord",
         arm_text(" kept arm={arm} cells with protocol SD > sampling SD is at least the threshold"),
         arm_text("median ratio protocol SD / sampling SD over arm={arm} cells is at least the threshold"),
         arm_text(" arm={arm} requests gave an unreadable reply: below the threshold counts as few"),

@@ -355,6 +355,23 @@ impl Run<'_> {
         .await
     }
 
+    /// Run `sql` once and register its (aggregated, small) result as an in-memory table, so
+    /// that later plans reading it several times do not recompute it.
+    async fn materialize(&self, name: &str, sql: &str, path: &Path) -> Result<(), AggregateError> {
+        let engine = |e: datafusion::error::DataFusionError| AggregateError::Engine {
+            path: path.to_path_buf(),
+            message: format!("{name}: {e}"),
+        };
+        let df = self.ctx.sql(sql).await.map_err(engine)?;
+        let schema = Arc::new(df.schema().as_arrow().clone());
+        let batches = df.collect().await.map_err(engine)?;
+        let mem = MemTable::try_new(schema, vec![batches]).map_err(engine)?;
+        self.ctx
+            .register_table(name, Arc::new(mem))
+            .map_err(engine)?;
+        Ok(())
+    }
+
     async fn view(&self, name: &str, sql: &str) -> Result<(), AggregateError> {
         self.sql(&format!("CREATE VIEW {name} AS {sql}"), &self.files.scores)
             .await
@@ -381,7 +398,7 @@ impl Run<'_> {
         }
         self.check_scores().await?;
         for (name, sql) in plan::request_views() {
-            self.view(name, &sql).await?;
+            self.materialize(name, &sql, &f.answers).await?;
         }
         self.check_answers().await?;
         self.view(
@@ -390,7 +407,11 @@ impl Run<'_> {
         )
         .await?;
         for (name, sql) in plan::views(p) {
-            self.view(name, &sql).await?;
+            if name == "cm" {
+                self.materialize(name, &sql, &f.scores).await?;
+            } else {
+                self.view(name, &sql).await?;
+            }
         }
         let cells = self.table("cells", &plan::cells(p), &f.scores).await?;
         // Every group table reads the cells once computed, as Arrow batches in memory.
@@ -423,6 +444,8 @@ impl Run<'_> {
         for (name, sql) in plan::request_tables() {
             out.push(self.table(name, &sql, &f.answers).await?);
         }
+        self.materialize("verdict_w", &plan::verdict_summary(p), &f.scores)
+            .await?;
         out.push(self.table("verdict", &plan::verdict(p), &f.scores).await?);
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
