@@ -11,7 +11,7 @@ use std::process::ExitCode;
 #[derive(clap::Args, Debug, Default)]
 pub struct Args {
     /// DataFusion target partitions for this run (overrides [aggregate] target_partitions;
-    /// 0 = DataFusion's default). The output bytes do not depend on it.
+    /// 0 = one per core; at most 1024). The output bytes do not depend on it.
     #[arg(long)]
     pub partitions: Option<usize>,
 }
@@ -20,15 +20,30 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     let cfg = ctx.config()?;
     let mut params = cfg.aggregate.clone();
     if let Some(p) = args.partitions {
+        anyhow::ensure!(
+            p <= protospread_aggregate::MAX_PARTITIONS,
+            "--partitions {p} is more than the maximum of {}",
+            protospread_aggregate::MAX_PARTITIONS
+        );
         params.target_partitions = p;
     }
+    let engine = protospread_aggregate::EngineOptions {
+        memory_limit: cfg.engine.memory_limit.0,
+        ..Default::default()
+    };
     let dir = ctx.out.join("aggregate");
     // The sweep's tables ([sweep] lm_eval_runs / dictionary_runs; none when unset) are written
     // with the aggregate tables, in the same commit and manifest.
     let sweep = protospread_sweep::tables(&cfg)
         .with_context(|| format!("{}: [sweep] tables", ctx.config_path.display()))?;
-    let s = protospread_aggregate::run_with_extra(&ctx.out.join("score"), &dir, &params, &sweep)
-        .context("aggregate stage")?;
+    let s = protospread_aggregate::run_with_extra(
+        &ctx.out.join("score"),
+        &dir,
+        &params,
+        &engine,
+        &sweep,
+    )
+    .context("aggregate stage")?;
     if ctx.json {
         if !ctx.quiet {
             let sources: Vec<_> = s

@@ -7,8 +7,11 @@
 //! temperature-1 samples are identical (sampling SD 0), one model whose SP replies are partly
 //! unreadable, one constant-answer administration, a command-line model without temperature-1
 //! samples (kept, no sampling SD), a second source in another arm.
+//!
+//! Scores are integers 0..100 as the scorer gives them, and `z` is computed from the fixture's
+//! human norms (`norms.parquet`, [`NORMS`]) exactly as the score stage does: `(score - mean) / sd`.
 
-use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int32Array, StringArray};
+use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use std::path::Path;
@@ -51,6 +54,32 @@ pub struct FxAnswer {
     pub mode: String,
     pub item: i32,
     pub status: String,
+}
+
+/// Human norms of the fixture's scales: (test, dimension, mean, sd).
+pub const NORMS: &[(&str, &str, f64, f64)] = &[
+    ("big_five", "Extraversion", 52.25, 12.5),
+    ("big_five", "Neuroticism", 47.5, 15.0),
+    ("big_five", "Openness", 61.0, 9.75),
+    ("riasec", "Realistic", 40.5, 18.0),
+    ("riasec", "Social", 55.0, 11.0),
+];
+
+/// The human mean and SD of a scale of the fixture.
+pub fn norm(test: &str, dimension: &str) -> (f64, f64) {
+    NORMS
+        .iter()
+        .find(|n| n.0 == test && n.1 == dimension)
+        .map(|n| (n.2, n.3))
+        .expect("every fixture scale has a norm")
+}
+
+/// A model's score for a target distance from the human mean: the nearest integer 0..100,
+/// and its z as the score stage computes it.
+pub fn score_and_z(test: &str, dimension: &str, target_z: f64) -> (f64, f64) {
+    let (mean, sd) = norm(test, dimension);
+    let score = (mean + sd * target_z).round().clamp(0.0, 100.0);
+    (score, (score - mean) / sd)
 }
 
 /// Deterministic pseudo-random numbers in [0, 1) (64-bit LCG), so the fixture needs no
@@ -221,7 +250,7 @@ pub fn rows() -> (Vec<FxScore>, Vec<FxAnswer>) {
                                 && *cond == "SP"
                                 && *test == "big_five"
                                 && *dim == "Neuroticism");
-                        let score = (2.0 + 0.8 * z).clamp(0.0, 4.0);
+                        let (score, z) = score_and_z(test, dim, z);
                         scores.push(FxScore {
                             source: m.source.into(),
                             label: m.label.into(),
@@ -257,27 +286,7 @@ fn so(v: impl Iterator<Item = Option<String>>) -> ArrayRef {
 
 /// The scale-score batch with the contract's schema.
 pub fn scores_batch(rows: &[FxScore]) -> RecordBatch {
-    let f = |n: &str, t: DataType, null: bool| Field::new(n, t, null);
-    let schema = Arc::new(Schema::new(vec![
-        f("source", DataType::Utf8, false),
-        f("label", DataType::Utf8, false),
-        f("study", DataType::Utf8, false),
-        f("model", DataType::Utf8, false),
-        f("arm", DataType::Utf8, false),
-        f("cohort", DataType::Utf8, true),
-        f("condition", DataType::Utf8, false),
-        f("sample", DataType::Int32, false),
-        f("test", DataType::Utf8, false),
-        f("dimension", DataType::Utf8, false),
-        f("temperature", DataType::Float64, false),
-        f("score", DataType::Float64, true),
-        f("complete", DataType::Boolean, false),
-        f("n_items", DataType::Int32, false),
-        f("n_answered", DataType::Int32, false),
-        f("z", DataType::Float64, true),
-        f("percentile", DataType::Float64, true),
-        f("constant_answers", DataType::Boolean, false),
-    ]));
+    let schema = protospread_core::tables::scale_scores_schema();
     let cols: Vec<ArrayRef> = vec![
         s(rows.iter().map(|r| r.source.clone())),
         s(rows.iter().map(|r| r.label.clone())),
@@ -323,24 +332,7 @@ pub fn scores_batch(rows: &[FxScore]) -> RecordBatch {
 
 /// The parsed-answer batch with the contract's schema.
 pub fn answers_batch(rows: &[FxAnswer]) -> RecordBatch {
-    let f = |n: &str, t: DataType, null: bool| Field::new(n, t, null);
-    let schema = Arc::new(Schema::new(vec![
-        f("source", DataType::Utf8, false),
-        f("label", DataType::Utf8, false),
-        f("study", DataType::Utf8, false),
-        f("model", DataType::Utf8, false),
-        f("arm", DataType::Utf8, false),
-        f("cohort", DataType::Utf8, true),
-        f("condition", DataType::Utf8, false),
-        f("sample", DataType::Int32, false),
-        f("test", DataType::Utf8, false),
-        f("mode", DataType::Utf8, false),
-        f("item", DataType::Int32, false),
-        f("shown_position", DataType::Int32, true),
-        f("option_replied", DataType::Int32, true),
-        f("value", DataType::Int32, true),
-        f("status", DataType::Utf8, false),
-    ]));
+    let schema = protospread_core::tables::parsed_answers_schema();
     let ok = |r: &FxAnswer| r.status == "ok";
     let cols: Vec<ArrayRef> = vec![
         s(rows.iter().map(|r| r.source.clone())),
@@ -374,16 +366,42 @@ pub fn answers_batch(rows: &[FxAnswer]) -> RecordBatch {
     RecordBatch::try_new(schema, cols).expect("fixture schema")
 }
 
-/// Write `scale_scores.parquet` and `parsed_answers.parquet` of the fixture into `score_dir`.
+/// The norms batch (the columns of `norms.parquet` that later stages read).
+pub fn norms_batch() -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("test", DataType::Utf8, false),
+        Field::new("dimension", DataType::Utf8, false),
+        Field::new("n", DataType::Int64, false),
+        Field::new("mean", DataType::Float64, false),
+        Field::new("sd", DataType::Float64, false),
+    ]));
+    let cols: Vec<ArrayRef> = vec![
+        s(NORMS.iter().map(|n| n.0.to_string())),
+        s(NORMS.iter().map(|n| n.1.to_string())),
+        Arc::new(Int64Array::from(vec![100; NORMS.len()])),
+        Arc::new(Float64Array::from(
+            NORMS.iter().map(|n| n.2).collect::<Vec<_>>(),
+        )),
+        Arc::new(Float64Array::from(
+            NORMS.iter().map(|n| n.3).collect::<Vec<_>>(),
+        )),
+    ];
+    RecordBatch::try_new(schema, cols).expect("fixture schema")
+}
+
+/// Write `scale_scores.parquet`, `parsed_answers.parquet` and `norms.parquet` of the fixture
+/// into `score_dir`.
 pub fn write(score_dir: &Path) -> Result<(), protospread_core::CoreError> {
     let (s, a) = rows();
     let sb = scores_batch(&s);
     let ab = answers_batch(&a);
+    let nb = norms_batch();
     protospread_core::pq::write(&score_dir.join("scale_scores.parquet"), sb.schema(), &[sb])?;
     protospread_core::pq::write(
         &score_dir.join("parsed_answers.parquet"),
         ab.schema(),
         &[ab],
     )?;
+    protospread_core::pq::write(&score_dir.join("norms.parquet"), nb.schema(), &[nb])?;
     Ok(())
 }

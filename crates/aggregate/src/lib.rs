@@ -1,27 +1,33 @@
 //! protospread-aggregate: per-cell protocol and sampling spread of questionnaire scale scores.
 //!
-//! Reads `out/score/scale_scores.parquet` and `out/score/parsed_answers.parquet` with
-//! DataFusion and writes the per-cell statistics and the study tables to `out/aggregate/`
-//! (one Parquet file per table, plus `SHA256SUMS`). The statistical conventions (sample SD with
-//! divisor n - 1, the median of an even count, the ratio rule when the sampling SD is 0, which
-//! cells are dropped) are stated in docs/statistics.md.
+//! Reads `out/score/scale_scores.parquet`, `out/score/parsed_answers.parquet` and
+//! `out/score/norms.parquet` and writes the per-cell statistics and the study tables to
+//! `out/aggregate/` (one Parquet file per table, plus `SHA256SUMS`). Every table is a DataFusion
+//! plan (SQL over the inputs and the scalar functions of `stats`) run in the engine's bounded,
+//! spilling session. The statistical conventions (sample SD with divisor n - 1 from exact
+//! integer moments, exact variance comparison, the median of an even count, the ratio rule when
+//! the sampling SD is 0, which cells are dropped) are stated in docs/statistics.md.
 //!
-//! Determinism: DataFusion only filters, counts (integers) and sorts by unique keys; every
-//! float is computed in Rust over rows in key order. The output bytes are the same for any
-//! number of DataFusion partitions or threads (tested in `tests/tables.rs`).
+//! Determinism: the plans sum integers only and convert each cell's moments to floats once, so
+//! the output bytes are the same for any number of DataFusion partitions or threads (tested in
+//! `tests/tables.rs`).
 
-pub mod compute;
+mod plan;
+mod stage;
+mod stats;
+mod table;
+
+/// Synthetic score-stage output for tests of this crate, the report crate and the binary.
+#[doc(hidden)]
 pub mod fixture;
-pub mod load;
-pub mod stats;
-pub mod table;
 
 use protospread_core::config::AggregateSection;
 use std::path::{Path, PathBuf};
 
-pub use compute::{Cell, ModelMeta};
-pub use load::{read_inputs, Inputs};
-pub use table::{Column, Table};
+pub use protospread_engine::{EngineOptions, MAX_PARTITIONS};
+pub use stage::STATUSES;
+pub use stats::{diff_z, mean_z, ratio, sd_z, shift_z, variance_gt, z, Moments, RatioRule};
+pub use table::Table;
 
 /// Errors of the aggregate stage; each names the file it concerns.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +40,8 @@ pub enum AggregateError {
     Config(String),
     #[error(transparent)]
     Core(#[from] protospread_core::CoreError),
+    #[error(transparent)]
+    Session(#[from] protospread_engine::EngineError),
 }
 
 /// Parameters of the stage (`[aggregate]` of pipeline.toml), validated.
@@ -100,6 +108,12 @@ pub fn validate(p: &Params) -> Result<(), AggregateError> {
     if !(0.0..=1.0).contains(&p.verdict_share) || !(0.0..=1.0).contains(&p.verdict_few) {
         return err("verdict_share and verdict_few are shares between 0 and 1".into());
     }
+    if p.target_partitions > MAX_PARTITIONS {
+        return err(format!(
+            "target_partitions {} is more than the maximum of {MAX_PARTITIONS}",
+            p.target_partitions
+        ));
+    }
     if !(p.verdict_ratio.is_finite() && p.verdict_ratio > 0.0) {
         return err("verdict_ratio must be a positive number".into());
     }
@@ -115,18 +129,28 @@ pub struct Summary {
     pub files: Vec<String>,
 }
 
-/// Compute every table from the score stage's folder (no writing).
+/// Compute every table from the score stage's folder (no writing), in a session with the
+/// default engine options (1 GiB memory limit).
 pub fn compute_tables(score_dir: &Path, params: &Params) -> Result<Vec<Table>, AggregateError> {
+    compute_tables_with(score_dir, params, &EngineOptions::default())
+}
+
+/// [`compute_tables`] in a session of `engine` (memory limit, spill folder); the partition
+/// count is `params.target_partitions`.
+pub fn compute_tables_with(
+    score_dir: &Path,
+    params: &Params,
+    engine: &EngineOptions,
+) -> Result<Vec<Table>, AggregateError> {
     validate(params)?;
-    let inputs = read_inputs(score_dir, params.target_partitions)?;
-    compute::tables(&inputs, params)
+    stage::compute(score_dir, params, engine)
 }
 
 /// Run the stage: read `score_dir`, write every table to `out_dir` (all or nothing) and its
 /// `SHA256SUMS`. Parquet files in `out_dir` that this run does not write are removed, so the
 /// folder holds exactly the current tables.
 pub fn run(score_dir: &Path, out_dir: &Path, params: &Params) -> Result<Summary, AggregateError> {
-    run_with_extra(score_dir, out_dir, params, &[])
+    run_with_extra(score_dir, out_dir, params, &EngineOptions::default(), &[])
 }
 
 /// [`run`], also writing `extra` tables computed elsewhere (the sweep's tables), each as
@@ -136,15 +160,17 @@ pub fn run_with_extra(
     score_dir: &Path,
     out_dir: &Path,
     params: &Params,
+    engine: &EngineOptions,
     extra: &[(String, arrow::record_batch::RecordBatch)],
 ) -> Result<Summary, AggregateError> {
-    let tables = compute_tables(score_dir, params)?;
+    let tables = compute_tables_with(score_dir, params, engine)?;
     let mut staged = protospread_core::atomic::Staged::in_dir(out_dir)?;
     let mut files = Vec::new();
     for t in &tables {
         let name = format!("{}.parquet", t.name);
         let path = out_dir.join(&name);
-        let bytes = protospread_core::pq::encode(&path, t.schema(), &[t.to_batch()])?;
+        let bytes =
+            protospread_core::pq::encode(&path, t.schema(), std::slice::from_ref(&t.batch))?;
         staged.put(&path, &bytes)?;
         files.push(name);
     }
@@ -162,17 +188,9 @@ pub fn run_with_extra(
         staged.put(&path, &bytes)?;
         files.push(name);
     }
+    // Replaces the folder with exactly these files and their SHA256SUMS: a stale table of an
+    // earlier run is gone without deleting anything protospread did not write.
     staged.commit()?;
-    if let Ok(rd) = std::fs::read_dir(out_dir) {
-        for e in rd.flatten() {
-            let n = e.file_name().to_string_lossy().into_owned();
-            if n.ends_with(".parquet") && !files.contains(&n) {
-                std::fs::remove_file(e.path())
-                    .map_err(|err| protospread_core::CoreError::io(e.path(), err))?;
-            }
-        }
-    }
-    protospread_core::hash::write_manifest(out_dir)?;
     files.sort();
     let cells = tables
         .iter()
@@ -185,24 +203,29 @@ pub fn run_with_extra(
 }
 
 fn summarize(cells: &Table) -> Vec<(String, String, usize, usize)> {
-    let col = |n: &str| cells.columns.iter().find(|(c, _)| c == n).map(|(_, c)| c);
-    let (Some(Column::Str(src)), Some(Column::Str(lab)), Some(Column::Bool(kept))) =
-        (col("source"), col("label"), col("kept"))
-    else {
+    use arrow::array::AsArray;
+    let b = &cells.batch;
+    let col = |n: &str| b.column_by_name(n).and_then(|c| c.as_string_opt::<i32>());
+    let (Some(src), Some(lab), Some(kept)) = (
+        col("source"),
+        col("label"),
+        b.column_by_name("kept").and_then(|c| c.as_boolean_opt()),
+    ) else {
         return Vec::new();
     };
-    let mut m: std::collections::BTreeMap<String, (String, usize, usize)> = Default::default();
-    for i in 0..src.len() {
-        let e = m.entry(src[i].clone().unwrap_or_default()).or_insert((
-            lab[i].clone().unwrap_or_default(),
-            0,
-            0,
-        ));
-        if kept[i] == Some(true) {
-            e.1 += 1;
+    // Cells are sorted by source: one run per source, its label from the first cell.
+    let mut out: Vec<(String, String, usize, usize)> = Vec::new();
+    for i in 0..b.num_rows() {
+        let s = src.value(i);
+        if out.last().is_none_or(|l| l.0 != s) {
+            out.push((s.to_string(), lab.value(i).to_string(), 0, 0));
+        }
+        let last = out.last_mut().expect("pushed above");
+        if kept.value(i) {
+            last.2 += 1;
         } else {
-            e.2 += 1;
+            last.3 += 1;
         }
     }
-    m.into_iter().map(|(s, (l, k, d))| (s, l, k, d)).collect()
+    out
 }

@@ -1,119 +1,76 @@
-//! A small column-oriented table that becomes one Arrow record batch, so every output of the
-//! stage is declared in one place with its column names and types.
+//! An output table: a name and one record batch whose columns have the stage's output types.
 
-use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
+use arrow::array::ArrayRef;
+use arrow::compute::{cast, concat_batches};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::error::ArrowError;
 use arrow::record_batch::RecordBatch;
 use std::sync::Arc;
 
-/// One column's values; `None` is a null.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Column {
-    Str(Vec<Option<String>>),
-    Int(Vec<Option<i64>>),
-    Float(Vec<Option<f64>>),
-    Bool(Vec<Option<bool>>),
-}
-
-impl Column {
-    fn len(&self) -> usize {
-        match self {
-            Column::Str(v) => v.len(),
-            Column::Int(v) => v.len(),
-            Column::Float(v) => v.len(),
-            Column::Bool(v) => v.len(),
-        }
-    }
-}
-
-/// A named table of equal-length columns.
+/// A named table of the stage, written as `<name>.parquet`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Table {
     /// File stem of the table (`<name>.parquet`).
     pub name: String,
-    pub columns: Vec<(String, Column)>,
+    /// All rows, sorted by the table's key.
+    pub batch: RecordBatch,
+}
+
+/// The output type of a query column: every string Utf8, every integer Int64, every float
+/// Float64 (one fixed Parquet layout whatever types DataFusion chose on the way).
+fn output_type(t: &DataType) -> DataType {
+    match t {
+        DataType::Utf8View | DataType::LargeUtf8 | DataType::Dictionary(_, _) => DataType::Utf8,
+        DataType::Int8
+        | DataType::Int16
+        | DataType::Int32
+        | DataType::UInt8
+        | DataType::UInt16
+        | DataType::UInt32
+        | DataType::UInt64 => DataType::Int64,
+        DataType::Float16 | DataType::Float32 => DataType::Float64,
+        DataType::Null => DataType::Utf8,
+        other => other.clone(),
+    }
 }
 
 impl Table {
-    pub fn new(name: &str) -> Self {
-        Table {
-            name: name.to_string(),
-            columns: Vec::new(),
-        }
-    }
-
-    pub fn str<I, S>(mut self, name: &str, v: I) -> Self
-    where
-        I: IntoIterator<Item = Option<S>>,
-        S: Into<String>,
-    {
-        let col = v.into_iter().map(|x| x.map(Into::into)).collect();
-        self.columns.push((name.to_string(), Column::Str(col)));
-        self
-    }
-
-    pub fn int(mut self, name: &str, v: impl IntoIterator<Item = Option<i64>>) -> Self {
-        self.columns
-            .push((name.to_string(), Column::Int(v.into_iter().collect())));
-        self
-    }
-
-    pub fn float(mut self, name: &str, v: impl IntoIterator<Item = Option<f64>>) -> Self {
-        self.columns
-            .push((name.to_string(), Column::Float(v.into_iter().collect())));
-        self
-    }
-
-    pub fn bool(mut self, name: &str, v: impl IntoIterator<Item = Option<bool>>) -> Self {
-        self.columns
-            .push((name.to_string(), Column::Bool(v.into_iter().collect())));
-        self
-    }
-
-    /// Number of rows (0 for a table without columns).
-    pub fn rows(&self) -> usize {
-        self.columns.first().map(|(_, c)| c.len()).unwrap_or(0)
-    }
-
-    /// The Arrow schema: every column nullable, types Utf8 / Int64 / Float64 / Boolean.
-    pub fn schema(&self) -> SchemaRef {
-        Arc::new(Schema::new(
-            self.columns
+    /// One batch from query results, every column nullable and of its output type.
+    pub(crate) fn from_batches(
+        name: &str,
+        schema: &SchemaRef,
+        batches: &[RecordBatch],
+    ) -> Result<Table, ArrowError> {
+        let out_schema: SchemaRef = Arc::new(Schema::new(
+            schema
+                .fields()
                 .iter()
-                .map(|(n, c)| {
-                    let t = match c {
-                        Column::Str(_) => DataType::Utf8,
-                        Column::Int(_) => DataType::Int64,
-                        Column::Float(_) => DataType::Float64,
-                        Column::Bool(_) => DataType::Boolean,
-                    };
-                    Field::new(n, t, true)
-                })
+                .map(|f| Field::new(f.name(), output_type(f.data_type()), true))
                 .collect::<Vec<_>>(),
-        ))
+        ));
+        let mut conformed = Vec::with_capacity(batches.len());
+        for b in batches {
+            let cols = b
+                .columns()
+                .iter()
+                .zip(out_schema.fields())
+                .map(|(c, f)| cast(c, f.data_type()))
+                .collect::<Result<Vec<ArrayRef>, _>>()?;
+            conformed.push(RecordBatch::try_new(out_schema.clone(), cols)?);
+        }
+        Ok(Table {
+            name: name.to_string(),
+            batch: concat_batches(&out_schema, &conformed)?,
+        })
     }
 
-    /// One record batch holding the whole table.
-    pub fn to_batch(&self) -> RecordBatch {
-        let n = self.rows();
-        let arrays: Vec<ArrayRef> = self
-            .columns
-            .iter()
-            .map(|(name, c)| {
-                assert_eq!(
-                    c.len(),
-                    n,
-                    "column {name} of table {} has a different length",
-                    self.name
-                );
-                match c {
-                    Column::Str(v) => Arc::new(StringArray::from(v.clone())) as ArrayRef,
-                    Column::Int(v) => Arc::new(Int64Array::from(v.clone())) as ArrayRef,
-                    Column::Float(v) => Arc::new(Float64Array::from(v.clone())) as ArrayRef,
-                    Column::Bool(v) => Arc::new(BooleanArray::from(v.clone())) as ArrayRef,
-                }
-            })
-            .collect();
-        RecordBatch::try_new(self.schema(), arrays).expect("columns match the schema")
+    /// The Arrow schema of the table.
+    pub fn schema(&self) -> SchemaRef {
+        self.batch.schema()
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.batch.num_rows()
     }
 }

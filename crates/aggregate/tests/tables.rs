@@ -14,10 +14,19 @@ const PROTOCOL: &[&str] = &[
 ];
 
 fn run_fixture(partitions: usize) -> (tempfile::TempDir, BTreeMap<String, RecordBatch>) {
+    let (s, a) = fixture::rows();
+    run_rows(partitions, &s, &a)
+}
+
+fn run_rows(
+    partitions: usize,
+    scores: &[FxScore],
+    answers: &[FxAnswer],
+) -> (tempfile::TempDir, BTreeMap<String, RecordBatch>) {
     let dir = tempfile::tempdir().unwrap();
     let score = dir.path().join("score");
     std::fs::create_dir_all(&score).unwrap();
-    write_fixture_many_row_groups(&score);
+    write_many_row_groups(&score, scores, answers);
     let params = Params {
         target_partitions: partitions,
         ..Params::default()
@@ -40,13 +49,13 @@ fn run_fixture(partitions: usize) -> (tempfile::TempDir, BTreeMap<String, Record
 
 /// The fixture written with small row groups, so DataFusion has many pieces to scan in
 /// parallel.
-fn write_fixture_many_row_groups(score: &Path) {
+fn write_many_row_groups(score: &Path, s: &[FxScore], a: &[FxAnswer]) {
     use parquet::arrow::ArrowWriter;
     use parquet::file::properties::WriterProperties;
-    let (s, a) = fixture::rows();
     for (name, batch) in [
-        ("scale_scores.parquet", fixture::scores_batch(&s)),
-        ("parsed_answers.parquet", fixture::answers_batch(&a)),
+        ("scale_scores.parquet", fixture::scores_batch(s)),
+        ("parsed_answers.parquet", fixture::answers_batch(a)),
+        ("norms.parquet", fixture::norms_batch()),
     ] {
         let f = std::fs::File::create(score.join(name)).unwrap();
         let props = WriterProperties::builder()
@@ -102,12 +111,18 @@ fn close(a: Option<f64>, b: Option<f64>, what: &str) {
     }
 }
 
-/// Sample SD the other way round: sqrt((sum x^2 - (sum x)^2 / n) / (n - 1)).
+/// Sample SD in two passes over the z values (the crate works from integer moments instead).
 fn sd_other(xs: &[f64]) -> f64 {
     let n = xs.len() as f64;
-    let sum: f64 = xs.iter().sum();
-    let sq: f64 = xs.iter().map(|x| x * x).sum();
-    ((sq - sum * sum / n) / (n - 1.0)).max(0.0).sqrt()
+    let mean = xs.iter().sum::<f64>() / n;
+    let ss: f64 = xs.iter().map(|x| (x - mean) * (x - mean)).sum();
+    let sd = (ss / (n - 1.0)).sqrt();
+    // Equal z values can leave a rounding residue; the exact SD is 0.
+    if sd < 1e-12 {
+        0.0
+    } else {
+        sd
+    }
 }
 
 fn median_other(xs: &[f64]) -> Option<f64> {
@@ -185,9 +200,17 @@ fn expected_cells(rows: &[FxScore]) -> BTreeMap<Key, Expect> {
             let mean = |cs: &[&str]| cs.iter().filter_map(|c| z(c)).sum::<f64>() / cs.len() as f64;
             let shift =
                 mean(&["B0", "B0r", "BS1", "BS2", "BS3", "BS4"]) - mean(&["S0", "S0r", "SR", "SP"]);
-            let (lo, hi) = pz
+            // The range from the integer scores: a range of exactly one human SD must count as
+            // ">= 1", which a difference of two rounded z values can miss by an ulp.
+            let (lo, hi) = PROTOCOL
                 .iter()
-                .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
+                .filter_map(|c| {
+                    rs.iter()
+                        .find(|r| r.condition == *c && r.complete)
+                        .and_then(|r| r.score)
+                })
+                .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+            let human_sd = fixture::norm(test, dim).1;
             out.insert(
                 key,
                 Expect {
@@ -196,7 +219,7 @@ fn expected_cells(rows: &[FxScore]) -> BTreeMap<Key, Expect> {
                     ssd: if kept && !no_st1 { sd_other(&sz) } else { 0.0 },
                     has_sampling: !no_st1,
                     shift,
-                    range: hi - lo,
+                    range: (hi - lo) / human_sd,
                     rerun_s0: z("S0")
                         .zip(z("S0r"))
                         .map(|(a, b)| (a - b).abs())
@@ -272,7 +295,7 @@ fn cells_match_an_independent_computation() {
         s(c, "label"),
     );
     assert_eq!(c.num_rows(), exp.len());
-    let mut seen_inf = 0;
+    let (mut seen_inf, mut expect_inf) = (0, 0);
     for k in 0..c.num_rows() {
         let key = (
             src[k].clone(),
@@ -313,11 +336,13 @@ fn cells_match_an_independent_computation() {
         };
         close(ratio[k], er, &format!("ratio {key:?}"));
         seen_inf += (ratio[k] == Some(f64::INFINITY)) as usize;
+        expect_inf += (er == Some(f64::INFINITY)) as usize;
         close(range[k], Some(e.range), &format!("range {key:?}"));
         close(r0[k], Some(e.rerun_s0), &format!("rerun S0 {key:?}"));
         close(rb[k], Some(e.rerun_b0), &format!("rerun B0 {key:?}"));
     }
-    assert_eq!(seen_inf, 1, "the planted zero-sampling-SD cell");
+    assert_eq!(seen_inf, expect_inf);
+    assert!(seen_inf >= 1, "the planted zero-sampling-SD cell");
     // The planted drops, with their reasons.
     let d = &t["dropped_cells"];
     let got: Vec<(String, String, String, String)> = (0..d.num_rows())
@@ -671,8 +696,10 @@ fn request_tables_match_an_independent_computation() {
 fn write_scores(dir: &Path, rows: &[FxScore], answers: &[FxAnswer]) {
     let sb = fixture::scores_batch(rows);
     let ab = fixture::answers_batch(answers);
+    let nb = fixture::norms_batch();
     protospread_core::pq::write(&dir.join("scale_scores.parquet"), sb.schema(), &[sb]).unwrap();
     protospread_core::pq::write(&dir.join("parsed_answers.parquet"), ab.schema(), &[ab]).unwrap();
+    protospread_core::pq::write(&dir.join("norms.parquet"), nb.schema(), &[nb]).unwrap();
 }
 
 #[test]
@@ -745,6 +772,88 @@ fn bad_inputs_are_named() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("colour"), "{e}");
+    // A score that is not an integer 0..100 (the moments are exact integers).
+    let mut frac = scores.clone();
+    let k = frac.iter().position(|r| r.score.is_some()).unwrap();
+    frac[k].score = Some(41.5);
+    write_scores(dir.path(), &frac, &answers);
+    let e = protospread_aggregate::compute_tables(dir.path(), &p)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("scale_scores.parquet")
+            && e.contains("score 41.5 is not an integer")
+            && e.contains(&format!("model={:?}", frac[k].model)),
+        "{e}"
+    );
+    // No human norms.
+    write_scores(dir.path(), &scores, &answers);
+    std::fs::remove_file(dir.path().join("norms.parquet")).unwrap();
+    let e = protospread_aggregate::compute_tables(dir.path(), &p)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("norms.parquet") && e.contains("cannot open"),
+        "{e}"
+    );
+    // Too many partitions is refused before any session is set up.
+    let many = Params {
+        target_partitions: usize::MAX,
+        ..Params::default()
+    };
+    let e = protospread_aggregate::compute_tables(dir.path(), &many)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("target_partitions") && e.contains("maximum"),
+        "{e}"
+    );
+}
+
+/// The example: protocol scores with variance 100 over ten setups, sampling scores
+/// with variance 100 over three samples. Equal variances are a tie: the cell does not count
+/// as protocol SD > sampling SD, on any partition count.
+#[test]
+fn equal_variances_are_not_exceeding_on_any_partition_count() {
+    let (mut scores, answers) = fixture::rows();
+    let protocol = [35, 65, 35, 65, 50, 50, 50, 50, 50, 50];
+    let sampling = [40, 50, 60];
+    let cell =
+        |r: &FxScore| r.model == "api-b" && r.test == "big_five" && r.dimension == "Extraversion";
+    let (mean, sd) = fixture::norm("big_five", "Extraversion");
+    for r in scores.iter_mut().filter(|r| cell(r)) {
+        let v = match PROTOCOL.iter().position(|c| *c == r.condition) {
+            Some(i) => protocol[i],
+            None => sampling[r.sample as usize],
+        };
+        r.score = Some(v as f64);
+        r.z = Some((v as f64 - mean) / sd);
+    }
+    let mut first: Option<Vec<u8>> = None;
+    for parts in [1, 3, 8] {
+        let (d, t) = run_rows(parts, &scores, &answers);
+        let c = &t["cells"];
+        let k = (0..c.num_rows())
+            .find(|&k| {
+                s(c, "model")[k] == "api-b"
+                    && s(c, "test")[k] == "big_five"
+                    && s(c, "dimension")[k] == "Extraversion"
+            })
+            .unwrap();
+        assert_eq!(bo(c, "kept")[k], Some(true));
+        assert_eq!(
+            bo(c, "protocol_gt_sampling")[k],
+            Some(false),
+            "{parts} partitions"
+        );
+        assert_eq!(f(c, "ratio")[k], Some(1.0));
+        assert_eq!(f(c, "protocol_sd")[k], f(c, "sampling_sd")[k]);
+        let bytes = std::fs::read(d.path().join("aggregate/cells.parquet")).unwrap();
+        match &first {
+            None => first = Some(bytes),
+            Some(b) => assert_eq!(b, &bytes, "{parts} partitions"),
+        }
+    }
 }
 
 #[test]

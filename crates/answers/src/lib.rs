@@ -12,6 +12,7 @@
 //! - [`simulate`]: the simulated study with planted effects (every record labelled
 //!   "simulated").
 
+pub mod bulk;
 pub mod format;
 pub mod import;
 pub mod parse;

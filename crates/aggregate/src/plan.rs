@@ -1,0 +1,423 @@
+//! The stage's tables as DataFusion SQL plans over the registered inputs (`scores`, `answers`,
+//! `norms`) and the scalar functions of `stats`.
+//!
+//! Only integers are summed; every float comes from a `ps_*` function applied to one cell's or
+//! one group's integers, or from an order-independent built-in (`median`, `min`, `max`: the
+//! result depends on the multiset of values only). Every result is sorted by a unique key, so
+//! the bytes do not depend on the partition count.
+
+use crate::Params;
+
+/// A SQL string literal.
+pub(crate) fn lit(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// A float literal that parses back to the same double.
+fn flit(x: f64) -> String {
+    format!("CAST({} AS DOUBLE)", lit(&format!("{x:?}")))
+}
+
+/// `col IN (...)`, or FALSE for an empty set.
+fn in_list(col: &str, items: &[String]) -> String {
+    if items.is_empty() {
+        "FALSE".to_string()
+    } else {
+        let v: Vec<String> = items.iter().map(|s| lit(s)).collect();
+        format!("{col} IN ({})", v.join(", "))
+    }
+}
+
+/// Statuses that make a received reply unreadable.
+const UNREADABLE: &str = "'not_a_number', 'out_of_range', 'missing_in_whole', 'duplicate_in_whole'";
+
+/// Views that the tables are built from, in creation order: (name, SQL).
+pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
+    let used = format!(
+        "({} OR {})",
+        in_list("condition", &p.protocol_conditions),
+        in_list("condition", &p.sampling_conditions)
+    );
+    // One row per scale score; `rk` = 1 for the lowest sample of a condition (its
+    // administration for the rerun pairs).
+    let sc = format!(
+        "SELECT source, label, study, model, arm, cohort, condition, CAST(sample AS BIGINT) AS sample, \
+           test, dimension, CAST(score AS BIGINT) AS v, complete, z IS NOT NULL AS has_z, constant_answers, \
+           {} AS is_p, {} AS is_s, {used} AS is_used, {} AS is_to, {} AS is_from, \
+           CASE WHEN sample = 0 THEN condition ELSE condition || '[' || CAST(sample AS VARCHAR) || ']' END AS admin, \
+           ROW_NUMBER() OVER (PARTITION BY source, model, test, dimension, condition ORDER BY sample) AS rk \
+         FROM scores",
+        in_list("condition", &p.protocol_conditions),
+        in_list("condition", &p.sampling_conditions),
+        in_list("condition", &p.shift_to),
+        in_list("condition", &p.shift_from),
+    );
+    let conds: Vec<&String> = p
+        .protocol_conditions
+        .iter()
+        .chain(&p.sampling_conditions)
+        .collect();
+    let mut has = String::new();
+    for (i, c) in conds.iter().enumerate() {
+        has.push_str(&format!(
+            "SUM(CASE WHEN condition = {} THEN 1 ELSE 0 END) AS has_{i}, ",
+            lit(c)
+        ));
+    }
+    let mut reruns = String::new();
+    for (i, [a, b]) in p.rerun_pairs.iter().enumerate() {
+        reruns.push_str(&format!(
+            "MAX(CASE WHEN condition = {} AND rk = 1 AND has_z THEN v END) AS ra_{i}, \
+             MAX(CASE WHEN condition = {} AND rk = 1 AND has_z THEN v END) AS rb_{i}, ",
+            lit(a),
+            lit(b)
+        ));
+    }
+    // Integer moments per cell (only protocol / sampling scores with a z enter them).
+    let cm = format!(
+        "SELECT source, model, test, dimension, COUNT(*) AS rows_n, \
+           SUM(CASE WHEN is_s THEN 1 ELSE 0 END) AS s_rows, {has}{reruns} \
+           SUM(CASE WHEN is_p AND has_z THEN 1 ELSE 0 END) AS pn, \
+           SUM(CASE WHEN is_p AND has_z THEN v END) AS ps, \
+           SUM(CASE WHEN is_p AND has_z THEN v * v END) AS pq, \
+           MIN(CASE WHEN is_p AND has_z THEN v END) AS pmin, \
+           MAX(CASE WHEN is_p AND has_z THEN v END) AS pmax, \
+           SUM(CASE WHEN is_s AND has_z THEN 1 ELSE 0 END) AS sn, \
+           SUM(CASE WHEN is_s AND has_z THEN v END) AS ss, \
+           SUM(CASE WHEN is_s AND has_z THEN v * v END) AS sq, \
+           SUM(CASE WHEN is_to AND has_z THEN 1 ELSE 0 END) AS tn, \
+           SUM(CASE WHEN is_to AND has_z THEN v END) AS ts, \
+           SUM(CASE WHEN is_from AND has_z THEN 1 ELSE 0 END) AS fn_, \
+           SUM(CASE WHEN is_from AND has_z THEN v END) AS fs, \
+           SUM(CASE WHEN is_used AND constant_answers THEN 1 ELSE 0 END) AS const_n, \
+           string_agg(CASE WHEN is_used AND NOT (complete AND v IS NOT NULL) THEN admin END, ', ' ORDER BY condition, sample) AS incomplete, \
+           string_agg(CASE WHEN is_used AND complete AND v IS NOT NULL AND NOT has_z THEN admin END, ', ' ORDER BY condition, sample) AS no_z \
+         FROM sc GROUP BY source, model, test, dimension"
+    );
+    // The universe: every model of a source x every scale seen in the source.
+    let models =
+        "SELECT source, model, MIN(label) AS label, MIN(study) AS study, MIN(arm) AS arm, \
+                    MIN(cohort) AS cohort FROM scores GROUP BY source, model";
+    let universe = "SELECT m.source, m.label, m.study, m.model, m.arm, m.cohort, s.test, s.dimension \
+         FROM models m JOIN (SELECT DISTINCT source, test, dimension FROM scores) s ON m.source = s.source";
+    let sep = in_list("u.arm", &p.separate_arms);
+    let mut missing = Vec::new();
+    for (i, c) in conds.iter().enumerate() {
+        let optional = if i >= p.protocol_conditions.len() {
+            "NOT sopt AND "
+        } else {
+            ""
+        };
+        missing.push(format!(
+            "CASE WHEN {optional}COALESCE(has_{i}, 0) = 0 THEN {} END",
+            lit(c)
+        ));
+    }
+    let mut cm_cols = String::new();
+    for i in 0..conds.len() {
+        cm_cols.push_str(&format!("cm.has_{i}, "));
+    }
+    for i in 0..p.rerun_pairs.len() {
+        cm_cols.push_str(&format!("cm.ra_{i}, cm.rb_{i}, "));
+    }
+    let reasons = format!(
+        "SELECT u.*, mt.mt_test IS NOT NULL AS has_test, \
+           CASE WHEN concat_ws(', ', {m}) <> '' THEN 'missing administrations: ' || concat_ws(', ', {m}) END AS r1, \
+           'incomplete administrations: ' || incomplete AS r2, \
+           'no score in human SDs (z is null): ' || no_z AS r3 \
+         FROM (SELECT u.source, u.label, u.study, u.model, u.arm, u.cohort, u.test, u.dimension, \
+                 {sep} AND COALESCE(cm.s_rows, 0) = 0 AS sopt, {cm_cols} \
+                 cm.rows_n, cm.pn, cm.ps, cm.pq, cm.pmin, cm.pmax, cm.sn, cm.ss, cm.sq, cm.tn, cm.ts, \
+                 cm.fn_, cm.fs, cm.const_n, cm.incomplete, cm.no_z \
+               FROM universe u LEFT JOIN cm ON u.source = cm.source AND u.model = cm.model \
+                 AND u.test = cm.test AND u.dimension = cm.dimension) u \
+         LEFT JOIN (SELECT DISTINCT source AS mt_source, model AS mt_model, test AS mt_test FROM scores) mt \
+           ON u.source = mt.mt_source AND u.model = mt.mt_model AND u.test = mt.mt_test",
+        m = missing.join(", "),
+    );
+    vec![
+        ("sc", sc),
+        ("cm", cm),
+        ("models", models.to_string()),
+        ("universe", universe.to_string()),
+        ("reasons", reasons),
+    ]
+}
+
+/// The per-cell table (`cells`), sorted by source, model, test, dimension.
+pub(crate) fn cells(p: &Params) -> String {
+    let mut reruns = String::new();
+    for (i, [a, b]) in p.rerun_pairs.iter().enumerate() {
+        reruns.push_str(&format!(
+            "CASE WHEN kept THEN ps_diff_z(abs(ra_{i} - rb_{i}), h) END AS \"rerun_{}_{}_z\", ",
+            a.replace('"', "\"\""),
+            b.replace('"', "\"\"")
+        ));
+    }
+    format!(
+        "SELECT source, label, study, model, arm, cohort, test, dimension, kept, \
+           CASE WHEN NOT kept THEN reason END AS drop_reason, \
+           COALESCE(pn, 0) AS protocol_n, COALESCE(sn, 0) AS sampling_n, \
+           CASE WHEN kept THEN ps_mean_z(pn, ps, hm, h) END AS protocol_mean_z, \
+           CASE WHEN kept THEN ps_sd_z(pn, ps, pq, h) END AS protocol_sd, \
+           CASE WHEN kept THEN ps_sd_z(sn, ss, sq, h) END AS sampling_sd, \
+           CASE WHEN kept THEN ps_ratio(pn, ps, pq, sn, ss, sq) END AS ratio, \
+           CASE WHEN kept THEN ps_ratio_rule(pn, ps, pq, sn, ss, sq) END AS ratio_rule, \
+           CASE WHEN kept THEN ps_variance_gt(pn, ps, pq, sn, ss, sq) END AS protocol_gt_sampling, \
+           CASE WHEN kept THEN ps_z(pmin, hm, h) END AS min_z, \
+           CASE WHEN kept THEN ps_z(pmax, hm, h) END AS max_z, \
+           CASE WHEN kept THEN ps_diff_z(pmax - pmin, h) END AS range_z, \
+           {reruns} \
+           CASE WHEN kept THEN ps_shift_z(tn, ts, fn_, fs, h) END AS shift_z, \
+           COALESCE(const_n, 0) AS constant_administrations \
+         FROM ( \
+           SELECT r.*, reason = '' AS kept, n.mean AS hm, n.sd AS h FROM ( \
+             SELECT *, CASE WHEN rows_n IS NULL AND NOT has_test \
+                 THEN 'test not administered (no scale scores)' \
+                 ELSE concat_ws('; ', r1, r2, r3, r4, \
+                   CASE WHEN r1 IS NULL AND r2 IS NULL AND r3 IS NULL AND r4 IS NULL AND COALESCE(pn, 0) < 2 \
+                     THEN 'fewer than two protocol administrations' END) END AS reason \
+             FROM (SELECT *, CASE WHEN r1 IS NULL AND r2 IS NULL AND r3 IS NULL AND NOT sopt AND COALESCE(sn, 0) < 2 \
+                     THEN 'fewer than two sampling administrations' END AS r4 FROM reasons) \
+           ) r LEFT JOIN norms_n n ON r.test = n.test AND r.dimension = n.dimension \
+         ) ORDER BY source, model, test, dimension"
+    )
+}
+
+/// The cells of `cells` that are kept, once per group they belong to, with the group's key
+/// columns `g0..gk` (null past the group's depth) and its name.
+fn grouped(p: &Params) -> String {
+    let mut parts = Vec::new();
+    for k in 1..=p.groups.len() {
+        let mut keys = Vec::new();
+        let mut conds = Vec::new();
+        let mut name = Vec::new();
+        for (j, g) in p.groups.iter().enumerate() {
+            if j < k {
+                keys.push(format!("{g} AS g{j}"));
+                conds.push(format!("{g} IS NOT NULL"));
+                name.push(format!("{} || {g}", lit(&format!("{g}=")), g = g));
+            } else {
+                keys.push(format!("CAST(NULL AS VARCHAR) AS g{j}"));
+            }
+        }
+        parts.push(format!(
+            "SELECT *, {}, {} AS grp FROM cells WHERE kept AND {}",
+            keys.join(", "),
+            name.join(" || ' ' || "),
+            conds.join(" AND ")
+        ));
+    }
+    format!("({})", parts.join(" UNION ALL "))
+}
+
+fn group_keys(p: &Params) -> (String, String) {
+    let cols: Vec<String> = (0..p.groups.len()).map(|j| format!("g{j}")).collect();
+    let order: Vec<String> = cols.iter().map(|c| format!("{c} NULLS FIRST")).collect();
+    (cols.join(", "), order.join(", "))
+}
+
+fn share(k: &str, n: &str) -> String {
+    format!("CASE WHEN {n} > 0 THEN CAST({k} AS DOUBLE) / CAST({n} AS DOUBLE) END")
+}
+
+const LABEL: &str = "first_value(label ORDER BY model, test, dimension) AS label";
+const EXCEEDING: &str = "SUM(CASE WHEN protocol_gt_sampling THEN 1 ELSE 0 END)";
+
+/// The group tables, each (name, SQL) over `cells`.
+pub(crate) fn group_tables(p: &Params) -> Vec<(&'static str, String)> {
+    let g = grouped(p);
+    let (keys, order) = group_keys(p);
+    let pvs = format!(
+        "SELECT source, label, grp AS \"group\", models, cells, compared_cells, protocol_gt_sampling, \
+           {}, ratio_cells, median_ratio FROM ( \
+           SELECT source, {keys}, grp, {LABEL}, COUNT(DISTINCT model) AS models, COUNT(*) AS cells, \
+             COUNT(protocol_gt_sampling) AS compared_cells, {EXCEEDING} AS protocol_gt_sampling, \
+             COUNT(ratio) AS ratio_cells, median(ratio) AS median_ratio \
+           FROM {g} GROUP BY source, {keys}, grp) ORDER BY source, {order}",
+        share("protocol_gt_sampling", "compared_cells") + " AS share"
+    );
+    let range = format!(
+        "SELECT source, label, grp AS \"group\", cells, median_range_z, min_range_z, max_range_z, \
+           cells_range_ge_1, cells_range_ge_2 FROM ( \
+           SELECT source, {keys}, grp, {LABEL}, COUNT(range_z) AS cells, median(range_z) AS median_range_z, \
+             MIN(range_z) AS min_range_z, MAX(range_z) AS max_range_z, \
+             SUM(CASE WHEN range_z >= 1.0 THEN 1 ELSE 0 END) AS cells_range_ge_1, \
+             SUM(CASE WHEN range_z >= 2.0 THEN 1 ELSE 0 END) AS cells_range_ge_2 \
+           FROM {g} GROUP BY source, {keys}, grp) ORDER BY source, {order}"
+    );
+    let by_test = format!(
+        "SELECT source, label, grp AS \"group\", test, cells, compared_cells, protocol_gt_sampling, \
+           {} AS share, median_ratio, median_range_z FROM ( \
+           SELECT source, {keys}, grp, test, {LABEL}, COUNT(*) AS cells, \
+             COUNT(protocol_gt_sampling) AS compared_cells, {EXCEEDING} AS protocol_gt_sampling, \
+             median(ratio) AS median_ratio, median(range_z) AS median_range_z \
+           FROM {g} GROUP BY source, {keys}, grp, test) ORDER BY source, {order}, test",
+        share("protocol_gt_sampling", "compared_cells")
+    );
+    let mut pairs = Vec::new();
+    for (i, [a, b]) in p.rerun_pairs.iter().enumerate() {
+        let col = format!(
+            "\"rerun_{}_{}_z\"",
+            a.replace('"', "\"\""),
+            b.replace('"', "\"\"")
+        );
+        pairs.push(format!(
+            "SELECT source, {keys}, grp, {i} AS pair_i, {} AS pair, {LABEL}, COUNT({col}) AS cells, \
+               SUM(CASE WHEN {col} = 0 THEN 1 ELSE 0 END) AS cells_identical, \
+               median({col}) AS median_diff_z, MAX({col}) AS max_diff_z \
+             FROM {g} GROUP BY source, {keys}, grp",
+            lit(&format!("{a} vs {b}"))
+        ));
+    }
+    let reruns = if pairs.is_empty() {
+        "SELECT CAST(NULL AS VARCHAR) AS source, CAST(NULL AS VARCHAR) AS label, \
+           CAST(NULL AS VARCHAR) AS \"group\", CAST(NULL AS VARCHAR) AS pair, CAST(0 AS BIGINT) AS cells, \
+           CAST(0 AS BIGINT) AS cells_identical, CAST(NULL AS DOUBLE) AS median_diff_z, \
+           CAST(NULL AS DOUBLE) AS max_diff_z WHERE FALSE"
+            .to_string()
+    } else {
+        format!(
+            "SELECT source, label, grp AS \"group\", pair, cells, cells_identical, median_diff_z, max_diff_z \
+             FROM ({}) ORDER BY source, {order}, pair_i",
+            pairs.join(" UNION ALL ")
+        )
+    };
+    let separate = format!(
+        "WITH ref AS (SELECT source, test, dimension, median(shift_z) AS r FROM cells \
+           WHERE kept AND arm = {} AND shift_z IS NOT NULL GROUP BY source, test, dimension), \
+         c AS (SELECT x.*, CASE WHEN ref.r IS NULL OR x.shift_z IS NULL OR ref.r = 0 OR x.shift_z = 0 THEN NULL \
+                 ELSE (ref.r > 0) = (x.shift_z > 0) END AS same_dir \
+               FROM cells x LEFT JOIN ref ON x.source = ref.source AND x.test = ref.test \
+                 AND x.dimension = ref.dimension WHERE x.kept AND {}) \
+         SELECT source, label, arm, models, cells, direction_cells, same_direction, {} AS share, \
+           median_range_z, compared_cells, protocol_gt_sampling FROM ( \
+           SELECT source, arm, {LABEL}, COUNT(DISTINCT model) AS models, COUNT(*) AS cells, \
+             COUNT(same_dir) AS direction_cells, SUM(CASE WHEN same_dir THEN 1 ELSE 0 END) AS same_direction, \
+             median(range_z) AS median_range_z, COUNT(protocol_gt_sampling) AS compared_cells, \
+             {EXCEEDING} AS protocol_gt_sampling \
+           FROM c GROUP BY source, arm) ORDER BY source, arm",
+        lit(&p.headline_arm),
+        in_list("x.arm", &p.separate_arms),
+        share("same_direction", "direction_cells")
+    );
+    vec![
+        ("protocol_vs_sampling", pvs),
+        ("range", range),
+        ("by_test", by_test),
+        ("reruns", reruns),
+        ("separate_arms", separate),
+    ]
+}
+
+/// Views over the inputs for the request tables: `req` per (source, model, condition) from the
+/// parsed answers, `adm` one row per administration from the scale scores.
+pub(crate) fn request_views() -> Vec<(&'static str, String)> {
+    // A request is one item in single mode and one whole test in whole mode.
+    let req = format!(
+        "SELECT source, label, model, arm, cohort, condition, COUNT(*) AS requests, \
+           SUM(failed) AS failed_requests, \
+           SUM(CASE WHEN failed = 0 THEN unreadable ELSE 0 END) AS unreadable_replies, \
+           SUM(items) AS items, SUM(unreadable_items) AS unreadable_items \
+         FROM (SELECT source, label, model, arm, cohort, condition, \
+                 MAX(CASE WHEN status = 'request_failed' THEN 1 ELSE 0 END) AS failed, \
+                 MAX(CASE WHEN status IN ({UNREADABLE}) THEN 1 ELSE 0 END) AS unreadable, \
+                 COUNT(*) AS items, \
+                 SUM(CASE WHEN status IN ({UNREADABLE}) THEN 1 ELSE 0 END) AS unreadable_items \
+               FROM answers \
+               GROUP BY source, label, model, arm, cohort, condition, sample, test, \
+                 CASE WHEN mode = 'whole' THEN -1 ELSE CAST(item AS BIGINT) END) \
+         GROUP BY source, label, model, arm, cohort, condition"
+    );
+    let adm = "SELECT source, label, model, arm, cohort, condition, CAST(sample AS BIGINT) AS sample, test, \
+           MAX(CASE WHEN constant_answers THEN 1 ELSE 0 END) AS constant \
+         FROM scores GROUP BY source, label, model, arm, cohort, condition, sample, test"
+        .to_string();
+    vec![("req", req), ("adm", adm)]
+}
+
+/// `requests` and `constant_runs`.
+pub(crate) fn request_tables() -> Vec<(&'static str, String)> {
+    let requests = format!(
+        "SELECT COALESCE(a.source, q.source) AS source, \
+           CASE WHEN a.source IS NOT NULL THEN a.label ELSE q.label END AS label, \
+           COALESCE(a.model, q.model) AS model, \
+           CASE WHEN a.source IS NOT NULL THEN a.arm ELSE q.arm END AS arm, \
+           CASE WHEN a.source IS NOT NULL THEN a.cohort ELSE q.cohort END AS cohort, \
+           COALESCE(a.condition, q.condition) AS condition, \
+           q.requests, q.failed_requests, q.unreadable_replies, {} AS unreadable_share, \
+           q.items, q.unreadable_items, COALESCE(a.administrations, 0) AS administrations, \
+           COALESCE(a.constant_administrations, 0) AS constant_administrations \
+         FROM (SELECT source, model, condition, MIN(label) AS label, MIN(arm) AS arm, MIN(cohort) AS cohort, \
+                 COUNT(*) AS administrations, SUM(constant) AS constant_administrations \
+               FROM adm GROUP BY source, model, condition) a \
+         FULL OUTER JOIN req q ON a.source = q.source AND a.model = q.model AND a.condition = q.condition \
+         ORDER BY source, model, condition",
+        share("q.unreadable_replies", "q.requests")
+    );
+    let constant = "SELECT source, label, model, arm, cohort, condition, sample, test FROM adm \
+         WHERE constant = 1 ORDER BY source, model, condition, sample, test"
+        .to_string();
+    vec![("requests", requests), ("constant_runs", constant)]
+}
+
+/// One row per source with the verdict's figures over the kept cells of the headline arm.
+pub(crate) fn verdict_summary(p: &Params) -> String {
+    let arm = lit(&p.headline_arm);
+    let (vs, vr) = (flit(p.verdict_share), flit(p.verdict_ratio));
+    let sh = share("k", "n");
+    let us = share("unread", "req");
+    let cs = share("cons", "adm_n");
+    format!(
+        "WITH s AS ( \
+           SELECT src.source, src.label, COALESCE(h.n, 0) AS n, COALESCE(h.k, 0) AS k, h.mr, \
+             COALESCE(q.req, 0) AS req, COALESCE(q.unread, 0) AS unread, \
+             COALESCE(a.adm_n, 0) AS adm_n, COALESCE(a.cons, 0) AS cons \
+           FROM (SELECT source, {LABEL} FROM cells GROUP BY source) src \
+           LEFT JOIN (SELECT source, COUNT(protocol_gt_sampling) AS n, {EXCEEDING} AS k, median(ratio) AS mr \
+                      FROM cells WHERE kept AND arm = {arm} GROUP BY source) h ON src.source = h.source \
+           LEFT JOIN (SELECT source, SUM(requests) AS req, SUM(unreadable_replies) AS unread \
+                      FROM req WHERE arm = {arm} GROUP BY source) q ON src.source = q.source \
+           LEFT JOIN (SELECT source, COUNT(*) AS adm_n, SUM(constant) AS cons \
+                      FROM adm WHERE arm = {arm} GROUP BY source) a ON src.source = a.source), \
+         v AS (SELECT *, {sh} AS sh, {us} AS us, {cs} AS cs FROM s), \
+         w AS (SELECT *, sh >= {vs} AS pass_share, mr >= {vr} AS pass_ratio FROM v) \
+         SELECT * FROM w",
+    )
+}
+
+/// The verdict rows from `verdict_w` ([`verdict_summary`] collected): five criteria per source.
+pub(crate) fn verdict(p: &Params) -> String {
+    let arm_text = |s: &str| lit(&s.replace("{arm}", &p.headline_arm));
+    let (vs, vr, vf) = (
+        flit(p.verdict_share),
+        flit(p.verdict_ratio),
+        flit(p.verdict_few),
+    );
+    format!(
+        "SELECT source, label, criterion, value, threshold, passed, statement FROM ( \
+           SELECT source, label, 1 AS ord, 'share_protocol_gt_sampling' AS criterion, sh AS value, {vs} AS threshold, \
+             pass_share AS passed, \
+             'share of ' || CAST(n AS VARCHAR) || {} AS statement FROM verdict_w w \
+           UNION ALL \
+           SELECT source, label, 2, 'median_ratio', mr, {vr}, pass_ratio, {} FROM verdict_w w \
+           UNION ALL \
+           SELECT source, label, 3, 'unreadable_replies_few', us, {vf}, us < {vf}, \
+             CAST(unread AS VARCHAR) || ' of ' || CAST(req AS VARCHAR) || {} FROM verdict_w w \
+           UNION ALL \
+           SELECT source, label, 4, 'constant_runs_few', cs, {vf}, cs < {vf}, \
+             CAST(cons AS VARCHAR) || ' of ' || CAST(adm_n AS VARCHAR) || {} FROM verdict_w w \
+           UNION ALL \
+           SELECT source, label, 5, 'verdict', CAST(NULL AS DOUBLE), CAST(NULL AS DOUBLE), \
+             CASE WHEN pass_share IS NULL OR pass_ratio IS NULL THEN NULL ELSE pass_share AND pass_ratio END, \
+             CASE WHEN pass_share IS NULL OR pass_ratio IS NULL THEN {} \
+                  WHEN pass_share AND pass_ratio THEN 'protocol spread exceeds sampling noise: use the protocol spread as the error bar' \
+                  ELSE 'the protocol spread is not shown to exceed sampling noise by the thresholds' END \
+           FROM verdict_w w) ORDER BY source, ord",
+        arm_text(" kept arm={arm} cells with protocol SD > sampling SD is at least the threshold"),
+        arm_text("median ratio protocol SD / sampling SD over arm={arm} cells is at least the threshold"),
+        arm_text(" arm={arm} requests gave an unreadable reply: below the threshold counts as few"),
+        arm_text(" arm={arm} administrations gave constant answers: below the threshold counts as few"),
+        arm_text("no kept arm={arm} cells: no verdict"),
+    )
+}

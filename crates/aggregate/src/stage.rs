@@ -1,0 +1,487 @@
+//! Running the stage's plans: register the inputs, check them, build the views and collect the
+//! tables.
+
+use crate::plan;
+use crate::table::Table;
+use crate::{AggregateError, Params};
+use arrow::datatypes::DataType;
+use arrow::record_batch::RecordBatch;
+use arrow::util::display::array_value_to_string;
+use datafusion::datasource::MemTable;
+use datafusion::prelude::{ParquetReadOptions, SessionContext};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use protospread_engine::EngineOptions;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Column kinds the input contract uses.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Str,
+    Int,
+    Float,
+    Bool,
+}
+
+const SCORE_COLUMNS: &[(&str, Kind)] = &[
+    ("source", Kind::Str),
+    ("label", Kind::Str),
+    ("study", Kind::Str),
+    ("model", Kind::Str),
+    ("arm", Kind::Str),
+    ("cohort", Kind::Str),
+    ("condition", Kind::Str),
+    ("sample", Kind::Int),
+    ("test", Kind::Str),
+    ("dimension", Kind::Str),
+    ("score", Kind::Float),
+    ("complete", Kind::Bool),
+    ("z", Kind::Float),
+    ("constant_answers", Kind::Bool),
+];
+
+/// Columns of `scale_scores.parquet` that the contract says are never null.
+const SCORE_REQUIRED: &[&str] = &[
+    "source",
+    "label",
+    "study",
+    "model",
+    "arm",
+    "condition",
+    "sample",
+    "test",
+    "dimension",
+    "complete",
+    "constant_answers",
+];
+
+const ANSWER_COLUMNS: &[(&str, Kind)] = &[
+    ("source", Kind::Str),
+    ("label", Kind::Str),
+    ("model", Kind::Str),
+    ("arm", Kind::Str),
+    ("cohort", Kind::Str),
+    ("condition", Kind::Str),
+    ("sample", Kind::Int),
+    ("test", Kind::Str),
+    ("mode", Kind::Str),
+    ("item", Kind::Int),
+    ("status", Kind::Str),
+];
+
+const NORM_COLUMNS: &[(&str, Kind)] = &[
+    ("test", Kind::Str),
+    ("dimension", Kind::Str),
+    ("mean", Kind::Float),
+    ("sd", Kind::Float),
+];
+
+/// Statuses of a parsed answer (the score stage's contract).
+pub const STATUSES: &[&str] = &[
+    "ok",
+    "not_a_number",
+    "out_of_range",
+    "missing_in_whole",
+    "duplicate_in_whole",
+    "request_failed",
+];
+
+fn input_err(path: &Path, message: impl Into<String>) -> AggregateError {
+    AggregateError::Input {
+        path: path.to_path_buf(),
+        message: message.into(),
+    }
+}
+
+/// Check that `path` exists and has every contract column with a usable type.
+fn check_schema(path: &Path, columns: &[(&str, Kind)]) -> Result<(), AggregateError> {
+    let f = fs_err::File::open(path).map_err(|e| input_err(path, format!("cannot open: {e}")))?;
+    let b = ParquetRecordBatchReaderBuilder::try_new(f.into_parts().0)
+        .map_err(|e| input_err(path, format!("not a readable Parquet file: {e}")))?;
+    let schema = b.schema();
+    for (name, kind) in columns {
+        let field = schema
+            .field_with_name(name)
+            .map_err(|_| input_err(path, format!("column `{name}` is missing")))?;
+        let ok = match kind {
+            Kind::Str => matches!(
+                field.data_type(),
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+            ),
+            Kind::Int => matches!(
+                field.data_type(),
+                DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
+            ),
+            Kind::Float => matches!(field.data_type(), DataType::Float32 | DataType::Float64),
+            Kind::Bool => matches!(field.data_type(), DataType::Boolean),
+        };
+        if !ok {
+            return Err(input_err(
+                path,
+                format!(
+                    "column `{name}` has type {}, expected {kind:?}",
+                    field.data_type()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+struct Files {
+    scores: PathBuf,
+    answers: PathBuf,
+    norms: PathBuf,
+}
+
+struct Run<'a> {
+    ctx: SessionContext,
+    files: &'a Files,
+}
+
+/// The first row of a query's result as display strings by column name, if any row.
+fn first_row(batches: &[RecordBatch]) -> Option<Vec<(String, String)>> {
+    let b = batches.iter().find(|b| b.num_rows() > 0)?;
+    Some(
+        b.schema()
+            .fields()
+            .iter()
+            .zip(b.columns())
+            .map(|(f, c)| {
+                let v = if c.is_null(0) {
+                    "NULL".to_string()
+                } else {
+                    array_value_to_string(c, 0).unwrap_or_default()
+                };
+                (f.name().clone(), v)
+            })
+            .collect(),
+    )
+}
+
+fn describe(row: &[(String, String)], skip: &[&str]) -> String {
+    row.iter()
+        .filter(|(k, _)| !skip.contains(&k.as_str()))
+        .map(|(k, v)| format!("{k}={v:?}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn get<'r>(row: &'r [(String, String)], name: &str) -> &'r str {
+    row.iter()
+        .find(|(k, _)| k == name)
+        .map_or("", |(_, v)| v.as_str())
+}
+
+impl Run<'_> {
+    async fn sql(&self, sql: &str, path: &Path) -> Result<Vec<RecordBatch>, AggregateError> {
+        let engine = |e: datafusion::error::DataFusionError| AggregateError::Engine {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        };
+        self.ctx
+            .sql(sql)
+            .await
+            .map_err(engine)?
+            .collect()
+            .await
+            .map_err(engine)
+    }
+
+    async fn table(&self, name: &str, sql: &str, path: &Path) -> Result<Table, AggregateError> {
+        let df = self
+            .ctx
+            .sql(sql)
+            .await
+            .map_err(|e| AggregateError::Engine {
+                path: path.to_path_buf(),
+                message: format!("table {name}: {e}"),
+            })?;
+        let schema = Arc::new(df.schema().as_arrow().clone());
+        let batches = df.collect().await.map_err(|e| AggregateError::Engine {
+            path: path.to_path_buf(),
+            message: format!("table {name}: {e}"),
+        })?;
+        Table::from_batches(name, &schema, &batches).map_err(|e| AggregateError::Engine {
+            path: path.to_path_buf(),
+            message: format!("table {name}: {e}"),
+        })
+    }
+
+    /// A query that must return no row; the first row it returns is reported.
+    async fn refuse(
+        &self,
+        sql: &str,
+        path: &Path,
+        message: impl Fn(&[(String, String)]) -> String,
+    ) -> Result<(), AggregateError> {
+        match first_row(&self.sql(sql, path).await?) {
+            Some(row) => Err(input_err(path, message(&row))),
+            None => Ok(()),
+        }
+    }
+
+    async fn check_scores(&self) -> Result<(), AggregateError> {
+        let path = &self.files.scores;
+        let key = "source, model, condition, CAST(sample AS BIGINT) AS sample, test, dimension";
+        let order = "ORDER BY source, model, condition, sample, test, dimension LIMIT 1";
+        let which: Vec<String> = SCORE_REQUIRED
+            .iter()
+            .map(|c| format!("WHEN {c} IS NULL THEN '{c}'"))
+            .collect();
+        let any: Vec<String> = SCORE_REQUIRED
+            .iter()
+            .map(|c| format!("{c} IS NULL"))
+            .collect();
+        self.refuse(
+            &format!(
+                "SELECT {key}, CASE {} END AS null_column FROM scores WHERE {} {order}",
+                which.join(" "),
+                any.join(" OR ")
+            ),
+            path,
+            |r| {
+                format!(
+                    "column `{}` is null in the row {}",
+                    get(r, "null_column"),
+                    describe(r, &["null_column"])
+                )
+            },
+        )
+        .await?;
+        self.refuse(
+            &format!(
+                "SELECT {key} FROM scores GROUP BY source, model, condition, sample, test, dimension \
+                 HAVING COUNT(*) > 1 {order}"
+            ),
+            path,
+            |r| format!("duplicate row for {}", describe(r, &[])),
+        )
+        .await?;
+        self.refuse(
+            "SELECT source, model FROM scores GROUP BY source, model \
+             HAVING COUNT(DISTINCT label) > 1 OR COUNT(DISTINCT study) > 1 OR COUNT(DISTINCT arm) > 1 \
+               OR COUNT(DISTINCT cohort) > 1 OR (COUNT(cohort) > 0 AND COUNT(cohort) < COUNT(*)) \
+             ORDER BY source, model LIMIT 1",
+            path,
+            |r| {
+                format!(
+                    "model {:?} of source {:?} has inconsistent label/study/arm/cohort across its rows",
+                    get(r, "model"),
+                    get(r, "source")
+                )
+            },
+        )
+        .await?;
+        // The statistics are exact integer moments: a score must be an integer 0..100.
+        self.refuse(
+            &format!(
+                "SELECT {key}, score FROM scores WHERE score IS NOT NULL \
+                 AND NOT (score >= 0 AND score <= 100 AND score = trunc(score)) {order}"
+            ),
+            path,
+            |r| {
+                format!(
+                    "score {} is not an integer from 0 to 100 in the row {}",
+                    get(r, "score"),
+                    describe(r, &["score"])
+                )
+            },
+        )
+        .await?;
+        let norms = &self.files.norms;
+        self.refuse(
+            "SELECT test, dimension FROM norms GROUP BY test, dimension HAVING COUNT(*) > 1 \
+             ORDER BY test, dimension LIMIT 1",
+            norms,
+            |r| format!("more than one row for {}", describe(r, &[])),
+        )
+        .await?;
+        self.refuse(
+            &format!(
+                "SELECT {key} FROM scores s WHERE z IS NOT NULL AND NOT EXISTS \
+                 (SELECT 1 FROM norms n WHERE n.test = s.test AND n.dimension = s.dimension \
+                  AND n.mean IS NOT NULL AND n.sd IS NOT NULL) {order}"
+            ),
+            norms,
+            |r| {
+                format!(
+                    "no human mean and SD for test {:?} dimension {:?}, but scale_scores.parquet has a z for it (row {})",
+                    get(r, "test"),
+                    get(r, "dimension"),
+                    describe(r, &[])
+                )
+            },
+        )
+        .await
+    }
+
+    async fn check_answers(&self) -> Result<(), AggregateError> {
+        let path = &self.files.answers;
+        // Contract values first, so a bad status or mode is reported, never counted silently.
+        let statuses: Vec<String> = STATUSES.iter().map(|s| plan::lit(s)).collect();
+        self.refuse(
+            &format!(
+                "SELECT source, model, condition, CAST(sample AS BIGINT) AS sample, test, \
+                   CAST(item AS BIGINT) AS item, mode, status FROM answers \
+                 WHERE status IS NULL OR status NOT IN ({}) OR mode IS NULL OR mode NOT IN ('single', 'whole') \
+                 ORDER BY source, model, condition, sample, test, item LIMIT 1",
+                statuses.join(", ")
+            ),
+            path,
+            |r| {
+                format!(
+                    "row {}: mode {:?} / status {:?} is not in the contract (mode single|whole; status {})",
+                    describe(r, &["mode", "status"]),
+                    get(r, "mode"),
+                    get(r, "status"),
+                    STATUSES.join("|")
+                )
+            },
+        )
+        .await?;
+        self.refuse(
+            "SELECT source, model, condition FROM req GROUP BY source, model, condition \
+             HAVING COUNT(*) > 1 ORDER BY source, model, condition LIMIT 1",
+            path,
+            |r| {
+                format!(
+                    "model {:?} of source {:?} has more than one label/arm/cohort",
+                    get(r, "model"),
+                    get(r, "source")
+                )
+            },
+        )
+        .await
+    }
+
+    /// Run `sql` once and register its (aggregated, small) result as an in-memory table, so
+    /// that later plans reading it several times do not recompute it.
+    async fn materialize(&self, name: &str, sql: &str, path: &Path) -> Result<(), AggregateError> {
+        let engine = |e: datafusion::error::DataFusionError| AggregateError::Engine {
+            path: path.to_path_buf(),
+            message: format!("{name}: {e}"),
+        };
+        let df = self.ctx.sql(sql).await.map_err(engine)?;
+        let schema = Arc::new(df.schema().as_arrow().clone());
+        let batches = df.collect().await.map_err(engine)?;
+        let mem = MemTable::try_new(schema, vec![batches]).map_err(engine)?;
+        self.ctx
+            .register_table(name, Arc::new(mem))
+            .map_err(engine)?;
+        Ok(())
+    }
+
+    async fn view(&self, name: &str, sql: &str) -> Result<(), AggregateError> {
+        self.sql(&format!("CREATE VIEW {name} AS {sql}"), &self.files.scores)
+            .await
+            .map(|_| ())
+    }
+
+    async fn tables(&self, p: &Params) -> Result<Vec<Table>, AggregateError> {
+        let f = self.files;
+        for (name, path) in [
+            ("scores", &f.scores),
+            ("answers", &f.answers),
+            ("norms", &f.norms),
+        ] {
+            let p = path
+                .to_str()
+                .ok_or_else(|| input_err(path, "path is not UTF-8"))?;
+            self.ctx
+                .register_parquet(name, p, ParquetReadOptions::default())
+                .await
+                .map_err(|e| AggregateError::Engine {
+                    path: path.clone(),
+                    message: e.to_string(),
+                })?;
+        }
+        self.check_scores().await?;
+        for (name, sql) in plan::request_views() {
+            self.materialize(name, &sql, &f.answers).await?;
+        }
+        self.check_answers().await?;
+        self.view(
+            "norms_n",
+            "SELECT test, dimension, CAST(mean AS DOUBLE) AS mean, CAST(sd AS DOUBLE) AS sd FROM norms",
+        )
+        .await?;
+        for (name, sql) in plan::views(p) {
+            if name == "cm" {
+                self.materialize(name, &sql, &f.scores).await?;
+            } else {
+                self.view(name, &sql).await?;
+            }
+        }
+        let cells = self.table("cells", &plan::cells(p), &f.scores).await?;
+        // Every group table reads the cells once computed, as Arrow batches in memory.
+        let mem =
+            MemTable::try_new(cells.schema(), vec![vec![cells.batch.clone()]]).map_err(|e| {
+                AggregateError::Engine {
+                    path: f.scores.clone(),
+                    message: e.to_string(),
+                }
+            })?;
+        self.ctx
+            .register_table("cells", Arc::new(mem))
+            .map_err(|e| AggregateError::Engine {
+                path: f.scores.clone(),
+                message: e.to_string(),
+            })?;
+        let mut out = vec![cells];
+        out.push(
+            self.table(
+                "dropped_cells",
+                "SELECT source, label, model, arm, cohort, test, dimension, drop_reason AS reason \
+                 FROM cells WHERE NOT kept ORDER BY source, model, test, dimension",
+                &f.scores,
+            )
+            .await?,
+        );
+        for (name, sql) in plan::group_tables(p) {
+            out.push(self.table(name, &sql, &f.scores).await?);
+        }
+        for (name, sql) in plan::request_tables() {
+            out.push(self.table(name, &sql, &f.answers).await?);
+        }
+        self.materialize("verdict_w", &plan::verdict_summary(p), &f.scores)
+            .await?;
+        out.push(self.table("verdict", &plan::verdict(p), &f.scores).await?);
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+}
+
+/// Compute every table from the score stage's folder in a session of `engine` (its
+/// `target_partitions` is replaced by `params.target_partitions`).
+pub(crate) fn compute(
+    score_dir: &Path,
+    params: &Params,
+    engine: &EngineOptions,
+) -> Result<Vec<Table>, AggregateError> {
+    let files = Files {
+        scores: score_dir.join("scale_scores.parquet"),
+        answers: score_dir.join("parsed_answers.parquet"),
+        norms: score_dir.join("norms.parquet"),
+    };
+    check_schema(&files.scores, SCORE_COLUMNS)?;
+    check_schema(&files.answers, ANSWER_COLUMNS)?;
+    check_schema(&files.norms, NORM_COLUMNS)?;
+    let opts = EngineOptions {
+        target_partitions: params.target_partitions,
+        ..engine.clone()
+    };
+    let ctx = protospread_engine::session(&opts)?;
+    crate::stats::register(&ctx);
+    let run = Run { ctx, files: &files };
+    protospread_engine::block_on(async {
+        // Let DataFusion split even a small file across partitions, so that the
+        // partition-independence test exercises real parallel scans and aggregations.
+        run.sql(
+            "SET datafusion.optimizer.repartition_file_min_size = 0",
+            score_dir,
+        )
+        .await?;
+        run.tables(params).await
+    })?
+}
