@@ -45,19 +45,17 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     )
     .context("aggregate stage")?;
     if ctx.json {
-        if !ctx.quiet {
-            let sources: Vec<_> = s
-                .sources
-                .iter()
-                .map(|(src, label, kept, dropped)| {
-                    serde_json::json!({"source": src, "label": label, "kept_cells": kept, "dropped_cells": dropped})
-                })
-                .collect();
-            println!(
-                "{}",
-                serde_json::json!({"stage": "aggregate", "out": dir, "sources": sources, "files": s.files})
-            );
-        }
+        let sources: Vec<_> = s
+            .sources
+            .iter()
+            .map(|(src, label, kept, dropped)| {
+                serde_json::json!({"source": src, "label": label, "kept_cells": kept, "dropped_cells": dropped})
+            })
+            .collect();
+        ctx.emit(
+            "aggregate",
+            serde_json::json!({"out": dir, "sources": sources, "files": s.files}),
+        );
     } else {
         for (src, label, kept, dropped) in &s.sources {
             ctx.say(format!(

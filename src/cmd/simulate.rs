@@ -39,13 +39,11 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         let s = protospread_answers::bulk::write_bulk(file, n, args.seed)
             .with_context(|| format!("writing {}", file.display()))?;
         if ctx.json {
-            if !ctx.quiet {
-                println!(
-                    "{}",
-                    serde_json::json!({"file": file, "seed": args.seed, "models": s.models,
-                        "requests": s.requests, "item_answers": s.item_answers})
-                );
-            }
+            ctx.emit(
+                "simulate",
+                serde_json::json!({"file": file, "seed": args.seed, "models": s.models,
+                    "requests": s.requests, "item_answers": s.item_answers}),
+            );
         } else {
             ctx.say(format!(
                 "wrote {}: {} models, {} requests, {} item answers (seed {})",
@@ -74,21 +72,19 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     let answers = ctx.out.join(simulate::ANSWERS_FILE);
     let sha = protospread_core::hash::sha256_file(&answers)?;
     if ctx.json {
-        if !ctx.quiet {
-            println!(
-                "{}",
-                serde_json::json!({
-                    "label": simulate::LABEL,
-                    "seed": args.seed,
-                    "records": sim.truth.records,
-                    "models": sim.truth.models.len(),
-                    "planted": sim.truth.planted_counts,
-                    "answers": answers.display().to_string(),
-                    "answers_sha256": sha,
-                    "truth": ctx.out.join(simulate::TRUTH_FILE).display().to_string(),
-                })
-            );
-        }
+        ctx.emit(
+            "simulate",
+            serde_json::json!({
+                "label": simulate::LABEL,
+                "seed": args.seed,
+                "records": sim.truth.records,
+                "models": sim.truth.models.len(),
+                "planted": sim.truth.planted_counts,
+                "answers": answers.display().to_string(),
+                "answers_sha256": sha,
+                "truth": ctx.out.join(simulate::TRUTH_FILE).display().to_string(),
+            }),
+        );
     } else {
         ctx.say(format!(
             "simulated study (label \"simulated\"), seed {}: {} records from {} models",

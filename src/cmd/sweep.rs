@@ -137,7 +137,7 @@ fn lm_eval(ctx: &Ctx, a: LmEvalArgs) -> anyhow::Result<ExitCode> {
                 "out_dir": out_dir.display().to_string(),
                 "files": generated.files.len(),
                 "runs": generated.run_names,
-            })
+            }),
         );
     } else {
         ctx.say(format!(

@@ -115,7 +115,7 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
                 "regeneration_error": regen_error,
                 "differences": list,
                 "regenerated": if ok && !args.keep { None } else { Some(&out) },
-            })
+            }),
         );
     }
     if ok {

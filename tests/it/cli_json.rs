@@ -31,7 +31,11 @@ fn project() -> tempfile::TempDir {
     for d in ["data", "checksums"] {
         copy_dir(&repo().join(d), &dir.path().join(d));
     }
-    fs_err::copy(repo().join("pipeline.toml"), dir.path().join("pipeline.toml")).unwrap();
+    fs_err::copy(
+        repo().join("pipeline.toml"),
+        dir.path().join("pipeline.toml"),
+    )
+    .unwrap();
     fs_err::copy(repo().join("Cargo.lock"), dir.path().join("Cargo.lock")).unwrap();
     dir
 }
@@ -87,7 +91,10 @@ fn every_command_prints_one_json_object() {
     let (o, m) = json(d, &["run"]);
     assert!(o.status.success());
     for stage in ["fetch", "score", "aggregate", "report", "run"] {
-        assert!(m.contains_key(stage), "run --json lacks member {stage}: {m:?}");
+        assert!(
+            m.contains_key(stage),
+            "run --json lacks member {stage}: {m:?}"
+        );
     }
     // Paths name the folder the user gave, not the run's staging folder.
     assert!(!Value::Object(m.clone()).to_string().contains(".tmp"));
