@@ -32,6 +32,10 @@ pub struct Cli {
     /// Print the summary as one JSON object instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Memory the DataFusion engine may hold before it spills to disk, e.g. `512MiB`, `1GiB`
+    /// or a number of bytes; overrides `[engine] memory_limit` of pipeline.toml.
+    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
+    pub memory_limit: Option<u64>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -68,6 +72,8 @@ pub struct Ctx {
     pub out: PathBuf,
     pub quiet: bool,
     pub json: bool,
+    /// `--memory-limit` in bytes, when given; see [`Ctx::memory_limit_for`].
+    pub memory_limit: Option<u64>,
 }
 
 impl Ctx {
@@ -75,6 +81,12 @@ impl Ctx {
     pub fn config(&self) -> anyhow::Result<protospread_core::config::Config> {
         protospread_core::config::Config::load(&self.config_path)
             .with_context(|| format!("reading configuration {}", self.config_path.display()))
+    }
+
+    /// The engine's memory limit in bytes: `--memory-limit` if given, else
+    /// `[engine] memory_limit` of `cfg`.
+    pub fn memory_limit_for(&self, cfg: &protospread_core::config::Config) -> u64 {
+        self.memory_limit.unwrap_or(cfg.engine.memory_limit.0)
     }
 
     /// Print a line of human-readable output unless --quiet or --json.
@@ -85,6 +97,11 @@ impl Ctx {
     }
 }
 
+/// `--memory-limit` by the same rule as `[engine] memory_limit`.
+fn parse_size(text: &str) -> Result<u64, String> {
+    protospread_core::config::ByteSize::parse(text).map(|b| b.0)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let ctx = Ctx {
@@ -92,6 +109,7 @@ fn main() -> ExitCode {
         out: cli.out.clone(),
         quiet: cli.quiet,
         json: cli.json,
+        memory_limit: cli.memory_limit,
     };
     match cmd::dispatch(&ctx, cli.command) {
         Ok(code) => code,

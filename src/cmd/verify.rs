@@ -43,6 +43,7 @@ fn regenerate(ctx: &Ctx, out: &Path) -> anyhow::Result<ExitCode> {
         out: out.to_path_buf(),
         quiet: true,
         json: false,
+        memory_limit: ctx.memory_limit,
     };
     crate::cmd::run_all(&sub)
 }
