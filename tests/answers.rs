@@ -923,7 +923,11 @@ fn duplicate_json_keys_are_refused() {
     let second = GOOD_JSON
         .replace("\"item\":1", "\"item\":2")
         .replace("\"reply\":\"3\"", "\"reply\":\"3\",\"reply\":\"4\"");
-    let p = write(dir.path(), "dup.jsonl", &format!("{GOOD_JSON}\n\n{second}\n"));
+    let p = write(
+        dir.path(),
+        "dup.jsonl",
+        &format!("{GOOD_JSON}\n\n{second}\n"),
+    );
     let e = import_file(&p).unwrap_err().to_string();
     assert!(
         e.contains("dup.jsonl: row 2 (line 3), column reply: key appears twice"),
@@ -937,7 +941,9 @@ fn duplicate_json_keys_are_refused() {
 fn invalid_utf8_names_row_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let mut bytes = format!("{GOOD_JSON}\n").into_bytes();
-    let bad = GOOD_JSON.replace("\"item\":1", "\"item\":2").replace("\"m\"", "\"m\u{e9}\"");
+    let bad = GOOD_JSON
+        .replace("\"item\":1", "\"item\":2")
+        .replace("\"m\"", "\"m\u{e9}\"");
     let mut bad = bad.into_bytes();
     // Cut the two-byte é to its first byte: invalid UTF-8 inside the model name.
     let at = bad.windows(2).position(|w| w == [0xc3, 0xa9]).unwrap();
@@ -947,7 +953,10 @@ fn invalid_utf8_names_row_and_line() {
     let p = dir.path().join("bad.jsonl");
     std::fs::write(&p, &bytes).unwrap();
     let e = import_file(&p).unwrap_err().to_string();
-    assert!(e.contains("bad.jsonl: row 2 (line 2)") && e.contains("not UTF-8"), "{e}");
+    assert!(
+        e.contains("bad.jsonl: row 2 (line 2)") && e.contains("not UTF-8"),
+        "{e}"
+    );
 
     let mut csv = format!("{HEADER}\n{}\n", csv_row("S0", "m", "1", 1, "3")).into_bytes();
     csv.extend_from_slice(csv_row("S0", "m", "1", 2, "3").as_bytes());
@@ -955,7 +964,10 @@ fn invalid_utf8_names_row_and_line() {
     let p = dir.path().join("bad.csv");
     std::fs::write(&p, &csv).unwrap();
     let e = import_file(&p).unwrap_err().to_string();
-    assert!(e.contains("bad.csv: row 2 (line 3)") && e.contains("not UTF-8"), "{e}");
+    assert!(
+        e.contains("bad.csv: row 2 (line 3)") && e.contains("not UTF-8"),
+        "{e}"
+    );
 }
 
 /// Issue 10, item 10: when one request of an administration has another setting than the
@@ -980,7 +992,9 @@ fn consistency_error_names_the_edited_row() {
         let e = import_file(&p).unwrap_err().to_string();
         let line = edited + 1;
         assert!(
-            e.contains(&format!("row {edited} (line {line}), column instruction: differs from row")),
+            e.contains(&format!(
+                "row {edited} (line {line}), column instruction: differs from row"
+            )),
             "edited row {edited}: {e}"
         );
     }

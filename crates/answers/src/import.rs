@@ -14,8 +14,8 @@ use crate::format::{
 };
 use crate::AnswersError;
 use arrow::array::{
-    Array, ArrayRef, AsArray, Float64Builder, Int32Builder, Int64Builder, RecordBatch,
-    StringArray, StringBuilder, UInt64Builder,
+    Array, ArrayRef, AsArray, Float64Builder, Int32Builder, Int64Builder, RecordBatch, StringArray,
+    StringBuilder, UInt64Builder,
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
@@ -275,18 +275,21 @@ pub fn import_into(
             .map_err(|e| engine_err(path, e))?;
         let mut stream = df.execute_stream().await.map_err(|e| engine_err(path, e))?;
         let schema = stored_schema();
+        let mut chunks = protospread_engine::Rechunk::new(protospread_engine::WRITE_BATCH_ROWS);
         while let Some(b) = stream.next().await {
             let b = b.map_err(|e| engine_err(path, e))?;
-            if b.num_rows() == 0 {
-                continue;
-            }
             let cols = schema
                 .fields()
                 .iter()
                 .zip(b.columns())
                 .map(|(f, c)| arrow::compute::cast(c, f.data_type()))
                 .collect::<Result<Vec<_>, _>>()?;
-            sink(RecordBatch::try_new(schema.clone(), cols)?)?;
+            for c in chunks.push(RecordBatch::try_new(schema.clone(), cols)?)? {
+                sink(c)?;
+            }
+        }
+        if let Some(c) = chunks.finish()? {
+            sink(c)?;
         }
         Ok::<_, AnswersError>(())
     })??;
@@ -304,15 +307,10 @@ fn engine_err(path: &Path, e: datafusion::error::DataFusionError) -> AnswersErro
 /// [`StoredRecord::sort_key`] (for tests and small tools: the pipeline stays in columns).
 pub fn read_records(path: &Path, vocab: &Vocabulary) -> Result<Vec<StoredRecord>, AnswersError> {
     let mut out = Vec::new();
-    import_into(
-        path,
-        vocab,
-        &EngineOptions::default(),
-        |b| {
-            out.extend(from_batches(&[b], path)?);
-            Ok(())
-        },
-    )?;
+    import_into(path, vocab, &EngineOptions::default(), |b| {
+        out.extend(from_batches(&[b], path)?);
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -428,14 +426,20 @@ impl<'de> serde::Deserialize<'de> for JsonLine {
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("a JSON object")
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<JsonLine, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<JsonLine, A::Error> {
                 let mut v = Vec::new();
                 while let Some((k, x)) = m.next_entry::<String, serde_json::Value>()? {
                     v.push((k, x));
                 }
                 Ok(JsonLine(Some(v)))
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut s: A) -> Result<JsonLine, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<JsonLine, A::Error> {
                 while s.next_element::<serde::de::IgnoredAny>()?.is_some() {}
                 Ok(JsonLine(None))
             }
@@ -549,7 +553,8 @@ fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<(), AnswersError> {
 }
 
 fn read_parquet(path: &Path, f: &mut RowSink) -> Result<(), AnswersError> {
-    let perr = |e: parquet::errors::ParquetError| file_err(path, format!("not a Parquet file: {e}"));
+    let perr =
+        |e: parquet::errors::ParquetError| file_err(path, format!("not a Parquet file: {e}"));
     let file = fs_err::File::open(path).map_err(|e| AnswersError::io(path, e))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file.into_parts().0).map_err(perr)?;
     let names: Vec<String> = builder
@@ -836,15 +841,14 @@ fn num_at(b: &RecordBatch, i: usize) -> Option<usize> {
 ///   share (on a tie, the value of the earliest row) is taken as meant, and the earliest row
 ///   with another value is blamed: an edited row is named whether it sorts first or last.
 async fn check_across_records(ctx: &SessionContext, path: &Path) -> Result<(), AnswersError> {
-    let err = |row: usize, line: Option<usize>, column: &str, message: String| {
-        AnswersError::Record {
+    let err =
+        |row: usize, line: Option<usize>, column: &str, message: String| AnswersError::Record {
             file: PathBuf::from(path),
             row,
             line,
             column: column.to_string(),
             message,
-        }
-    };
+        };
     let order = format!("{SORT_KEY}, _row");
     let q = format!(
         "SELECT model, arm, arm0, cohort IS NOT DISTINCT FROM cohort0, _row, _line, row0 FROM ( \
@@ -857,12 +861,29 @@ async fn check_across_records(ctx: &SessionContext, path: &Path) -> Result<(), A
     );
     if let Some(b) = first_row(ctx, path, &q).await? {
         let model = text_at(&b, 0).unwrap_or_default();
-        let (arm, arm0) = (text_at(&b, 1).unwrap_or_default(), text_at(&b, 2).unwrap_or_default());
-        let (row, line, row0) = (num_at(&b, 4).unwrap_or(0), num_at(&b, 5), num_at(&b, 6).unwrap_or(0));
+        let (arm, arm0) = (
+            text_at(&b, 1).unwrap_or_default(),
+            text_at(&b, 2).unwrap_or_default(),
+        );
+        let (row, line, row0) = (
+            num_at(&b, 4).unwrap_or(0),
+            num_at(&b, 5),
+            num_at(&b, 6).unwrap_or(0),
+        );
         return Err(if arm != arm0 {
-            err(row, line, "arm", format!("model {model} has arm {arm} here but {arm0} in row {row0}"))
+            err(
+                row,
+                line,
+                "arm",
+                format!("model {model} has arm {arm} here but {arm0} in row {row0}"),
+            )
         } else {
-            err(row, line, "cohort", format!("model {model} has another cohort in row {row0}"))
+            err(
+                row,
+                line,
+                "cohort",
+                format!("model {model} has another cohort in row {row0}"),
+            )
         });
     }
     let q = format!(

@@ -432,12 +432,9 @@ pub fn import_answers_input(
             message: e.to_string(),
         })
     };
-    let mut w = parquet::arrow::ArrowWriter::try_new(
-        Vec::new(),
-        schema,
-        Some(pq::writer_properties()),
-    )
-    .map_err(perr)?;
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(Vec::new(), schema, Some(pq::writer_properties()))
+            .map_err(perr)?;
     let mut write_err = None;
     let vocab = protospread_answers::format::Vocabulary::from_section(&cfg.answers);
     let rows = protospread_answers::import::import_into(&verified.path, &vocab, &engine, |b| {

@@ -413,7 +413,7 @@ async fn plan_source(
         let one = |a: &str, b: &str| {
             format!(
                 "SELECT COALESCE(x.model, y.model) AS model, COALESCE(x.test, y.test) AS test, \
-                        {la} AS first, {lb} AS rerun, \
+                        {la} AS \"first\", {lb} AS rerun, \
                         (x.model IS NOT NULL AND y.model IS NOT NULL \
                          AND x.error IS NULL AND y.error IS NULL) AS both_ok, \
                         x.reply = y.reply AS same \
@@ -434,15 +434,15 @@ async fn plan_source(
             .join(" UNION ALL ");
         Some(
             sql(format!(
-                "SELECT {src} AS source, {lab} AS label, model, test, first, rerun, compared, \
+                "SELECT {src} AS source, {lab} AS label, model, test, \"first\", rerun, compared, \
                         identical, unmatched, \
                         compared > 0 AND identical = compared AS temperature0_honoured \
-                 FROM (SELECT model, test, first, rerun, \
+                 FROM (SELECT model, test, \"first\", rerun, \
                        CAST(sum(CASE WHEN both_ok THEN 1 ELSE 0 END) AS INT) AS compared, \
                        CAST(sum(CASE WHEN both_ok AND same THEN 1 ELSE 0 END) AS INT) AS identical, \
                        CAST(sum(CASE WHEN both_ok THEN 0 ELSE 1 END) AS INT) AS unmatched \
-                       FROM ({union}) GROUP BY model, test, first, rerun) \
-                 ORDER BY model, test, first, rerun",
+                       FROM ({union}) GROUP BY model, test, \"first\", rerun) \
+                 ORDER BY model, test, \"first\", rerun",
                 src = lit(source),
                 lab = lit(input_label.unwrap_or(""))
             ))
@@ -466,18 +466,21 @@ async fn drain(
     mut sink: impl FnMut(RecordBatch) -> Result<(), ScoreError>,
 ) -> Result<(), ScoreError> {
     let mut stream = stream;
+    let mut chunks = protospread_engine::Rechunk::new(protospread_engine::WRITE_BATCH_ROWS);
     while let Some(b) = stream.next().await {
         let b = b.map_err(|e| df_err("stored answers", e))?;
-        if b.num_rows() == 0 {
-            continue;
-        }
         let cols = schema
             .fields()
             .iter()
             .zip(b.columns())
             .map(|(f, c)| arrow::compute::cast(c, f.data_type()))
             .collect::<Result<Vec<_>, _>>()?;
-        sink(RecordBatch::try_new(schema.clone(), cols)?)?;
+        for c in chunks.push(RecordBatch::try_new(schema.clone(), cols)?)? {
+            sink(c)?;
+        }
+    }
+    if let Some(c) = chunks.finish()? {
+        sink(c)?;
     }
     Ok(())
 }
@@ -553,13 +556,20 @@ fn tally_parsed(sum: &mut SourceSummary, b: &RecordBatch) {
 /// Administrations are contiguous in the sorted scale rows: count them and their constant
 /// flags, complete rows, and keep the last administration's label.
 fn tally_scales(sum: &mut SourceSummary, last: &mut Option<[String; 4]>, b: &RecordBatch) {
-    let s = |n: &str| b.column_by_name(n).expect("scale schema").as_string::<i32>();
+    let s = |n: &str| {
+        b.column_by_name(n)
+            .expect("scale schema")
+            .as_string::<i32>()
+    };
     let (model, cond, test, label) = (s("model"), s("condition"), s("test"), s("label"));
     let sample = b
         .column_by_name("sample")
         .expect("scale schema")
         .as_primitive::<arrow::datatypes::Int32Type>();
-    let complete = b.column_by_name("complete").expect("scale schema").as_boolean();
+    let complete = b
+        .column_by_name("complete")
+        .expect("scale schema")
+        .as_boolean();
     let constant = b
         .column_by_name("constant_answers")
         .expect("scale schema")
@@ -683,17 +693,25 @@ async fn score_registered(
     };
     let e = |x| df_err(source, x);
     let schema = parsed.schema.clone();
-    drain(plans.parsed.execute_stream().await.map_err(e)?, &schema, |b| {
-        tally_parsed(&mut sum, &b);
-        parsed.write(&b)
-    })
+    drain(
+        plans.parsed.execute_stream().await.map_err(e)?,
+        &schema,
+        |b| {
+            tally_parsed(&mut sum, &b);
+            parsed.write(&b)
+        },
+    )
     .await?;
     let schema = scales.schema.clone();
     let mut last = None;
-    drain(plans.scales.execute_stream().await.map_err(e)?, &schema, |b| {
-        tally_scales(&mut sum, &mut last, &b);
-        scales.write(&b)
-    })
+    drain(
+        plans.scales.execute_stream().await.map_err(e)?,
+        &schema,
+        |b| {
+            tally_scales(&mut sum, &mut last, &b);
+            scales.write(&b)
+        },
+    )
     .await?;
     if let Some(df) = plans.reruns {
         let schema = reruns.schema.clone();
@@ -727,8 +745,8 @@ pub fn score_in_memory(
 ) -> Result<InMemory, ScoreError> {
     let ctx = session(&EngineOptions::default(), key, norms)?;
     let batch = protospread_answers::format::to_batch(records)?;
-    let table = MemTable::try_new(batch.schema(), vec![vec![batch]])
-        .map_err(|e| df_err(source, e))?;
+    let table =
+        MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(|e| df_err(source, e))?;
     ctx.register_table("raw", Arc::new(table))
         .map_err(|e| df_err(source, e))?;
     let mut parsed = Sink::memory(PARSED_FILE, parsed_schema());
@@ -782,7 +800,11 @@ fn opt_f64(a: &arrow::array::Float64Array, i: usize) -> Option<f64> {
 pub fn parsed_rows(batches: &[RecordBatch]) -> Vec<ParsedRow> {
     let mut out = Vec::new();
     for b in batches {
-        let s = |n: &str| b.column_by_name(n).expect("parsed schema").as_string::<i32>();
+        let s = |n: &str| {
+            b.column_by_name(n)
+                .expect("parsed schema")
+                .as_string::<i32>()
+        };
         let i = |n: &str| {
             b.column_by_name(n)
                 .expect("parsed schema")

@@ -121,7 +121,11 @@ impl ScalarUDFImpl for StrictReply {
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let a = arrays(&args, &[DataType::Utf8, DataType::Boolean, DataType::Utf8])?;
-        let (reply, failed, order) = (a[0].as_string::<i32>(), a[1].as_boolean(), a[2].as_string::<i32>());
+        let (reply, failed, order) = (
+            a[0].as_string::<i32>(),
+            a[1].as_boolean(),
+            a[2].as_string::<i32>(),
+        );
         let n = reply.len();
         let (mut opt, mut val, mut st) = (
             Int32Builder::with_capacity(n),
@@ -195,16 +199,13 @@ impl ScalarUDFImpl for WholeReply {
             a[3].as_string::<i32>(),
         );
         let fields = position_fields();
-        let mut list = ListBuilder::new(StructBuilder::from_fields(fields.clone(), 0))
-            .with_field(Arc::new(Field::new_list_field(
-                DataType::Struct(fields),
-                true,
-            )));
+        let mut list = ListBuilder::new(StructBuilder::from_fields(fields.clone(), 0)).with_field(
+            Arc::new(Field::new_list_field(DataType::Struct(fields), true)),
+        );
         for i in 0..reply.len() {
             // The planner may evaluate this before the `mode = 'whole'` filter: a request
             // without an item order (single mode) shows no positions.
-            if reply.is_null(i) || failed.is_null(i) || order.is_null(i) || item_order.is_null(i)
-            {
+            if reply.is_null(i) || failed.is_null(i) || order.is_null(i) || item_order.is_null(i) {
                 list.append(true);
                 continue;
             }
@@ -214,7 +215,10 @@ impl ScalarUDFImpl for WholeReply {
                 .map(|x| x.parse::<i32>())
                 .collect::<std::result::Result<Vec<_>, _>>();
             let Ok(items) = items else {
-                return exec_err!("whole_reply: item_order {:?} is not a list of item numbers", item_order.value(i));
+                return exec_err!(
+                    "whole_reply: item_order {:?} is not a list of item numbers",
+                    item_order.value(i)
+                );
             };
             let oo = option_order(order.value(i))?;
             let readings = if failed.value(i) {

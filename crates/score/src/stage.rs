@@ -174,15 +174,7 @@ pub fn run_stage(
         let bytes = protospread_core::pq::encode(&p, t.schema, &[t.batch])?;
         staged.put(&p, &bytes)?;
     }
-    let answers = crate::answers::run(
-        cfg,
-        out,
-        &out_dir,
-        key,
-        &parity.norms,
-        engine,
-        &mut staged,
-    )?;
+    let answers = crate::answers::run(cfg, out, &out_dir, key, &parity.norms, engine, &mut staged)?;
     let failing: Vec<RowClass> = not_allowlisted(&parity.classes)
         .into_iter()
         .cloned()
