@@ -35,6 +35,10 @@ pub struct Cli {
     /// Print the summary as one JSON object instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Memory the DataFusion engine may hold before it spills to disk, e.g. `512MiB`, `1GiB`
+    /// or a number of bytes; overrides `[engine] memory_limit` of pipeline.toml.
+    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
+    pub memory_limit: Option<u64>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -78,6 +82,8 @@ pub struct Ctx {
     /// With `--json`: the members of the one JSON object printed when the command ends (one
     /// per command or stage). Shared by the clones `run` makes for its stages.
     pub json_out: std::rc::Rc<std::cell::RefCell<serde_json::Map<String, serde_json::Value>>>,
+    /// `--memory-limit` in bytes, when given; see [`Ctx::memory_limit_for`].
+    pub memory_limit: Option<u64>,
 }
 
 impl Ctx {
@@ -117,6 +123,12 @@ impl Ctx {
         self.json_out.borrow_mut().insert(name.to_string(), value);
     }
 
+    /// The engine's memory limit in bytes: `--memory-limit` if given, else
+    /// `[engine] memory_limit` of `cfg`.
+    pub fn memory_limit_for(&self, cfg: &protospread_core::config::Config) -> u64 {
+        self.memory_limit.unwrap_or(cfg.engine.memory_limit.0)
+    }
+
     /// Print a line of human-readable output unless --quiet or --json.
     pub fn say(&self, line: impl AsRef<str>) {
         if !self.quiet && !self.json {
@@ -142,6 +154,11 @@ fn error_text(e: &anyhow::Error) -> String {
     text
 }
 
+/// `--memory-limit` by the same rule as `[engine] memory_limit`.
+fn parse_size(text: &str) -> Result<u64, String> {
+    protospread_core::config::ByteSize::parse(text).map(|b| b.0)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let ctx = Ctx {
@@ -151,6 +168,7 @@ fn main() -> ExitCode {
         json: cli.json,
         shown_as: None,
         json_out: Default::default(),
+        memory_limit: cli.memory_limit,
     };
     let result = cmd::dispatch(&ctx, cli.command);
     if let Err(e) = &result {

@@ -28,7 +28,7 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         params.target_partitions = p;
     }
     let engine = protospread_aggregate::EngineOptions {
-        memory_limit: cfg.engine.memory_limit.0,
+        memory_limit: ctx.memory_limit_for(&cfg),
         ..Default::default()
     };
     let dir = ctx.out.join("aggregate");

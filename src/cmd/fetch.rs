@@ -1,7 +1,7 @@
 //! `protospread fetch`: verify every input against its sha256 and import it (out/fetch/).
 
 use crate::Ctx;
-use protospread_fetch::{AnswersImporter, Options, Origin, Summary};
+use protospread_fetch::{Options, Origin, Summary};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -13,25 +13,16 @@ use std::process::ExitCode;
 #[derive(clap::Args, Debug, Default)]
 pub struct Args {}
 
-/// The stored-answer importer of protospread-answers, with the `[answers]` declarations.
-fn answers_importer() -> AnswersImporter {
-    |path, cfg| {
-        protospread_answers::import::import_file_with(path, &cfg.answers).map_err(|e| e.to_string())
-    }
-}
-
 pub fn run(ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
     let cfg = ctx.config()?;
     let opts = Options {
         progress: !ctx.quiet && std::io::stderr().is_terminal(),
-        answers_importer: Some(answers_importer()),
+        memory_limit: ctx.memory_limit,
         ..Options::from_env()
     };
     let summary = protospread_fetch::run(&cfg, &ctx.out, &opts)?;
     if ctx.json {
-        if !ctx.quiet {
-            println!("{}", serde_json::to_string(&summary)?);
-        }
+        ctx.emit("fetch", serde_json::to_value(&summary)?);
     } else {
         for line in summary_lines(&summary) {
             ctx.say(line);

@@ -1,5 +1,5 @@
-//! `protospread score`: scorer parity on the human data, the mutation check, human norms
-//! (and, below the marked spot, the scale scores of stored answers).
+//! `protospread score`: scorer parity on the human data, the mutation check, human norms and
+//! the scale scores of stored answers (protospread_score::stage::run_stage).
 
 use crate::Ctx;
 use anyhow::{bail, Context};
@@ -95,19 +95,6 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     if let Some(spec) = &args.mutate {
         return mutate_one(ctx, spec, &key, &legacy, &allowlist, &inputs);
     }
-    let sweep = ctx.config()?.score.sweep && !args.no_sweep;
-    let run = stage::run(&key, &legacy, &allowlist, &inputs, sweep)?;
-    let out_dir = ctx.out.join("score");
-    let mut staged = protospread_core::atomic::Staged::in_dir(&out_dir)?;
-    for t in protospread_score::tables::tables(&run, &inputs)? {
-        let p = out_dir.join(t.file);
-        let bytes = protospread_core::pq::encode(&p, t.schema, &[t.batch])?;
-        staged.put(&p, &bytes)?;
-    }
-    let failing = stage::not_allowlisted(&run.classes);
-    let parity_json = print_summary(ctx, &run, &allowlist, &failing);
-
-    // ==== STORED ANSWERS (issue 4) ==============================================================
     // The stored-answer helper inserts its part here: parse the fetched stored answers with
     // `protospread_answers`, score them with `key` (protospread_score::score), place them with
     // `run.norms`, and stage its Parquet files into `staged`. It stays above the commit and
@@ -119,25 +106,28 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         &key,
         &run.norms,
         &mut staged,
+=======
+    let cfg = ctx.config()?;
+    let sweep = cfg.score.sweep && !args.no_sweep;
+    let engine = protospread_engine::EngineOptions {
+        memory_limit: ctx.memory_limit_for(&cfg),
+        ..Default::default()
+    };
+    let st = stage::run_stage(
+        &cfg, &ctx.out, &key, &legacy, &allowlist, &inputs, sweep, &engine,
     )
-    .context("scoring stored answers")?;
+    .with_context(|| format!("score stage ({})", ctx.out.join("score").display()))?;
+    let failing: Vec<&parity::RowClass> = st.failing.iter().collect();
+    let parity_json = print_summary(ctx, &st.parity, &allowlist, &failing);
     // One JSON object for the whole stage: parity and stored answers together.
     if let Some(mut v) = parity_json {
-        v["stored_answers"] = answers.to_json();
-        if !ctx.quiet {
-            println!("{v}");
-        }
+        v["stored_answers"] = st.answers.to_json();
+        ctx.emit("score", v);
     } else {
-        answers.lines().iter().for_each(|l| ctx.say(l));
+        st.answers.lines().iter().for_each(|l| ctx.say(l));
     }
-    // ==== END STORED ANSWERS =====================================================================
-
-    staged
-        .commit()
-        .with_context(|| format!("writing {}", out_dir.display()))?;
-    protospread_core::hash::write_manifest(&out_dir)?;
-    if !failing.is_empty() {
-        for c in &failing {
+    if !st.written {
+        for c in &st.failing {
             eprintln!(
                 "error: {} row id {}: scores not reproduced and reason unknown; fix the key or scorer, or review the row and add it to {}",
                 c.instrument,
@@ -145,6 +135,10 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
                 allowlist.source.display()
             );
         }
+        eprintln!(
+            "error: scorer parity failed; nothing written ({} left as it was)",
+            st.out_dir.display()
+        );
         return Ok(ExitCode::from(EXIT_PARITY));
     }
     Ok(ExitCode::SUCCESS)
@@ -317,11 +311,11 @@ fn mutate_one(
         .collect();
     let m = parity::mutate(key, input.inst, item, &reproduced, &input.origin)?;
     if ctx.json {
-        println!(
-            "{}",
+        ctx.emit(
+            "mutate",
             serde_json::json!({"test": m.test, "item": m.item, "dimension": m.dimension,
                 "reproduced": m.reproduced, "weight_factor": parity::WEIGHT_FACTOR,
-                "weight_broken": m.weight_broken, "reverse_broken": m.reverse_broken})
+                "weight_broken": m.weight_broken, "reverse_broken": m.reverse_broken}),
         );
     } else {
         ctx.say(format!(
@@ -364,7 +358,7 @@ fn print_evidence(ctx: &Ctx, key: &ScoringKey, inputs: &[HumanInput]) -> anyhow:
                     "reproduced": c.iter().map(|(i, n, t)| serde_json::json!({"instrument": i, "rows": n, "of": t})).collect::<Vec<_>>()})
             })
             .collect();
-        println!("{}", serde_json::Value::Array(v));
+        ctx.emit("evidence", serde_json::Value::Array(v));
         return Ok(ExitCode::SUCCESS);
     }
     let names: Vec<&str> = inputs.iter().map(|i| i.inst.name).collect();

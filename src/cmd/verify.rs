@@ -45,6 +45,7 @@ fn regenerate(ctx: &Ctx, out: &Path) -> anyhow::Result<ExitCode> {
         json: false,
         shown_as: None,
         json_out: Default::default(),
+        memory_limit: ctx.memory_limit,
     };
     crate::cmd::run_all(&sub)
 }

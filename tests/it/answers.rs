@@ -5,7 +5,7 @@ use protospread_answers::format::{OptionOrder, StoredRecord, Vocabulary};
 use protospread_answers::import::{import_file, read_records};
 use protospread_answers::parse::{option_to_value, read_single, read_whole, Reading, Status};
 use protospread_answers::simulate::{self, ItemInfo};
-use protospread_answers::stage::{parse_and_score, ParsedRow, ScaleRow};
+use protospread_score::answers::{parse_and_score, ParsedRow, ScaleRow};
 use protospread_score::norms::Norms;
 use protospread_score::ScoringKey;
 use std::collections::{BTreeMap, BTreeSet};
@@ -897,4 +897,160 @@ fn parse_and_score_small_case() {
     let mut sorted = keys.clone();
     sorted.sort();
     assert_eq!(keys, sorted);
+}
+
+/// Issue 10, item 10: an empty JSONL file (or one of blank lines) is refused like an empty CSV.
+#[test]
+fn empty_jsonl_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [("empty.jsonl", ""), ("blank.jsonl", "\n\r\n\n")] {
+        let p = write(dir.path(), name, text);
+        let e = import_file(&p).unwrap_err().to_string();
+        assert!(e.contains(name) && e.contains("empty file"), "{e}");
+    }
+    let p = write(dir.path(), "empty.csv", "");
+    let e = import_file(&p).unwrap_err().to_string();
+    assert!(e.contains("empty file"), "{e}");
+}
+
+const GOOD_JSON: &str = r#"{"format_version":1,"study":"st","model":"m","arm":"api","condition":"S0","sample":1,"test":"dark_triad","mode":"single","item":1,"option_order":"human","instruction":"P1","reply":"3"}"#;
+
+/// Issue 10, item 10: a JSON object with a key twice is refused, naming the row and the key
+/// (serde_json alone would keep the last value silently).
+#[test]
+fn duplicate_json_keys_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let second = GOOD_JSON
+        .replace("\"item\":1", "\"item\":2")
+        .replace("\"reply\":\"3\"", "\"reply\":\"3\",\"reply\":\"4\"");
+    let p = write(
+        dir.path(),
+        "dup.jsonl",
+        &format!("{GOOD_JSON}\n\n{second}\n"),
+    );
+    let e = import_file(&p).unwrap_err().to_string();
+    assert!(
+        e.contains("dup.jsonl: row 2 (line 3), column reply: key appears twice"),
+        "{e}"
+    );
+}
+
+/// Issue 10, item 10: invalid UTF-8 in a JSONL or CSV file is reported with its row and line,
+/// not only a byte offset.
+#[test]
+fn invalid_utf8_names_row_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = format!("{GOOD_JSON}\n").into_bytes();
+    let bad = GOOD_JSON
+        .replace("\"item\":1", "\"item\":2")
+        .replace("\"m\"", "\"m\u{e9}\"");
+    let mut bad = bad.into_bytes();
+    // Cut the two-byte é to its first byte: invalid UTF-8 inside the model name.
+    let at = bad.windows(2).position(|w| w == [0xc3, 0xa9]).unwrap();
+    bad.remove(at + 1);
+    bytes.extend_from_slice(&bad);
+    bytes.push(b'\n');
+    let p = dir.path().join("bad.jsonl");
+    std::fs::write(&p, &bytes).unwrap();
+    let e = import_file(&p).unwrap_err().to_string();
+    assert!(
+        e.contains("bad.jsonl: row 2 (line 2)") && e.contains("not UTF-8"),
+        "{e}"
+    );
+
+    let mut csv = format!("{HEADER}\n{}\n", csv_row("S0", "m", "1", 1, "3")).into_bytes();
+    csv.extend_from_slice(csv_row("S0", "m", "1", 2, "3").as_bytes());
+    csv.extend_from_slice(b"\xff\n");
+    let p = dir.path().join("bad.csv");
+    std::fs::write(&p, &csv).unwrap();
+    let e = import_file(&p).unwrap_err().to_string();
+    assert!(
+        e.contains("bad.csv: row 2 (line 3)") && e.contains("not UTF-8"),
+        "{e}"
+    );
+}
+
+/// Issue 10, item 10: when one request of an administration has another setting than the
+/// rest, that request is named, whether it sorts first, in the middle or last.
+#[test]
+fn consistency_error_names_the_edited_row() {
+    let dir = tempfile::tempdir().unwrap();
+    for edited in 1..=3u32 {
+        let mut text = format!("{HEADER}\n");
+        // Rows in file order: items 3, 1, 2 (so file order differs from sort order).
+        for (row, item) in [(1u32, 3u32), (2, 1), (3, 2)] {
+            let r = csv_row("S0", "m", "1", item, "3");
+            let r = if row == edited {
+                r.replace(",P1,", ",P2,")
+            } else {
+                r
+            };
+            text.push_str(&r);
+            text.push('\n');
+        }
+        let p = write(dir.path(), &format!("edit{edited}.csv"), &text);
+        let e = import_file(&p).unwrap_err().to_string();
+        let line = edited + 1;
+        assert!(
+            e.contains(&format!(
+                "row {edited} (line {line}), column instruction: differs from row"
+            )),
+            "edited row {edited}: {e}"
+        );
+    }
+}
+
+/// The parsing table holds verbatim through the score stage's plan: each reply as a
+/// single-item request of RIASEC item k, read by the `strict_reply` function inside
+/// DataFusion, gives the same status and option as the plain rule.
+#[test]
+fn parsing_table_through_the_plan() {
+    assert!(TABLE.len() <= 60, "one RIASEC item per reply");
+    let records: Vec<StoredRecord> = TABLE
+        .iter()
+        .enumerate()
+        .map(|(k, (reply, _, _))| StoredRecord {
+            format_version: 1,
+            study: "t".into(),
+            model: "m".into(),
+            arm: protospread_answers::format::Arm::Api,
+            cohort: None,
+            condition: "S0".into(),
+            sample: 1,
+            test: "riasec".into(),
+            mode: protospread_answers::format::Mode::Single,
+            item: Some(k as i32 + 1),
+            item_order: None,
+            order_seed: None,
+            option_order: OptionOrder::Reversed,
+            instruction: "P1".into(),
+            temperature: Some(0.0),
+            reply: reply.to_string(),
+            error: None,
+            label: None,
+        })
+        .collect();
+    let (parsed, _, summary) = parse_and_score(
+        "table",
+        None,
+        &records,
+        &Vocabulary::default(),
+        &key(),
+        &Norms::default(),
+    )
+    .unwrap();
+    assert_eq!(parsed.len(), TABLE.len());
+    for (row, (reply, status, option)) in parsed.iter().zip(TABLE) {
+        assert_eq!(
+            (row.status, row.option_replied),
+            (*status, *option),
+            "reply {reply:?}"
+        );
+        let want = match status {
+            Ok => option_to_value(option.unwrap(), OptionOrder::Reversed),
+            _ => None,
+        };
+        assert_eq!(row.value, want, "reply {reply:?}");
+    }
+    assert_eq!(summary.records, TABLE.len());
 }

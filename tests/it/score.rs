@@ -153,8 +153,56 @@ fn unexplained_row_outside_the_allowlist_fails() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("riasec row id 140"), "{err}");
-    // The tables are still written, for inspection.
-    assert!(d.path().join("out/score/parity_rows.parquet").is_file());
+    assert!(err.contains("nothing written"), "{err}");
+    // A failed check writes nothing: no file appears (the staging folder may be left empty).
+    let dir = d.path().join("out/score");
+    assert!(!dir.exists() || std::fs::read_dir(&dir).unwrap().next().is_none());
+}
+
+/// Issue 10, item 5: a failed parity check leaves the previous score/ byte for byte.
+#[test]
+fn failed_parity_leaves_the_previous_output_intact() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    let good = default_cfg(d.path());
+    let o = score(&good, &out, &["--no-sweep"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let snapshot = |dir: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                (name, std::fs::read(&p).unwrap())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = snapshot(&out.join("score"));
+    assert!(before.iter().any(|(n, _)| n == "parity_rows.parquet"));
+    // Big Five item 30's weight doubled: rows stop being reproduced, parity fails.
+    let key = d.path().join("key.csv");
+    let text = std::fs::read_to_string(root().join("data/scoring_key.csv")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("big_five,30,"))
+        .unwrap();
+    let mut cells: Vec<String> = line.split(',').map(str::to_string).collect();
+    assert_eq!(cells[4], "1", "weight column of {line}");
+    cells[4] = "2".into();
+    std::fs::write(&key, text.replacen(line, &cells.join(","), 1)).unwrap();
+    let bad_dir = d.path().join("bad");
+    std::fs::create_dir(&bad_dir).unwrap();
+    let bad = config(&bad_dir, &key, &root().join("data/parity_allowlist.csv"));
+    let o = score(&bad, &out, &["--no-sweep"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(snapshot(&out.join("score")), before);
 }
 
 #[test]

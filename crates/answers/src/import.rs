@@ -4,18 +4,29 @@
 //! Every cell goes through one text rule set whatever the file format (a Parquet column is
 //! cast to text first, a JSON number is read by its decimal text), so a record means the same
 //! thing in every format. The first invalid record stops the import with an error naming the
-//! file, the row and the column; nothing is written by this module.
+//! file, the row and the column. Records travel in column batches ([`BATCH_ROWS`] rows); the
+//! checks across records and the sort are DataFusion plans over a temporary Parquet file of
+//! the validated records, which is removed when the import ends.
 
 use crate::format::{
-    stored_schema, to_batch, Arm, Mode, OptionOrder, StoredRecord, Vocabulary, COLUMNS,
+    from_batches, stored_schema, Arm, Mode, OptionOrder, StoredRecord, Vocabulary, COLUMNS,
     FORMAT_VERSION,
 };
 use crate::AnswersError;
-use arrow::array::{Array, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, SchemaRef};
+use arrow::array::{
+    Array, ArrayRef, AsArray, Float64Builder, Int32Builder, Int64Builder, RecordBatch, StringArray,
+    StringBuilder, UInt64Builder,
+};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::prelude::{ParquetReadOptions, SessionContext};
+use futures::StreamExt;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
 use protospread_core::config::AnswersSection;
+use protospread_engine::EngineOptions;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Columns every file must have (optional columns may be left out entirely).
 pub const REQUIRED_COLUMNS: [&str; 11] = [
@@ -78,36 +89,229 @@ fn col_index(name: &str) -> Option<usize> {
     COLUMNS.iter().position(|c| *c == name)
 }
 
+/// Rows per batch while importing: the importer holds about this many rows at a time.
+pub const BATCH_ROWS: usize = 8192;
+
+type RowSink<'a> = dyn FnMut(RawRow) -> Result<(), AnswersError> + 'a;
+
+/// Column builders of one batch of validated records: the columns of
+/// [`stored_schema`] plus the record's `_row` and `_line` in the file, which the cross-record
+/// checks need to name a row.
+struct Builders {
+    format_version: Int32Builder,
+    study: StringBuilder,
+    model: StringBuilder,
+    arm: StringBuilder,
+    cohort: StringBuilder,
+    condition: StringBuilder,
+    sample: Int32Builder,
+    test: StringBuilder,
+    mode: StringBuilder,
+    item: Int32Builder,
+    item_order: StringBuilder,
+    order_seed: Int64Builder,
+    option_order: StringBuilder,
+    instruction: StringBuilder,
+    temperature: Float64Builder,
+    reply: StringBuilder,
+    error: StringBuilder,
+    label: StringBuilder,
+    row: UInt64Builder,
+    line: UInt64Builder,
+    len: usize,
+}
+
+impl Builders {
+    fn new() -> Self {
+        Builders {
+            format_version: Int32Builder::new(),
+            study: StringBuilder::new(),
+            model: StringBuilder::new(),
+            arm: StringBuilder::new(),
+            cohort: StringBuilder::new(),
+            condition: StringBuilder::new(),
+            sample: Int32Builder::new(),
+            test: StringBuilder::new(),
+            mode: StringBuilder::new(),
+            item: Int32Builder::new(),
+            item_order: StringBuilder::new(),
+            order_seed: Int64Builder::new(),
+            option_order: StringBuilder::new(),
+            instruction: StringBuilder::new(),
+            temperature: Float64Builder::new(),
+            reply: StringBuilder::new(),
+            error: StringBuilder::new(),
+            label: StringBuilder::new(),
+            row: UInt64Builder::new(),
+            line: UInt64Builder::new(),
+            len: 0,
+        }
+    }
+
+    /// The batch so far, in [`staging_schema`]; the builders start over.
+    fn finish(&mut self) -> Result<RecordBatch, AnswersError> {
+        self.len = 0;
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(self.format_version.finish()),
+            Arc::new(self.study.finish()),
+            Arc::new(self.model.finish()),
+            Arc::new(self.arm.finish()),
+            Arc::new(self.cohort.finish()),
+            Arc::new(self.condition.finish()),
+            Arc::new(self.sample.finish()),
+            Arc::new(self.test.finish()),
+            Arc::new(self.mode.finish()),
+            Arc::new(self.item.finish()),
+            Arc::new(self.item_order.finish()),
+            Arc::new(self.order_seed.finish()),
+            Arc::new(self.option_order.finish()),
+            Arc::new(self.instruction.finish()),
+            Arc::new(self.temperature.finish()),
+            Arc::new(self.reply.finish()),
+            Arc::new(self.error.finish()),
+            Arc::new(self.label.finish()),
+            Arc::new(self.row.finish()),
+            Arc::new(self.line.finish()),
+        ];
+        Ok(RecordBatch::try_new(staging_schema(), cols)?)
+    }
+}
+
+/// [`stored_schema`] plus `_row` (data record number from 1) and `_line` (line in the file,
+/// when known).
+fn staging_schema() -> SchemaRef {
+    let mut fields: Vec<Field> = stored_schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    fields.push(Field::new("_row", DataType::UInt64, false));
+    fields.push(Field::new("_line", DataType::UInt64, true));
+    Arc::new(Schema::new(fields))
+}
+
 /// Read, validate and normalize a stored-answer file with the built-in vocabularies.
 pub fn import_file(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), AnswersError> {
     import_file_with(path, &AnswersSection::default())
 }
 
 /// As [`import_file`], also accepting the conditions, tests and instructions declared in
-/// `[answers]` of pipeline.toml.
+/// `[answers]` of pipeline.toml. Collects the batches of [`import_into`].
 pub fn import_file_with(
     path: &Path,
     section: &AnswersSection,
 ) -> Result<(SchemaRef, Vec<RecordBatch>), AnswersError> {
-    let records = read_records(path, &Vocabulary::from_section(section))?;
-    Ok((stored_schema(), vec![to_batch(&records)?]))
+    let mut out = Vec::new();
+    let vocab = Vocabulary::from_section(section);
+    import_into(path, &vocab, &EngineOptions::default(), |b| {
+        out.push(b);
+        Ok(())
+    })?;
+    Ok((stored_schema(), out))
+}
+
+/// Read, validate and normalize a stored-answer file, handing the records to `sink` in
+/// batches of [`stored_schema`], sorted by (model, condition, sample, test, item) with the
+/// whole-test record (no item) first. Returns the number of records.
+///
+/// Each record is checked on its own while the file streams past (the first invalid record in
+/// file order stops the import); validated records go, a batch at a time, to a temporary
+/// Parquet file. The checks across records (unique requests, one arm and cohort per model,
+/// one set of settings per administration) and the sort are DataFusion plans over that file,
+/// run in a session set up by `engine`, so they spill to disk instead of growing. Nothing is
+/// handed to `sink` before every check has passed.
+pub fn import_into(
+    path: &Path,
+    vocab: &Vocabulary,
+    engine: &EngineOptions,
+    mut sink: impl FnMut(RecordBatch) -> Result<(), AnswersError>,
+) -> Result<usize, AnswersError> {
+    let kind = FileKind::of(path)?;
+    let tmp = tempfile::Builder::new()
+        .prefix("protospread-import-")
+        .tempdir()
+        .map_err(|e| AnswersError::io(std::env::temp_dir(), e))?;
+    let staged = tmp.path().join("validated.parquet");
+    let pq_err = |e: parquet::errors::ParquetError| file_err(&staged, e.to_string());
+    let file = fs_err::File::create(&staged).map_err(|e| AnswersError::io(&staged, e))?;
+    let mut writer = ArrowWriter::try_new(file, staging_schema(), None).map_err(pq_err)?;
+    let mut builders = Builders::new();
+    let mut records = 0usize;
+    {
+        let mut f = |raw: RawRow| -> Result<(), AnswersError> {
+            validate(path, &raw, vocab, &mut builders)?;
+            records += 1;
+            if builders.len >= BATCH_ROWS {
+                writer.write(&builders.finish()?).map_err(pq_err)?;
+            }
+            Ok(())
+        };
+        match kind {
+            FileKind::Csv => read_csv(path, &mut f)?,
+            FileKind::Jsonl => read_jsonl(path, &mut f)?,
+            FileKind::Parquet => read_parquet(path, &mut f)?,
+        }
+    }
+    if builders.len > 0 {
+        writer.write(&builders.finish()?).map_err(pq_err)?;
+    }
+    writer.close().map_err(pq_err)?;
+    let ctx = protospread_engine::session(engine)?;
+    protospread_engine::block_on(async {
+        ctx.register_parquet(
+            "staged",
+            staged.to_string_lossy().as_ref(),
+            ParquetReadOptions::default(),
+        )
+        .await
+        .map_err(|e| engine_err(path, e))?;
+        check_across_records(&ctx, path).await?;
+        let df = ctx
+            .sql(&format!(
+                "SELECT {} FROM staged ORDER BY {SORT_KEY}",
+                COLUMNS.join(", ")
+            ))
+            .await
+            .map_err(|e| engine_err(path, e))?;
+        let mut stream = df.execute_stream().await.map_err(|e| engine_err(path, e))?;
+        let schema = stored_schema();
+        let mut chunks = protospread_engine::Rechunk::new(protospread_engine::WRITE_BATCH_ROWS);
+        while let Some(b) = stream.next().await {
+            let b = b.map_err(|e| engine_err(path, e))?;
+            let cols = schema
+                .fields()
+                .iter()
+                .zip(b.columns())
+                .map(|(f, c)| arrow::compute::cast(c, f.data_type()))
+                .collect::<Result<Vec<_>, _>>()?;
+            for c in chunks.push(RecordBatch::try_new(schema.clone(), cols)?)? {
+                sink(c)?;
+            }
+        }
+        if let Some(c) = chunks.finish()? {
+            sink(c)?;
+        }
+        Ok::<_, AnswersError>(())
+    })??;
+    Ok(records)
+}
+
+/// The order of normalized stored answers: [`StoredRecord::sort_key`].
+const SORT_KEY: &str = "model, condition, sample, test, item NULLS FIRST";
+
+fn engine_err(path: &Path, e: datafusion::error::DataFusionError) -> AnswersError {
+    file_err(path, format!("checking records: {e}"))
 }
 
 /// Read, validate and normalize a stored-answer file to records sorted by
-/// [`StoredRecord::sort_key`].
+/// [`StoredRecord::sort_key`] (for tests and small tools: the pipeline stays in columns).
 pub fn read_records(path: &Path, vocab: &Vocabulary) -> Result<Vec<StoredRecord>, AnswersError> {
-    let raw = match FileKind::of(path)? {
-        FileKind::Csv => read_csv(path)?,
-        FileKind::Jsonl => read_jsonl(path)?,
-        FileKind::Parquet => read_parquet(path)?,
-    };
-    let mut recs = Vec::with_capacity(raw.len());
-    for r in &raw {
-        recs.push((validate(path, r, vocab)?, r.row, r.line));
-    }
-    recs.sort_by(|a, b| a.0.sort_key().cmp(&b.0.sort_key()).then(a.1.cmp(&b.1)));
-    check_unique_and_consistent(path, &recs)?;
-    Ok(recs.into_iter().map(|(r, _, _)| r).collect())
+    let mut out = Vec::new();
+    import_into(path, vocab, &EngineOptions::default(), |b| {
+        out.extend(from_batches(&[b], path)?);
+        Ok(())
+    })?;
+    Ok(out)
 }
 
 fn file_err(path: &Path, message: impl Into<String>) -> AnswersError {
@@ -157,23 +361,22 @@ fn empty_cells() -> [Option<String>; COLUMNS.len()] {
     Default::default()
 }
 
-fn read_csv(path: &Path) -> Result<Vec<RawRow>, AnswersError> {
-    let bytes = std::fs::read(path).map_err(|e| AnswersError::io(path, e))?;
+fn read_csv(path: &Path, f: &mut RowSink) -> Result<(), AnswersError> {
+    let file = fs_err::File::open(path).map_err(|e| AnswersError::io(path, e))?;
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(false)
-        .from_reader(bytes.as_slice());
+        .from_reader(std::io::BufReader::new(file));
     let headers = rdr
         .headers()
         .map_err(|e| file_err(path, format!("header: {e}")))?
         .iter()
         .map(|s| s.to_string())
         .collect::<Vec<_>>();
-    if headers.len() == 1 && headers[0].is_empty() {
+    if headers.is_empty() || (headers.len() == 1 && headers[0].is_empty()) {
         return Err(file_err(path, "empty file (no header)"));
     }
     let map = header_map(path, &headers)?;
-    let mut out = Vec::new();
     for (i, rec) in rdr.records().enumerate() {
         let row = i + 1;
         let rec = rec.map_err(|e| {
@@ -202,29 +405,90 @@ fn read_csv(path: &Path) -> Result<Vec<RawRow>, AnswersError> {
                 }
             }
         }
-        out.push(RawRow {
+        f(RawRow {
             row,
             line: rec.position().map(|p| p.line() as usize),
             cells,
-        });
+        })?;
     }
-    Ok(out)
+    Ok(())
 }
 
-fn read_jsonl(path: &Path) -> Result<Vec<RawRow>, AnswersError> {
-    let bytes = std::fs::read(path).map_err(|e| AnswersError::io(path, e))?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        let off = e.utf8_error().valid_up_to();
-        file_err(path, format!("not UTF-8 (first bad byte at offset {off})"))
-    })?;
-    let mut out = Vec::new();
-    for (i, line) in text.split('\n').enumerate() {
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        if line.is_empty() {
+/// The members of one JSON object in file order, or `None` when the value is not an object.
+/// Duplicate keys are kept so that they can be refused (serde_json's `Value` keeps the last).
+struct JsonLine(Option<Vec<(String, serde_json::Value)>>);
+
+impl<'de> serde::Deserialize<'de> for JsonLine {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = JsonLine;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<JsonLine, A::Error> {
+                let mut v = Vec::new();
+                while let Some((k, x)) = m.next_entry::<String, serde_json::Value>()? {
+                    v.push((k, x));
+                }
+                Ok(JsonLine(Some(v)))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<JsonLine, A::Error> {
+                while s.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(JsonLine(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<JsonLine, E> {
+                Ok(JsonLine(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<JsonLine, E> {
+                Ok(JsonLine(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<JsonLine, E> {
+                Ok(JsonLine(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<JsonLine, E> {
+                Ok(JsonLine(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<JsonLine, E> {
+                Ok(JsonLine(None))
+            }
+            fn visit_unit<E>(self) -> Result<JsonLine, E> {
+                Ok(JsonLine(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<(), AnswersError> {
+    use std::io::BufRead;
+    let file = fs_err::File::open(path).map_err(|e| AnswersError::io(path, e))?;
+    let mut reader = std::io::BufReader::new(file);
+    let mut rows = 0usize;
+    let mut buf = Vec::new();
+    let mut lineno = 0usize;
+    loop {
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| AnswersError::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        lineno += 1;
+        let bytes = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+        if bytes.is_empty() {
             continue;
         }
-        let row = out.len() + 1;
-        let lineno = i + 1;
+        rows += 1;
+        let row = rows;
         let err = |column: &str, message: String| AnswersError::Record {
             file: path.to_path_buf(),
             row,
@@ -232,13 +496,23 @@ fn read_jsonl(path: &Path) -> Result<Vec<RawRow>, AnswersError> {
             column: column.to_string(),
             message,
         };
-        let v: serde_json::Value =
+        let line = std::str::from_utf8(bytes).map_err(|e| {
+            err(
+                "-",
+                format!(
+                    "not UTF-8 (first bad byte at byte {} of the line)",
+                    e.valid_up_to() + 1
+                ),
+            )
+        })?;
+        let JsonLine(obj) =
             serde_json::from_str(line).map_err(|e| err("-", format!("not valid JSON: {e}")))?;
-        let obj = v
-            .as_object()
-            .ok_or_else(|| err("-", "a line must be one JSON object".into()))?;
+        let obj = obj.ok_or_else(|| err("-", "a line must be one JSON object".into()))?;
         let mut cells = empty_cells();
-        for (k, v) in obj {
+        for (i, (k, v)) in obj.iter().enumerate() {
+            if obj[..i].iter().any(|(prev, _)| prev == k) {
+                return Err(err(k, "key appears twice in this object".into()));
+            }
             let Some(idx) = col_index(k) else {
                 if k.starts_with(EXTENSION_PREFIX) {
                     continue;
@@ -262,25 +536,37 @@ fn read_jsonl(path: &Path) -> Result<Vec<RawRow>, AnswersError> {
             };
         }
         for req in REQUIRED_COLUMNS {
-            if !obj.contains_key(req) {
+            if !obj.iter().any(|(k, _)| k == req) {
                 return Err(err(req, "required key is missing".into()));
             }
         }
-        out.push(RawRow {
+        f(RawRow {
             row,
             line: Some(lineno),
             cells,
-        });
+        })?;
     }
-    Ok(out)
+    if rows == 0 {
+        return Err(file_err(path, "empty file (no records)"));
+    }
+    Ok(())
 }
 
-fn read_parquet(path: &Path) -> Result<Vec<RawRow>, AnswersError> {
-    let (schema, batches) = protospread_core::pq::read(path)?;
-    let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+fn read_parquet(path: &Path, f: &mut RowSink) -> Result<(), AnswersError> {
+    let perr =
+        |e: parquet::errors::ParquetError| file_err(path, format!("not a Parquet file: {e}"));
+    let file = fs_err::File::open(path).map_err(|e| AnswersError::io(path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file.into_parts().0).map_err(perr)?;
+    let names: Vec<String> = builder
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
     let map = header_map(path, &names)?;
-    let mut out = Vec::new();
-    for b in &batches {
+    let mut rows = 0usize;
+    for b in builder.with_batch_size(BATCH_ROWS).build().map_err(perr)? {
+        let b = b.map_err(|e| file_err(path, format!("reading Parquet: {e}")))?;
         let mut texts: Vec<Option<StringArray>> = Vec::with_capacity(map.len());
         for (j, slot) in map.iter().enumerate() {
             texts.push(match slot {
@@ -292,12 +578,7 @@ fn read_parquet(path: &Path) -> Result<Vec<RawRow>, AnswersError> {
                             format!("column {}: cannot read as text: {e}", names[j]),
                         )
                     })?;
-                    Some(
-                        c.as_any()
-                            .downcast_ref::<StringArray>()
-                            .expect("cast to Utf8 yields a StringArray")
-                            .clone(),
-                    )
+                    Some(c.as_string::<i32>().clone())
                 }
             });
         }
@@ -310,14 +591,15 @@ fn read_parquet(path: &Path) -> Result<Vec<RawRow>, AnswersError> {
                     }
                 }
             }
-            out.push(RawRow {
-                row: out.len() + 1,
+            rows += 1;
+            f(RawRow {
+                row: rows,
                 line: None,
                 cells,
-            });
+            })?;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// A non-negative decimal integer: ASCII digits only (no sign, no spaces, no decimal point).
@@ -328,7 +610,12 @@ fn parse_uint(s: &str) -> Option<u64> {
     s.parse().ok()
 }
 
-fn validate(path: &Path, r: &RawRow, vocab: &Vocabulary) -> Result<StoredRecord, AnswersError> {
+fn validate(
+    path: &Path,
+    r: &RawRow,
+    vocab: &Vocabulary,
+    out: &mut Builders,
+) -> Result<(), AnswersError> {
     let err = |column: &str, message: String| AnswersError::Record {
         file: path.to_path_buf(),
         row: r.row,
@@ -475,33 +762,85 @@ fn validate(path: &Path, r: &RawRow, vocab: &Vocabulary) -> Result<StoredRecord,
             }
         },
     };
-    Ok(StoredRecord {
-        format_version: FORMAT_VERSION,
-        study,
-        model,
-        arm,
-        cohort: cell("cohort").map(str::to_string),
-        condition,
-        sample,
-        test,
-        mode,
-        item,
-        item_order,
-        order_seed,
-        option_order,
-        instruction,
-        temperature,
-        reply: cell("reply").unwrap_or("").to_string(),
-        error: cell("error").map(str::to_string),
-        label: cell("label").map(str::to_string),
-    })
+    let b = out;
+    b.format_version.append_value(FORMAT_VERSION);
+    b.study.append_value(study);
+    b.model.append_value(model);
+    b.arm.append_value(arm.as_str());
+    b.cohort.append_option(cell("cohort"));
+    b.condition.append_value(condition);
+    b.sample.append_value(sample);
+    b.test.append_value(test);
+    b.mode.append_value(mode.as_str());
+    b.item.append_option(item);
+    b.item_order.append_option(item_order.map(|v| {
+        v.iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(";")
+    }));
+    b.order_seed.append_option(order_seed);
+    b.option_order.append_value(option_order.as_str());
+    b.instruction.append_value(instruction);
+    b.temperature.append_option(temperature);
+    b.reply.append_value(cell("reply").unwrap_or(""));
+    b.error.append_option(cell("error"));
+    b.label.append_option(cell("label"));
+    b.row.append_value(r.row as u64);
+    b.line.append_option(r.line.map(|l| l as u64));
+    b.len += 1;
+    Ok(())
 }
 
-/// Unique keys; one arm and cohort per model; one set of settings per administration.
-fn check_unique_and_consistent(
+/// Settings every request of one administration (model, condition, sample, test) shares, in
+/// the order they are checked, with the SQL expression compared (temperatures as text, so
+/// that `-0` and `0` differ as their bits do).
+const ADMIN_SETTINGS: [(&str, &str); 7] = [
+    ("mode", "mode"),
+    ("study", "study"),
+    ("option_order", "option_order"),
+    ("instruction", "instruction"),
+    ("temperature", "CAST(temperature AS VARCHAR)"),
+    ("label", "label"),
+    ("cohort", "cohort"),
+];
+
+/// The first row of a query's answer, if any.
+async fn first_row(
+    ctx: &SessionContext,
     path: &Path,
-    recs: &[(StoredRecord, usize, Option<usize>)],
-) -> Result<(), AnswersError> {
+    sql: &str,
+) -> Result<Option<RecordBatch>, AnswersError> {
+    let batches = ctx
+        .sql(sql)
+        .await
+        .map_err(|e| engine_err(path, e))?
+        .collect()
+        .await
+        .map_err(|e| engine_err(path, e))?;
+    Ok(batches.into_iter().find(|b| b.num_rows() > 0))
+}
+
+/// Column `i` of the first row as text (`None` for null).
+fn text_at(b: &RecordBatch, i: usize) -> Option<String> {
+    let c = arrow::compute::cast(b.column(i), &DataType::Utf8).expect("any column casts to text");
+    let a = c.as_string::<i32>();
+    (!a.is_null(0)).then(|| a.value(0).to_string())
+}
+
+fn num_at(b: &RecordBatch, i: usize) -> Option<usize> {
+    text_at(b, i).and_then(|t| t.parse().ok())
+}
+
+/// Unique keys; one arm and cohort per model; one set of settings per administration; as
+/// queries over the validated records (table `staged`), each naming the row it blames.
+///
+/// - A model's arm and cohort are those of its first request in sort order.
+/// - A second request with the same key is blamed and names the first one.
+/// - When the requests of one administration disagree on a setting, the value most of them
+///   share (on a tie, the value of the earliest row) is taken as meant, and the earliest row
+///   with another value is blamed: an edited row is named whether it sorts first or last.
+async fn check_across_records(ctx: &SessionContext, path: &Path) -> Result<(), AnswersError> {
     let err =
         |row: usize, line: Option<usize>, column: &str, message: String| AnswersError::Record {
             file: PathBuf::from(path),
@@ -510,79 +849,97 @@ fn check_unique_and_consistent(
             column: column.to_string(),
             message,
         };
-    let mut models: BTreeMap<&str, (&StoredRecord, usize)> = BTreeMap::new();
-    for w in 0..recs.len() {
-        let (r, row, line) = &recs[w];
-        let (m0, row0) = *models.entry(r.model.as_str()).or_insert((r, *row));
-        if m0.arm != r.arm {
-            return Err(err(
-                *row,
-                *line,
+    let order = format!("{SORT_KEY}, _row");
+    let q = format!(
+        "SELECT model, arm, arm0, cohort IS NOT DISTINCT FROM cohort0, _row, _line, row0 FROM ( \
+           SELECT model, arm, cohort, condition, sample, test, item, _row, _line, \
+             first_value(arm) OVER (PARTITION BY model ORDER BY {order}) AS arm0, \
+             first_value(cohort) OVER (PARTITION BY model ORDER BY {order}) AS cohort0, \
+             first_value(_row) OVER (PARTITION BY model ORDER BY {order}) AS row0 \
+           FROM staged) \
+         WHERE arm <> arm0 OR cohort IS DISTINCT FROM cohort0 ORDER BY {order} LIMIT 1"
+    );
+    if let Some(b) = first_row(ctx, path, &q).await? {
+        let model = text_at(&b, 0).unwrap_or_default();
+        let (arm, arm0) = (
+            text_at(&b, 1).unwrap_or_default(),
+            text_at(&b, 2).unwrap_or_default(),
+        );
+        let (row, line, row0) = (
+            num_at(&b, 4).unwrap_or(0),
+            num_at(&b, 5),
+            num_at(&b, 6).unwrap_or(0),
+        );
+        return Err(if arm != arm0 {
+            err(
+                row,
+                line,
                 "arm",
-                format!(
-                    "model {} has arm {} here but {} in row {row0}",
-                    r.model,
-                    r.arm.as_str(),
-                    m0.arm.as_str()
-                ),
-            ));
-        }
-        if m0.cohort != r.cohort {
-            return Err(err(
-                *row,
-                *line,
+                format!("model {model} has arm {arm} here but {arm0} in row {row0}"),
+            )
+        } else {
+            err(
+                row,
+                line,
                 "cohort",
-                format!("model {} has another cohort in row {row0}", r.model),
-            ));
-        }
-        if w == 0 {
-            continue;
-        }
-        let (p, prow, _) = &recs[w - 1];
-        if p.sort_key() == r.sort_key() {
-            return Err(err(
-                *row,
-                *line,
-                if r.item.is_some() {
-                    "item"
-                } else {
-                    "condition"
-                },
-                format!(
-                    "duplicate request: same model, condition, sample, test and item as row {prow}"
-                ),
-            ));
-        }
-        let same_admin = p.model == r.model
-            && p.condition == r.condition
-            && p.sample == r.sample
-            && p.test == r.test;
-        if same_admin {
-            let checks: [(&str, bool); 7] = [
-                ("mode", p.mode == r.mode),
-                ("study", p.study == r.study),
-                ("option_order", p.option_order == r.option_order),
-                ("instruction", p.instruction == r.instruction),
-                (
-                    "temperature",
-                    p.temperature.map(f64::to_bits) == r.temperature.map(f64::to_bits),
-                ),
-                ("label", p.label == r.label),
-                ("cohort", p.cohort == r.cohort),
-            ];
-            for (col, ok) in checks {
-                if !ok {
-                    return Err(err(
-                        *row,
-                        *line,
-                        col,
-                        format!(
-                            "differs from row {prow} of the same administration (model, condition, sample, test)"
-                        ),
-                    ));
-                }
-            }
-        }
+                format!("model {model} has another cohort in row {row0}"),
+            )
+        });
+    }
+    let q = format!(
+        "SELECT _row, _line, row0, item IS NULL FROM ( \
+           SELECT *, \
+             row_number() OVER (PARTITION BY model, condition, sample, test, item ORDER BY _row) AS rn, \
+             first_value(_row) OVER (PARTITION BY model, condition, sample, test, item ORDER BY _row) AS row0 \
+           FROM staged) \
+         WHERE rn = 2 ORDER BY {order} LIMIT 1"
+    );
+    if let Some(b) = first_row(ctx, path, &q).await? {
+        let whole = text_at(&b, 3).as_deref() == Some("true");
+        return Err(err(
+            num_at(&b, 0).unwrap_or(0),
+            num_at(&b, 1),
+            if whole { "condition" } else { "item" },
+            format!(
+                "duplicate request: same model, condition, sample, test and item as row {}",
+                num_at(&b, 2).unwrap_or(0)
+            ),
+        ));
+    }
+    const ADMIN: &str = "model, condition, sample, test";
+    let per_setting: Vec<String> = ADMIN_SETTINGS
+        .iter()
+        .enumerate()
+        .map(|(k, (_, expr))| {
+            format!(
+                "SELECT {ADMIN}, {k} AS setting, \
+                   min(CASE WHEN rk > 1 THEN r END) AS blamed, \
+                   min(CASE WHEN rk = 1 THEN r END) AS meant \
+                 FROM (SELECT *, \
+                         row_number() OVER (PARTITION BY {ADMIN} ORDER BY n DESC, r) AS rk, \
+                         count(*) OVER (PARTITION BY {ADMIN}) AS k \
+                       FROM (SELECT {ADMIN}, {expr} AS v, count(*) AS n, min(_row) AS r \
+                             FROM staged GROUP BY {ADMIN}, {expr})) \
+                 WHERE k > 1 GROUP BY {ADMIN}"
+            )
+        })
+        .collect();
+    let q = format!(
+        "SELECT s.setting, s.blamed, s.meant, t._line FROM ({}) s JOIN staged t ON t._row = s.blamed \
+         ORDER BY s.model, s.condition, s.sample, s.test, s.setting LIMIT 1",
+        per_setting.join(" UNION ALL ")
+    );
+    if let Some(b) = first_row(ctx, path, &q).await? {
+        let col = ADMIN_SETTINGS[num_at(&b, 0).unwrap_or(0)].0;
+        return Err(err(
+            num_at(&b, 1).unwrap_or(0),
+            num_at(&b, 3),
+            col,
+            format!(
+                "differs from row {} of the same administration (model, condition, sample, test)",
+                num_at(&b, 2).unwrap_or(0)
+            ),
+        ));
     }
     Ok(())
 }

@@ -1,14 +1,14 @@
-//! Stored answers: what language models replied, turned into answers and scale scores.
+//! The stored-answer format (v1, docs/stored-answers.md): what language models replied, as
+//! the fetch, score and administer stages share it. This crate sits below all three and
+//! depends on none of them.
 //!
-//! - [`format`]: the stored-answer record (format v1, docs/stored-answers.md), its fixed Arrow
-//!   schema and the vocabularies (conditions, tests, instructions) a record may name.
+//! - [`format`]: the stored-answer record, its fixed Arrow schema and the vocabularies
+//!   (conditions, tests, instructions) a record may name.
 //! - [`import`]: read a stored-answer file (CSV, JSONL or Parquet), validate every record and
 //!   return it normalized and sorted. Used by the fetch stage.
-//! - [`parse`]: the strict reply rule: which reply texts count as an answer, and the mapping of
-//!   a shown option number back to the human 0..4 scale.
-//! - [`stage`]: the score-stage part that writes `parsed_answers.parquet`,
-//!   `scale_scores.parquet` and `reply_reruns.parquet`.
-//! - [`reruns`]: whether temperature-0 reruns (S0 vs S0r, B0 vs B0r) gave identical replies.
+//! - [`parse`]: the strict reply rule as plain functions: which reply texts count as an
+//!   answer, and the mapping of a shown option number back to the human 0..4 scale. The score
+//!   crate wraps them as DataFusion functions.
 //! - [`simulate`]: the simulated study with planted effects (every record labelled
 //!   "simulated").
 
@@ -16,9 +16,7 @@ pub mod bulk;
 pub mod format;
 pub mod import;
 pub mod parse;
-pub mod reruns;
 pub mod simulate;
-pub mod stage;
 
 use std::path::PathBuf;
 
@@ -54,6 +52,9 @@ pub enum AnswersError {
     /// Arrow array construction failed (a bug, not bad input).
     #[error("arrow: {0}")]
     Arrow(String),
+    /// The engine that runs the checks across records could not be set up.
+    #[error(transparent)]
+    Engine(#[from] protospread_engine::EngineError),
 }
 
 impl AnswersError {

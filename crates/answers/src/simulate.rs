@@ -58,26 +58,31 @@ pub struct ItemInfo {
     pub reverse: bool,
 }
 
+/// What the simulation needs from a scoring key: each item's dimension and reverse flag.
+/// Implemented by the score crate's `ScoringKey`, so that this crate does not depend on it.
+pub trait ItemKey {
+    /// `(item, dimension, reverse)` for every item of `test`, or `None` if the key lacks it.
+    fn test_items(&self, test: &str) -> Option<Vec<(i32, String, bool)>>;
+}
+
 /// The item map of the four study tests from the scoring key (dimension names and reverse
 /// flags), in (test, item) order. Every item 1..=N of each test must be in the key.
-pub fn item_map(key: &protospread_score::ScoringKey) -> Result<Vec<ItemInfo>, AnswersError> {
+pub fn item_map(key: &impl ItemKey) -> Result<Vec<ItemInfo>, AnswersError> {
     let mut out = Vec::new();
     for (t, n) in TESTS {
         let err = |m: String| AnswersError::Score {
             what: format!("simulation item map, test {t}"),
             message: m,
         };
-        let tk = key
-            .test(t)
-            .ok_or_else(|| err("not in the scoring key".into()))?;
-        let mut items: Vec<ItemInfo> = tk
-            .items
-            .iter()
-            .map(|k| ItemInfo {
+        let mut items: Vec<ItemInfo> = key
+            .test_items(t)
+            .ok_or_else(|| err("not in the scoring key".into()))?
+            .into_iter()
+            .map(|(item, dimension, reverse)| ItemInfo {
                 test: t.to_string(),
-                item: k.item as i32,
-                dimension: tk.dims[k.dim].name.clone(),
-                reverse: k.reverse,
+                item,
+                dimension,
+                reverse,
             })
             .collect();
         items.sort_by_key(|x| x.item);

@@ -117,6 +117,73 @@ pub fn block_on<F: Future>(future: F) -> Result<F::Output, EngineError> {
     Ok(rt.block_on(future))
 }
 
+/// Rows per batch handed to a writer by [`Rechunk`]: a multiple of the Parquet writer's
+/// mini-batch (1024), so that the pages come out as if the table were written in one batch.
+pub const WRITE_BATCH_ROWS: usize = 8192;
+
+/// Re-cuts a plan's output into batches of exactly `rows` rows (the last one shorter): how a
+/// plan cuts its output depends on partitions and timing, and a Parquet writer's pages depend
+/// on the batches it is given, so a writer must see fixed batches for the bytes to be fixed.
+#[derive(Debug)]
+pub struct Rechunk {
+    rows: usize,
+    pending: Vec<datafusion::arrow::array::RecordBatch>,
+    pending_rows: usize,
+}
+
+impl Rechunk {
+    /// A re-cutter to batches of `rows` rows (at least 1).
+    pub fn new(rows: usize) -> Self {
+        Rechunk {
+            rows: rows.max(1),
+            pending: Vec::new(),
+            pending_rows: 0,
+        }
+    }
+
+    /// Take `batch`; return the full batches now ready, in order.
+    pub fn push(
+        &mut self,
+        batch: datafusion::arrow::array::RecordBatch,
+    ) -> Result<Vec<datafusion::arrow::array::RecordBatch>, datafusion::arrow::error::ArrowError>
+    {
+        if batch.num_rows() == 0 {
+            return Ok(Vec::new());
+        }
+        self.pending_rows += batch.num_rows();
+        self.pending.push(batch);
+        if self.pending_rows < self.rows {
+            return Ok(Vec::new());
+        }
+        let all =
+            datafusion::arrow::compute::concat_batches(&self.pending[0].schema(), &self.pending)?;
+        self.pending.clear();
+        let mut out = Vec::new();
+        let mut offset = 0;
+        while all.num_rows() - offset >= self.rows {
+            out.push(all.slice(offset, self.rows));
+            offset += self.rows;
+        }
+        self.pending_rows = all.num_rows() - offset;
+        if self.pending_rows > 0 {
+            self.pending.push(all.slice(offset, self.pending_rows));
+        }
+        Ok(out)
+    }
+
+    /// The last, shorter batch, if any rows are left.
+    pub fn finish(
+        self,
+    ) -> Result<Option<datafusion::arrow::array::RecordBatch>, datafusion::arrow::error::ArrowError>
+    {
+        if self.pending.is_empty() {
+            return Ok(None);
+        }
+        datafusion::arrow::compute::concat_batches(&self.pending[0].schema(), &self.pending)
+            .map(Some)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +201,46 @@ mod tests {
             ..Default::default()
         };
         assert!(err(&many).contains("maximum"));
+    }
+
+    #[test]
+    fn rechunk_cuts_fixed_batches_whatever_comes_in() {
+        use datafusion::arrow::array::{Int32Array, RecordBatch};
+        use datafusion::arrow::datatypes::{DataType, Field, Schema};
+        let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int32, false)]));
+        let batch = |a: i32, b: i32| {
+            RecordBatch::try_new(
+                schema.clone(),
+                vec![Arc::new(Int32Array::from_iter_values(a..b))],
+            )
+            .unwrap()
+        };
+        for cuts in [
+            vec![0, 10],
+            vec![0, 3, 4, 9, 10],
+            vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+        ] {
+            let mut r = Rechunk::new(4);
+            let mut out = Vec::new();
+            for w in cuts.windows(2) {
+                out.extend(r.push(batch(w[0], w[1])).unwrap());
+            }
+            out.extend(r.finish().unwrap());
+            let sizes: Vec<usize> = out.iter().map(|b| b.num_rows()).collect();
+            assert_eq!(sizes, [4, 4, 2], "cuts {cuts:?}");
+            let values: Vec<i32> = out
+                .iter()
+                .flat_map(|b| {
+                    b.column(0)
+                        .as_any()
+                        .downcast_ref::<Int32Array>()
+                        .unwrap()
+                        .values()
+                        .to_vec()
+                })
+                .collect();
+            assert_eq!(values, (0..10).collect::<Vec<_>>());
+        }
     }
 
     #[test]

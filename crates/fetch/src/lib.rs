@@ -9,8 +9,8 @@
 //!   used without any network access.
 //! - `role = "human"` inputs become `out/fetch/human/<instrument>.parquet` with the explicit
 //!   schema of [`protospread_core::instruments::arrow_schema`] ([`import_human_csv`]);
-//!   `role = "answers"` inputs are handed to the stored-answer importer
-//!   ([`Options::answers_importer`]) and become `out/fetch/answers/<name>.parquet`;
+//!   `role = "answers"` inputs are imported by `protospread_answers::import` (validated,
+//!   normalized, sorted) and become `out/fetch/answers/<name>.parquet`;
 //!   `role = "other"` inputs are copied verbatim to `out/fetch/other/<name>`.
 //! - All outputs of a run are committed together ([`protospread_core::atomic::Staged`]); on
 //!   any error nothing under `out/fetch` changes. Then `out/fetch/SHA256SUMS` is written.
@@ -25,8 +25,6 @@ pub use human::{
     import_human_csv, import_human_csv_reporting, CsvError, CsvPlace, ExcludedRow, HumanImport,
 };
 
-use arrow::datatypes::SchemaRef;
-use arrow::record_batch::RecordBatch;
 use protospread_core::atomic::Staged;
 use protospread_core::config::{Config, HfSource, Input, InputRole, Source};
 use protospread_core::hash::{self, MANIFEST_NAME};
@@ -96,9 +94,13 @@ pub enum FetchError {
     /// A human-response CSV that does not import; names file, row, line and column.
     #[error("input '{input}': {error}")]
     Csv { input: String, error: CsvError },
-    /// The stored-answer importer refused the file.
-    #[error("input '{input}': {message}")]
-    Answers { input: String, message: String },
+    /// The stored-answer importer refused the file (names file, row and column).
+    #[error("input '{input}': {error}")]
+    Answers {
+        input: String,
+        #[source]
+        error: Box<protospread_answers::AnswersError>,
+    },
     /// Writing outputs or the manifest.
     #[error("{0}")]
     Core(#[from] CoreError),
@@ -112,10 +114,6 @@ fn attempts_note(n: &u32) -> String {
     }
 }
 
-/// The stored-answer importer: reads a verified stored-answer file and returns its records.
-/// Provided by the binary (protospread-answers), so that this crate does not depend on it.
-pub type AnswersImporter = fn(&Path, &Config) -> Result<(SchemaRef, Vec<RecordBatch>), String>;
-
 /// Run-time options that are not part of pipeline.toml.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -125,12 +123,13 @@ pub struct Options {
     /// Draw progress bars for downloads on stderr (the CLI sets this only on a terminal and
     /// without `--quiet`).
     pub progress: bool,
-    /// How to import `role = "answers"` inputs; `None` makes such an input an error.
-    pub answers_importer: Option<AnswersImporter>,
+    /// `--memory-limit` in bytes: overrides `[engine] memory_limit` for the stored-answer
+    /// import's checks and sort.
+    pub memory_limit: Option<u64>,
 }
 
 impl Options {
-    /// Options with `HF_ENDPOINT` read from the environment, no progress bars and no importer.
+    /// Options with `HF_ENDPOINT` read from the environment and no progress bars.
     pub fn from_env() -> Self {
         Options {
             hf_endpoint_env: std::env::var("HF_ENDPOINT").ok(),
@@ -412,27 +411,48 @@ fn read_verified(input: &Input, v: &Verified) -> Result<Vec<u8>, FetchError> {
     Ok(bytes)
 }
 
-/// INTEGRATION POINT with protospread-answers: import one verified stored-answer file.
-///
-/// The importer (`protospread_answers::import::import_file_with(path, &cfg.answers)`) is
-/// passed in by the binary through [`Options::answers_importer`]; without one, an answers
-/// input is an error rather than being skipped silently.
+/// Import one verified stored-answer file with the `[answers]` declarations of `cfg`: the
+/// validated, sorted records stream in batches into Parquet bytes for `dest` (pinned writer
+/// settings). Returns the bytes and the number of records.
 pub fn import_answers_input(
     cfg: &Config,
     input: &Input,
     verified: &Verified,
+    dest: &Path,
     opts: &Options,
-) -> Result<(SchemaRef, Vec<RecordBatch>), FetchError> {
-    let importer = opts.answers_importer.ok_or_else(|| FetchError::Answers {
+) -> Result<(Vec<u8>, usize), FetchError> {
+    let wrap = |error| FetchError::Answers {
         input: input.name.clone(),
-        message:
-            "role = \"answers\" needs the stored-answer importer, which this build does not provide"
-                .to_string(),
-    })?;
-    importer(&verified.path, cfg).map_err(|message| FetchError::Answers {
-        input: input.name.clone(),
-        message,
+        error: Box::new(error),
+    };
+    let engine = protospread_engine::EngineOptions {
+        memory_limit: opts.memory_limit.unwrap_or(cfg.engine.memory_limit.0),
+        ..Default::default()
+    };
+    let schema = protospread_answers::format::stored_schema();
+    let perr = |e: parquet::errors::ParquetError| {
+        FetchError::Core(CoreError::Parquet {
+            path: dest.to_path_buf(),
+            message: e.to_string(),
+        })
+    };
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(Vec::new(), schema, Some(pq::writer_properties()))
+            .map_err(perr)?;
+    let mut write_err = None;
+    let vocab = protospread_answers::format::Vocabulary::from_section(&cfg.answers);
+    let rows = protospread_answers::import::import_into(&verified.path, &vocab, &engine, |b| {
+        if let Err(e) = w.write(&b) {
+            write_err = Some(e);
+        }
+        Ok(())
     })
+    .map_err(wrap)?;
+    if let Some(e) = write_err {
+        return Err(perr(e));
+    }
+    let bytes = w.into_inner().map_err(perr)?;
+    Ok((bytes, rows))
 }
 
 /// What one input became.
@@ -530,11 +550,9 @@ pub fn run(cfg: &Config, out: &Path, opts: &Options) -> Result<Summary, FetchErr
                 (rel, Some(rows))
             }
             InputRole::Answers => {
-                let (schema, batches) = import_answers_input(cfg, input, &v, opts)?;
                 let rel = format!("answers/{}.parquet", input.name);
                 let dest = fetch_dir.join(&rel);
-                let rows = batches.iter().map(RecordBatch::num_rows).sum::<usize>();
-                let pq_bytes = pq::encode(&dest, schema, &batches)?;
+                let (pq_bytes, rows) = import_answers_input(cfg, input, &v, &dest, opts)?;
                 staged.put(&dest, &pq_bytes)?;
                 (rel, Some(rows))
             }
@@ -681,7 +699,7 @@ mod tests {
     }
 
     #[test]
-    fn answers_without_importer_is_an_error() {
+    fn refused_answers_name_the_input_and_write_nothing() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("a.csv"), b"x").unwrap();
         let text = format!(
@@ -692,7 +710,10 @@ mod tests {
         let e = run(&c, &dir.path().join("out"), &Options::default())
             .unwrap_err()
             .to_string();
-        assert!(e.contains("input 'a'") && e.contains("importer"), "{e}");
+        assert!(
+            e.starts_with("input 'a': ") && e.contains("a.csv") && e.contains("unknown column"),
+            "{e}"
+        );
         assert!(!dir.path().join("out/fetch/answers").exists());
     }
 }

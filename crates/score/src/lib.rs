@@ -8,15 +8,23 @@
 //!   the allow-list and the mutation check.
 //! - [`norms`]: human norms (mean, SD with n-1, mid-rank percentiles).
 //! - [`evidence`]: alternative rules the data rejects, counted row by row.
-//! - [`tables`]: the Arrow tables the score stage writes.
+//! - [`tables`]: the Arrow tables the parity part of the score stage writes.
+//! - [`answers`]: the stored-answer part: fetched stored answers to `parsed_answers.parquet`
+//!   and `scale_scores.parquet`.
+//! - [`kernels`]: the reply rule, the scorer's value and the norms as DataFusion functions.
+//! - [`reruns`]: whether temperature-0 reruns (S0 vs S0r, B0 vs B0r) gave identical replies
+//!   (`reply_reruns.parquet`).
 //!
 //! How the key was recovered and the evidence for each part: `docs/scoring-key.md`.
 
+pub mod answers;
 pub mod evidence;
 pub mod human;
+pub mod kernels;
 pub mod key;
 pub mod norms;
 pub mod parity;
+pub mod reruns;
 pub mod scorer;
 pub mod stage;
 pub mod tables;
@@ -58,6 +66,18 @@ pub enum ScoreError {
     /// Arrow array construction failed (a bug, not bad input).
     #[error("arrow: {0}")]
     Arrow(String),
+    /// The engine could not be set up or failed (memory limit, spilling).
+    #[error(transparent)]
+    Engine(#[from] protospread_engine::EngineError),
+    /// A stored-answer file or record is invalid (names file, row and column).
+    #[error(transparent)]
+    Answers(#[from] protospread_answers::AnswersError),
+}
+
+impl From<arrow::error::ArrowError> for ScoreError {
+    fn from(e: arrow::error::ArrowError) -> Self {
+        ScoreError::Arrow(e.to_string())
+    }
 }
 
 impl ScoreError {

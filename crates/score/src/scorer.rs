@@ -11,8 +11,47 @@
 //! - `top_result` names the `top_n` dimensions with the highest values, ties going to the
 //!   lower `tie_rank`, concatenated without separator.
 
-use crate::key::{ScoringKey, Unit};
+use crate::key::{KeyItem, ScoringKey, TestKey, Unit};
 use crate::ScoreError;
+
+/// Points item `it` earns for the 0-based answer `v`: `weight * (v - scale_min)`, or
+/// `weight * (scale_max - v)` when reversed; 0 for an answer outside the scale.
+pub fn item_points(it: &KeyItem, v: u8) -> f64 {
+    if !(it.scale_min..=it.scale_max).contains(&v) {
+        return 0.0;
+    }
+    let p = if it.reverse {
+        it.scale_max - v
+    } else {
+        v - it.scale_min
+    };
+    it.weight * f64::from(p)
+}
+
+/// The maximum points of dimension `d` of `tk`: its `max_points` override, else the sum of
+/// `weight * (scale_max - scale_min)` over its items in item order.
+pub fn dim_max(tk: &TestKey, d: usize) -> f64 {
+    let mut max = 0.0f64;
+    for it in tk.items.iter().filter(|it| it.dim == d) {
+        max += it.weight * f64::from(it.scale_max - it.scale_min);
+    }
+    tk.dims[d].max_points.unwrap_or(max)
+}
+
+/// Percent of the maximum, rounded half away from zero: divide, then multiply, in f64.
+pub fn percent_of_max(points: f64, max: f64) -> f64 {
+    (points / max * 100.0).round()
+}
+
+/// The stored value of a complete dimension: the points for raw-unit keys, else
+/// [`percent_of_max`].
+pub fn scale_value(points: f64, max: f64, raw_unit: bool) -> f64 {
+    if raw_unit {
+        points
+    } else {
+        percent_of_max(points, max)
+    }
+}
 
 /// The score of one dimension.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,27 +99,17 @@ pub fn score(
     }
     let mut dims = Vec::with_capacity(tk.dims.len());
     for (d, rule) in tk.dims.iter().enumerate() {
-        let (mut points, mut max, mut n_items, mut n_answered) = (0.0f64, 0.0f64, 0, 0);
+        let (mut points, mut n_items, mut n_answered) = (0.0f64, 0, 0);
         for (it, a) in tk.items.iter().zip(answers).filter(|(it, _)| it.dim == d) {
             n_items += 1;
-            max += it.weight * f64::from(it.scale_max - it.scale_min);
             let Some(v) = *a else { continue };
             n_answered += 1;
-            if (it.scale_min..=it.scale_max).contains(&v) {
-                let p = if it.reverse {
-                    it.scale_max - v
-                } else {
-                    v - it.scale_min
-                };
-                points += it.weight * f64::from(p);
-            }
+            points += item_points(it, v);
         }
         let complete = n_answered == n_items;
-        let percent = (points / rule.max_points.unwrap_or(max) * 100.0).round();
-        let value = match tk.unit {
-            Unit::Percent => percent,
-            Unit::Raw => points,
-        };
+        let max = dim_max(tk, d);
+        let percent = percent_of_max(points, max);
+        let value = scale_value(points, max, tk.unit == Unit::Raw);
         dims.push(DimScore {
             dimension: rule.name.clone(),
             value: complete.then_some(value),

@@ -1,13 +1,16 @@
-//! The parity part of the score stage, as a library: classify, sweep, norms.
+//! The score stage as a library: scorer parity (classify, sweep, norms) and the stored-answer
+//! part, committed together only when every check passed.
 
 use crate::human::HumanRow;
 use crate::key::ScoringKey;
 use crate::norms::Norms;
 use crate::parity::{self, Allowlist, Category, MutationResult, RowClass};
 use crate::ScoreError;
+use protospread_core::atomic::Staged;
+use protospread_core::config::Config;
 use protospread_core::instruments::Instrument;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The human rows of one instrument and where they came from.
 #[derive(Debug, Clone)]
@@ -130,4 +133,64 @@ pub fn not_allowlisted(classes: &[RowClass]) -> Vec<&RowClass> {
         .iter()
         .filter(|c| c.category == Category::Unexplained && c.allowlisted.is_none())
         .collect()
+}
+
+/// What [`run_stage`] computed and whether it replaced the stage's folder.
+#[derive(Debug, Clone)]
+pub struct StageRun {
+    pub parity: ParityRun,
+    pub answers: crate::answers::Summary,
+    /// Unexplained human rows that are not in the allow-list; the stage wrote nothing if any.
+    pub failing: Vec<RowClass>,
+    /// The folder that was (or, on a failed check, would have been) written.
+    pub out_dir: PathBuf,
+    /// True when `out_dir` was replaced (every check passed).
+    pub written: bool,
+}
+
+/// The whole score stage: parity, mutation sweep, norms and the stored answers of every
+/// `role = "answers"` input (scored by DataFusion plans in a session set up by `engine`),
+/// written to `<out>/score/` with its `SHA256SUMS`.
+///
+/// All-or-nothing: every table is staged first and the folder is replaced only when every
+/// check passed. A human row that is neither reproduced nor allow-listed, or any error, leaves
+/// the previous `<out>/score/` exactly as it was (see [`StageRun::written`]).
+#[allow(clippy::too_many_arguments)]
+pub fn run_stage(
+    cfg: &Config,
+    out: &Path,
+    key: &ScoringKey,
+    legacy: &[ScoringKey],
+    allowlist: &Allowlist,
+    inputs: &[HumanInput],
+    sweep: bool,
+    engine: &protospread_engine::EngineOptions,
+) -> Result<StageRun, ScoreError> {
+    let parity = run(key, legacy, allowlist, inputs, sweep)?;
+    let out_dir = out.join("score");
+    // The whole folder is staged: the commit replaces it with exactly these tables and their
+    // SHA256SUMS, and refuses a folder holding files protospread did not write.
+    let mut staged = Staged::in_dir(&out_dir)?;
+    for t in crate::tables::tables(&parity, inputs)? {
+        let p = out_dir.join(t.file);
+        let bytes = protospread_core::pq::encode(&p, t.schema, &[t.batch])?;
+        staged.put(&p, &bytes)?;
+    }
+    let answers = crate::answers::run(cfg, out, &out_dir, key, &parity.norms, engine, &mut staged)?;
+    let failing: Vec<RowClass> = not_allowlisted(&parity.classes)
+        .into_iter()
+        .cloned()
+        .collect();
+    let written = failing.is_empty();
+    if written {
+        staged.commit()?;
+    }
+    // Otherwise dropping `staged` removes its temporaries.
+    Ok(StageRun {
+        parity,
+        answers,
+        failing,
+        out_dir,
+        written,
+    })
 }

@@ -1,0 +1,883 @@
+//! The stored-answer part of the score stage, as DataFusion plans: fetched stored answers ->
+//! parsed answers (one row per item) -> scale scores in human units (docs/stored-answers.md,
+//! section 3) and the temperature-0 rerun comparison.
+//!
+//! Every table is a plan over the fetched Parquet, with the rules registered as functions
+//! ([`crate::kernels`]): the strict reply rule, the expansion of a whole-test reply to one row
+//! per shown position, the scorer's value and the norms. Sums are of integer-valued points, so
+//! they are exact in any order; every output is sorted by its full key, so the bytes do not
+//! depend on the partition count. Batches stream from the plan into the Parquet writer: no
+//! stage holds the rows of a stored-answer set.
+//!
+//! [`run`] reads `out/fetch/answers/<input>.parquet` for every `role = "answers"` input of
+//! pipeline.toml and stages `parsed_answers.parquet`, `scale_scores.parquet` and
+//! `reply_reruns.parquet` into the score stage's [`Staged`] set, so that they appear together
+//! with the parity tables or not at all.
+
+use crate::norms::Norms;
+use crate::{ScoreError, ScoringKey};
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::datatypes::SchemaRef;
+use datafusion::datasource::MemTable;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::prelude::{DataFrame, ParquetReadOptions, SessionContext};
+use futures::StreamExt;
+use parquet::arrow::ArrowWriter;
+use protospread_answers::format::{StoredRecord, Vocabulary, OPTIONS};
+use protospread_answers::parse::Status;
+use protospread_core::atomic::Staged;
+use protospread_core::config::{Config, InputRole};
+use protospread_engine::EngineOptions;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// File names written into the score stage's folder.
+pub const PARSED_FILE: &str = "parsed_answers.parquet";
+pub const SCALES_FILE: &str = "scale_scores.parquet";
+
+/// One row of `parsed_answers.parquet`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedRow {
+    pub source: String,
+    pub label: String,
+    pub study: String,
+    pub model: String,
+    pub arm: String,
+    pub cohort: Option<String>,
+    pub condition: String,
+    pub sample: i32,
+    pub test: String,
+    pub mode: String,
+    pub item: i32,
+    pub shown_position: Option<i32>,
+    pub option_replied: Option<i32>,
+    pub value: Option<i32>,
+    pub status: Status,
+}
+
+/// One row of `scale_scores.parquet`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScaleRow {
+    pub source: String,
+    pub label: String,
+    pub study: String,
+    pub model: String,
+    pub arm: String,
+    pub cohort: Option<String>,
+    pub condition: String,
+    pub sample: i32,
+    pub test: String,
+    pub dimension: String,
+    pub temperature: Option<f64>,
+    pub score: Option<f64>,
+    pub complete: bool,
+    pub n_items: i32,
+    pub n_answered: i32,
+    pub z: Option<f64>,
+    pub percentile: Option<f64>,
+    pub constant_answers: bool,
+}
+
+/// What one source produced.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SourceSummary {
+    pub source: String,
+    pub label: String,
+    pub records: usize,
+    pub administrations: usize,
+    pub constant_administrations: usize,
+    /// Parsed item rows by status name.
+    pub statuses: BTreeMap<&'static str, usize>,
+    pub scale_rows: usize,
+    pub complete_scale_rows: usize,
+}
+
+/// What the stored-answer part wrote.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    pub sources: Vec<SourceSummary>,
+    pub parsed_rows: usize,
+    pub scale_rows: usize,
+}
+
+impl Summary {
+    /// The printed summary: one line per source, naming its label (e.g. "simulated").
+    pub fn lines(&self) -> Vec<String> {
+        if self.sources.is_empty() {
+            return vec!["stored answers: no input with role \"answers\" in pipeline.toml".into()];
+        }
+        self.sources
+            .iter()
+            .map(|x| {
+                let label = if x.label.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", x.label)
+                };
+                let statuses: Vec<String> =
+                    x.statuses.iter().map(|(k, n)| format!("{k} {n}")).collect();
+                format!(
+                    "stored answers {}{label}: {} requests, {} administrations; item readings: {}; {} constant-answer administrations; {} of {} scale scores complete",
+                    x.source,
+                    x.records,
+                    x.administrations,
+                    statuses.join(", "),
+                    x.constant_administrations,
+                    x.complete_scale_rows,
+                    x.scale_rows
+                )
+            })
+            .collect()
+    }
+
+    /// The summary as one JSON object `{"stored_answers": [...]}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let v: Vec<_> = self
+            .sources
+            .iter()
+            .map(|x| {
+                serde_json::json!({
+                    "source": x.source, "label": x.label, "records": x.records,
+                    "administrations": x.administrations, "statuses": x.statuses,
+                    "constant_administrations": x.constant_administrations,
+                    "scale_rows": x.scale_rows, "complete_scale_rows": x.complete_scale_rows,
+                })
+            })
+            .collect();
+        serde_json::json!({ "stored_answers": v })
+    }
+}
+
+/// A SQL string literal.
+fn lit(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+fn df_err(what: &str, e: datafusion::error::DataFusionError) -> ScoreError {
+    ScoreError::Score {
+        test: what.to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// Register the scoring key as two tables: `key_points` (test, item, value, dimension, points:
+/// what each answer 0..4 of each item earns) and `key_dims` (test, dimension, n_items,
+/// max_points, raw_unit), both from the scorer's own functions.
+fn register_key(ctx: &SessionContext, key: &ScoringKey) -> Result<(), ScoreError> {
+    use arrow::array::{BooleanArray, Float64Array, Int32Array, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    let (mut t, mut it, mut v, mut d, mut p) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut dt, mut dd, mut dn, mut dm, mut dr) = (vec![], vec![], vec![], vec![], vec![]);
+    for (test, tk) in &key.tests {
+        for k in &tk.items {
+            for value in 0..OPTIONS {
+                t.push(test.clone());
+                it.push(k.item as i32);
+                v.push(i32::from(value));
+                d.push(tk.dims[k.dim].name.clone());
+                p.push(crate::scorer::item_points(k, value));
+            }
+        }
+        for (i, rule) in tk.dims.iter().enumerate() {
+            dt.push(test.clone());
+            dd.push(rule.name.clone());
+            dn.push(tk.items.iter().filter(|k| k.dim == i).count() as i32);
+            dm.push(crate::scorer::dim_max(tk, i));
+            dr.push(tk.unit == crate::key::Unit::Raw);
+        }
+    }
+    let s = |n: &str| Field::new(n, DataType::Utf8, false);
+    let i = |n: &str| Field::new(n, DataType::Int32, false);
+    let f = |n: &str| Field::new(n, DataType::Float64, false);
+    let points_schema = Arc::new(Schema::new(vec![
+        s("test"),
+        i("item"),
+        i("value"),
+        s("dimension"),
+        f("points"),
+    ]));
+    let points = RecordBatch::try_new(
+        points_schema.clone(),
+        vec![
+            Arc::new(StringArray::from(t)),
+            Arc::new(Int32Array::from(it)),
+            Arc::new(Int32Array::from(v)),
+            Arc::new(StringArray::from(d)),
+            Arc::new(Float64Array::from(p)),
+        ],
+    )?;
+    let dims_schema = Arc::new(Schema::new(vec![
+        s("test"),
+        s("dimension"),
+        i("n_items"),
+        f("max_points"),
+        Field::new("raw_unit", DataType::Boolean, false),
+    ]));
+    let dims = RecordBatch::try_new(
+        dims_schema.clone(),
+        vec![
+            Arc::new(StringArray::from(dt)),
+            Arc::new(StringArray::from(dd)),
+            Arc::new(Int32Array::from(dn)),
+            Arc::new(Float64Array::from(dm)),
+            Arc::new(BooleanArray::from(dr)),
+        ],
+    )?;
+    let reg = |name: &str, schema, batch| -> Result<(), ScoreError> {
+        let table = MemTable::try_new(schema, vec![vec![batch]]).map_err(|e| df_err(name, e))?;
+        ctx.register_table(name, Arc::new(table))
+            .map_err(|e| df_err(name, e))?;
+        Ok(())
+    };
+    reg("key_points", points_schema, points)?;
+    reg("key_dims", dims_schema, dims)?;
+    Ok(())
+}
+
+/// A session with the scoring key and the rule functions registered.
+pub fn session(
+    engine: &EngineOptions,
+    key: &ScoringKey,
+    norms: &Norms,
+) -> Result<SessionContext, ScoreError> {
+    let ctx = protospread_engine::session(engine)?;
+    for f in crate::kernels::udfs(Arc::new(norms.clone())) {
+        ctx.register_udf(f);
+    }
+    register_key(&ctx, key)?;
+    Ok(ctx)
+}
+
+/// The three plans of one source, over its stored answers registered as table `raw`.
+struct SourcePlans {
+    parsed: DataFrame,
+    scales: DataFrame,
+    reruns: Option<DataFrame>,
+    records: usize,
+}
+
+/// Check what the plans cannot express as an error (labels, tests the key cannot score), then
+/// build the plans of one source. `raw` must be registered.
+async fn plan_source(
+    ctx: &SessionContext,
+    source: &str,
+    input_label: Option<&str>,
+    vocab: &Vocabulary,
+    key: &ScoringKey,
+    pairs: &[[String; 2]],
+) -> Result<SourcePlans, ScoreError> {
+    let what = format!("source {source}");
+    let e = |x| df_err(&what, x);
+    let sql = |q: String| async move { ctx.sql(&q).await };
+    let first_row = |q: String| async move {
+        let b = ctx.sql(&q).await?.collect().await?;
+        Ok::<_, datafusion::error::DataFusionError>(b.into_iter().find(|b| b.num_rows() > 0))
+    };
+    let text = |b: &RecordBatch, i: usize| -> String {
+        let c = arrow::compute::cast(b.column(i), &arrow::datatypes::DataType::Utf8)
+            .expect("any column casts to text");
+        c.as_string::<i32>().value(0).to_string()
+    };
+    const ADMIN_ORDER: &str = "model, condition, sample, test";
+
+    if let Some(lab) = input_label {
+        let q = format!(
+            "SELECT label FROM raw WHERE label IS NOT NULL AND label <> {} ORDER BY {ADMIN_ORDER} LIMIT 1",
+            lit(lab)
+        );
+        if let Some(b) = first_row(q).await.map_err(e)? {
+            return Err(ScoreError::Score {
+                test: what.clone(),
+                message: format!(
+                    "records are labelled {:?} but the input is labelled {lab:?} in pipeline.toml",
+                    text(&b, 0)
+                ),
+            });
+        }
+    }
+    // Tests the vocabulary or the key cannot score, named by their first administration.
+    let tests = sql("SELECT DISTINCT test FROM raw ORDER BY test".into())
+        .await
+        .map_err(e)?
+        .collect()
+        .await
+        .map_err(e)?;
+    for b in &tests {
+        let col = arrow::compute::cast(b.column(0), &arrow::datatypes::DataType::Utf8)?;
+        for t in col.as_string::<i32>().iter().flatten() {
+            let problem = match vocab.items(t) {
+                None => Some("unknown test".to_string()),
+                Some(n) => crate::score(key, t, &vec![None; n as usize])
+                    .err()
+                    .map(|x| x.to_string()),
+            };
+            if let Some(message) = problem {
+                let q = format!(
+                    "SELECT model, condition, sample FROM raw WHERE test = {} ORDER BY {ADMIN_ORDER} LIMIT 1",
+                    lit(t)
+                );
+                let b = first_row(q).await.map_err(e)?.expect("the test occurs");
+                return Err(ScoreError::Score {
+                    test: format!(
+                        "{source}: {} {} sample {} {t}",
+                        text(&b, 0),
+                        text(&b, 1),
+                        text(&b, 2)
+                    ),
+                    message,
+                });
+            }
+        }
+    }
+    let records = sql("SELECT count(*) FROM raw".into())
+        .await
+        .map_err(e)?
+        .collect()
+        .await
+        .map_err(e)?
+        .iter()
+        .map(|b| {
+            b.column(0)
+                .as_primitive::<arrow::datatypes::Int64Type>()
+                .value(0) as usize
+        })
+        .sum();
+
+    // One row per item: single-item requests read by the strict rule, whole-test requests
+    // expanded to one row per shown position.
+    let readings = String::from(
+        "SELECT model, condition, sample, test, study, arm, cohort, label, mode, item, \
+                CAST(NULL AS INT) AS shown_position, get_field(r, 'option') AS option_replied, \
+                get_field(r, 'value') AS value, get_field(r, 'status') AS status \
+         FROM (SELECT *, strict_reply(reply, error IS NOT NULL, option_order) AS r \
+               FROM raw WHERE mode = 'single') \
+         UNION ALL \
+         SELECT model, condition, sample, test, study, arm, cohort, label, mode, \
+                get_field(w, 'item') AS item, get_field(w, 'shown_position') AS shown_position, \
+                get_field(w, 'option') AS option_replied, get_field(w, 'value') AS value, get_field(w, 'status') AS status \
+         FROM (SELECT model, condition, sample, test, study, arm, cohort, label, mode, \
+                      unnest(whole_reply(reply, error IS NOT NULL, option_order, item_order)) AS w \
+               FROM raw WHERE mode = 'whole')"
+    );
+    let label = format!("COALESCE(label, {})", lit(input_label.unwrap_or("")));
+    let parsed = sql(format!(
+        "SELECT {src} AS source, {label} AS label, study, model, arm, cohort, condition, sample, \
+                test, mode, item, shown_position, option_replied, value, status \
+         FROM ({readings}) ORDER BY {ADMIN_ORDER}, item",
+        src = lit(source)
+    ))
+    .await
+    .map_err(e)?;
+    let ok = lit(Status::Ok.as_str());
+    let scales = sql(format!(
+        "WITH readings AS ({readings}), \
+         admins AS (SELECT model, condition, sample, test, min(study) AS study, min(arm) AS arm, \
+                    min(cohort) AS cohort, min(label) AS label, min(temperature) AS temperature \
+                    FROM raw GROUP BY model, condition, sample, test), \
+         consts AS (SELECT model, condition, sample, test, \
+                    count(CASE WHEN status = {ok} THEN option_replied END) >= 2 \
+                    AND min(CASE WHEN status = {ok} THEN option_replied END) \
+                      = max(CASE WHEN status = {ok} THEN option_replied END) AS constant_answers \
+                    FROM readings GROUP BY model, condition, sample, test), \
+         points AS (SELECT r.model, r.condition, r.sample, r.test, k.dimension, \
+                    count(*) AS n_answered, sum(k.points) AS points \
+                    FROM readings r JOIN key_points k \
+                    ON r.test = k.test AND r.item = k.item AND r.value = k.value \
+                    GROUP BY r.model, r.condition, r.sample, r.test, k.dimension), \
+         scored AS (SELECT a.model, a.condition, a.sample, a.test, a.study, a.arm, a.cohort, \
+                    a.label, a.temperature, d.dimension, d.n_items, \
+                    CAST(COALESCE(p.n_answered, 0) AS INT) AS n_answered, \
+                    COALESCE(p.n_answered, 0) = d.n_items AS complete, \
+                    COALESCE(p.points, 0.0) AS points, d.max_points, d.raw_unit, \
+                    COALESCE(c.constant_answers, false) AS constant_answers \
+                    FROM admins a JOIN key_dims d ON a.test = d.test \
+                    LEFT JOIN points p ON a.model = p.model AND a.condition = p.condition \
+                      AND a.sample = p.sample AND a.test = p.test AND d.dimension = p.dimension \
+                    LEFT JOIN consts c ON a.model = c.model AND a.condition = c.condition \
+                      AND a.sample = c.sample AND a.test = c.test), \
+         valued AS (SELECT *, CASE WHEN complete THEN scale_value(points, max_points, raw_unit) END \
+                    AS score FROM scored) \
+         SELECT {src} AS source, {label} AS label, study, model, arm, cohort, condition, sample, \
+                test, dimension, temperature, score, complete, n_items, n_answered, \
+                norm_z(test, dimension, score) AS z, \
+                norm_percentile(test, dimension, score) AS percentile, constant_answers \
+         FROM valued ORDER BY {ADMIN_ORDER}, dimension",
+        src = lit(source)
+    ))
+    .await
+    .map_err(e)?;
+    let reruns = if pairs.is_empty() {
+        None
+    } else {
+        let one = |a: &str, b: &str| {
+            format!(
+                "SELECT COALESCE(x.model, y.model) AS model, COALESCE(x.test, y.test) AS test, \
+                        {la} AS \"first\", {lb} AS rerun, \
+                        (x.model IS NOT NULL AND y.model IS NOT NULL \
+                         AND x.error IS NULL AND y.error IS NULL) AS both_ok, \
+                        x.reply = y.reply AS same \
+                 FROM (SELECT model, test, item, sample, error, reply FROM raw \
+                       WHERE condition = {la}) x \
+                 FULL OUTER JOIN (SELECT model, test, item, sample, error, reply FROM raw \
+                       WHERE condition = {lb}) y \
+                 ON x.model = y.model AND x.test = y.test AND x.sample = y.sample \
+                    AND COALESCE(x.item, 0) = COALESCE(y.item, 0)",
+                la = lit(a),
+                lb = lit(b)
+            )
+        };
+        let union = pairs
+            .iter()
+            .map(|[a, b]| one(a, b))
+            .collect::<Vec<_>>()
+            .join(" UNION ALL ");
+        Some(
+            sql(format!(
+                "SELECT {src} AS source, {lab} AS label, model, test, \"first\", rerun, compared, \
+                        identical, unmatched, \
+                        compared > 0 AND identical = compared AS temperature0_honoured \
+                 FROM (SELECT model, test, \"first\", rerun, \
+                       CAST(sum(CASE WHEN both_ok THEN 1 ELSE 0 END) AS INT) AS compared, \
+                       CAST(sum(CASE WHEN both_ok AND same THEN 1 ELSE 0 END) AS INT) AS identical, \
+                       CAST(sum(CASE WHEN both_ok THEN 0 ELSE 1 END) AS INT) AS unmatched \
+                       FROM ({union}) GROUP BY model, test, \"first\", rerun) \
+                 ORDER BY model, test, \"first\", rerun",
+                src = lit(source),
+                lab = lit(input_label.unwrap_or(""))
+            ))
+            .await
+            .map_err(e)?,
+        )
+    };
+    Ok(SourcePlans {
+        parsed,
+        scales,
+        reruns,
+        records,
+    })
+}
+
+/// Batches of a plan, conformed to the table's schema (the plan may carry other string
+/// encodings or nullability) and handed to `sink` one at a time.
+async fn drain(
+    stream: SendableRecordBatchStream,
+    schema: &SchemaRef,
+    mut sink: impl FnMut(RecordBatch) -> Result<(), ScoreError>,
+) -> Result<(), ScoreError> {
+    let mut stream = stream;
+    let mut chunks = protospread_engine::Rechunk::new(protospread_engine::WRITE_BATCH_ROWS);
+    while let Some(b) = stream.next().await {
+        let b = b.map_err(|e| df_err("stored answers", e))?;
+        let cols = schema
+            .fields()
+            .iter()
+            .zip(b.columns())
+            .map(|(f, c)| arrow::compute::cast(c, f.data_type()))
+            .collect::<Result<Vec<_>, _>>()?;
+        for c in chunks.push(RecordBatch::try_new(schema.clone(), cols)?)? {
+            sink(c)?;
+        }
+    }
+    if let Some(c) = chunks.finish()? {
+        sink(c)?;
+    }
+    Ok(())
+}
+
+/// Where one table goes: a Parquet file being written with the pinned settings of
+/// `protospread_core::pq`, or (for [`score_in_memory`]) a list of batches.
+struct Sink {
+    path: PathBuf,
+    schema: SchemaRef,
+    writer: Option<ArrowWriter<Vec<u8>>>,
+    kept: Vec<RecordBatch>,
+}
+
+impl Sink {
+    fn parquet(path: PathBuf, schema: SchemaRef) -> Result<Self, ScoreError> {
+        let writer = ArrowWriter::try_new(
+            Vec::new(),
+            schema.clone(),
+            Some(protospread_core::pq::writer_properties()),
+        )
+        .map_err(|e| pq_err(&path, e))?;
+        Ok(Sink {
+            path,
+            schema,
+            writer: Some(writer),
+            kept: Vec::new(),
+        })
+    }
+    fn memory(name: &str, schema: SchemaRef) -> Self {
+        Sink {
+            path: PathBuf::from(name),
+            schema,
+            writer: None,
+            kept: Vec::new(),
+        }
+    }
+    fn write(&mut self, b: &RecordBatch) -> Result<(), ScoreError> {
+        match &mut self.writer {
+            Some(w) => w.write(b).map_err(|e| pq_err(&self.path, e)),
+            None => {
+                self.kept.push(b.clone());
+                Ok(())
+            }
+        }
+    }
+    fn finish(self) -> Result<(PathBuf, Vec<u8>), ScoreError> {
+        let w = self.writer.expect("finish is for Parquet sinks");
+        let bytes = w.into_inner().map_err(|e| pq_err(&self.path, e))?;
+        Ok((self.path, bytes))
+    }
+}
+
+fn pq_err(path: &Path, e: parquet::errors::ParquetError) -> ScoreError {
+    ScoreError::File {
+        path: path.to_path_buf(),
+        message: format!("writing Parquet: {e}"),
+    }
+}
+
+/// Count what the summary reports while the batches stream past.
+fn tally_parsed(sum: &mut SourceSummary, b: &RecordBatch) {
+    let status = b
+        .column_by_name("status")
+        .expect("parsed schema has status")
+        .as_string::<i32>();
+    for s in status.iter().flatten() {
+        if let Some(st) = Status::ALL.iter().find(|x| x.as_str() == s) {
+            *sum.statuses.entry(st.as_str()).or_insert(0) += 1;
+        }
+    }
+}
+
+/// Administrations are contiguous in the sorted scale rows: count them and their constant
+/// flags, complete rows, and keep the last administration's label.
+fn tally_scales(sum: &mut SourceSummary, last: &mut Option<[String; 4]>, b: &RecordBatch) {
+    let s = |n: &str| {
+        b.column_by_name(n)
+            .expect("scale schema")
+            .as_string::<i32>()
+    };
+    let (model, cond, test, label) = (s("model"), s("condition"), s("test"), s("label"));
+    let sample = b
+        .column_by_name("sample")
+        .expect("scale schema")
+        .as_primitive::<arrow::datatypes::Int32Type>();
+    let complete = b
+        .column_by_name("complete")
+        .expect("scale schema")
+        .as_boolean();
+    let constant = b
+        .column_by_name("constant_answers")
+        .expect("scale schema")
+        .as_boolean();
+    for i in 0..b.num_rows() {
+        sum.scale_rows += 1;
+        if complete.value(i) {
+            sum.complete_scale_rows += 1;
+        }
+        let k = [
+            model.value(i).to_string(),
+            cond.value(i).to_string(),
+            sample.value(i).to_string(),
+            test.value(i).to_string(),
+        ];
+        if last.as_ref() != Some(&k) {
+            sum.administrations += 1;
+            if constant.value(i) {
+                sum.constant_administrations += 1;
+            }
+            *last = Some(k);
+        }
+        sum.label = label.value(i).to_string();
+    }
+}
+
+/// Where the fetch stage puts the stored answers of input `name`.
+pub fn fetched_path(out: &Path, name: &str) -> PathBuf {
+    out.join("fetch")
+        .join("answers")
+        .join(format!("{name}.parquet"))
+}
+
+/// Parse and score every `role = "answers"` input of `cfg` (inputs in name order) from
+/// `out/fetch/answers/`, and stage [`PARSED_FILE`], [`SCALES_FILE`] and
+/// [`crate::reruns::RERUNS_FILE`] into `score_dir` through `staged`. With no answer inputs,
+/// the files are written empty (with their schemas), so that downstream stages always find
+/// them.
+pub fn run(
+    cfg: &Config,
+    out: &Path,
+    score_dir: &Path,
+    key: &ScoringKey,
+    norms: &Norms,
+    engine: &EngineOptions,
+    staged: &mut Staged,
+) -> Result<Summary, ScoreError> {
+    let vocab = Vocabulary::from_section(&cfg.answers);
+    let mut inputs: Vec<_> = cfg.inputs_with_role(InputRole::Answers).collect();
+    inputs.sort_by(|a, b| a.name.cmp(&b.name));
+    for input in &inputs {
+        let p = fetched_path(out, &input.name);
+        if !p.exists() {
+            return Err(ScoreError::File {
+                path: p,
+                message: "not found; run `protospread fetch` first".into(),
+            });
+        }
+    }
+    let ctx = session(engine, key, norms)?;
+    let mut parsed = Sink::parquet(score_dir.join(PARSED_FILE), parsed_schema())?;
+    let mut scales = Sink::parquet(score_dir.join(SCALES_FILE), scales_schema())?;
+    let mut reruns = Sink::parquet(
+        score_dir.join(crate::reruns::RERUNS_FILE),
+        crate::reruns::schema(),
+    )?;
+    let mut summary = Summary::default();
+    protospread_engine::block_on(async {
+        for input in &inputs {
+            let p = fetched_path(out, &input.name);
+            let what = p.display().to_string();
+            ctx.register_parquet("raw", &what, ParquetReadOptions::default())
+                .await
+                .map_err(|e| df_err(&what, e))?;
+            let sum = score_registered(
+                &ctx,
+                &input.name,
+                input.label.as_deref(),
+                &vocab,
+                key,
+                &cfg.aggregate.rerun_pairs,
+                &mut parsed,
+                &mut scales,
+                &mut reruns,
+            )
+            .await;
+            ctx.deregister_table("raw").map_err(|e| df_err(&what, e))?;
+            let sum = sum?;
+            summary.parsed_rows += sum.statuses.values().sum::<usize>();
+            summary.scale_rows += sum.scale_rows;
+            summary.sources.push(sum);
+        }
+        Ok::<_, ScoreError>(())
+    })??;
+    for sink in [parsed, scales, reruns] {
+        let (path, bytes) = sink.finish()?;
+        staged.put(&path, &bytes)?;
+    }
+    Ok(summary)
+}
+
+/// Run the plans of one source registered as `raw`, streaming into the three sinks.
+#[allow(clippy::too_many_arguments)]
+async fn score_registered(
+    ctx: &SessionContext,
+    source: &str,
+    input_label: Option<&str>,
+    vocab: &Vocabulary,
+    key: &ScoringKey,
+    pairs: &[[String; 2]],
+    parsed: &mut Sink,
+    scales: &mut Sink,
+    reruns: &mut Sink,
+) -> Result<SourceSummary, ScoreError> {
+    let plans = plan_source(ctx, source, input_label, vocab, key, pairs).await?;
+    let mut sum = SourceSummary {
+        source: source.to_string(),
+        label: input_label.unwrap_or("").to_string(),
+        records: plans.records,
+        ..Default::default()
+    };
+    let e = |x| df_err(source, x);
+    let schema = parsed.schema.clone();
+    drain(
+        plans.parsed.execute_stream().await.map_err(e)?,
+        &schema,
+        |b| {
+            tally_parsed(&mut sum, &b);
+            parsed.write(&b)
+        },
+    )
+    .await?;
+    let schema = scales.schema.clone();
+    let mut last = None;
+    drain(
+        plans.scales.execute_stream().await.map_err(e)?,
+        &schema,
+        |b| {
+            tally_scales(&mut sum, &mut last, &b);
+            scales.write(&b)
+        },
+    )
+    .await?;
+    if let Some(df) = plans.reruns {
+        let schema = reruns.schema.clone();
+        drain(df.execute_stream().await.map_err(e)?, &schema, |b| {
+            reruns.write(&b)
+        })
+        .await?;
+    }
+    Ok(sum)
+}
+
+/// What [`score_in_memory`] returns: the three tables as batches, and the summary.
+#[derive(Debug, Clone)]
+pub struct InMemory {
+    pub parsed: Vec<RecordBatch>,
+    pub scales: Vec<RecordBatch>,
+    pub reruns: Vec<RecordBatch>,
+    pub summary: SourceSummary,
+}
+
+/// Score the records of one source held in memory, through the same plans as [`run`] (tests
+/// and small tools; [`run`] streams from Parquet and never builds rows).
+pub fn score_in_memory(
+    source: &str,
+    input_label: Option<&str>,
+    records: &[StoredRecord],
+    vocab: &Vocabulary,
+    key: &ScoringKey,
+    norms: &Norms,
+    pairs: &[[String; 2]],
+) -> Result<InMemory, ScoreError> {
+    let ctx = session(&EngineOptions::default(), key, norms)?;
+    let batch = protospread_answers::format::to_batch(records)?;
+    let table =
+        MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(|e| df_err(source, e))?;
+    ctx.register_table("raw", Arc::new(table))
+        .map_err(|e| df_err(source, e))?;
+    let mut parsed = Sink::memory(PARSED_FILE, parsed_schema());
+    let mut scales = Sink::memory(SCALES_FILE, scales_schema());
+    let mut reruns = Sink::memory(crate::reruns::RERUNS_FILE, crate::reruns::schema());
+    let summary = protospread_engine::block_on(score_registered(
+        &ctx,
+        source,
+        input_label,
+        vocab,
+        key,
+        pairs,
+        &mut parsed,
+        &mut scales,
+        &mut reruns,
+    ))??;
+    Ok(InMemory {
+        parsed: parsed.kept,
+        scales: scales.kept,
+        reruns: reruns.kept,
+        summary,
+    })
+}
+
+/// [`score_in_memory`] without reruns, as rows.
+pub fn parse_and_score(
+    source: &str,
+    input_label: Option<&str>,
+    records: &[StoredRecord],
+    vocab: &Vocabulary,
+    key: &ScoringKey,
+    norms: &Norms,
+) -> Result<(Vec<ParsedRow>, Vec<ScaleRow>, SourceSummary), ScoreError> {
+    let m = score_in_memory(source, input_label, records, vocab, key, norms, &[])?;
+    Ok((parsed_rows(&m.parsed), scale_rows(&m.scales), m.summary))
+}
+
+fn opt_str(a: &arrow::array::StringArray, i: usize) -> Option<String> {
+    (!a.is_null(i)).then(|| a.value(i).to_string())
+}
+
+fn opt_i32(a: &arrow::array::Int32Array, i: usize) -> Option<i32> {
+    (!a.is_null(i)).then(|| a.value(i))
+}
+
+fn opt_f64(a: &arrow::array::Float64Array, i: usize) -> Option<f64> {
+    (!a.is_null(i)).then(|| a.value(i))
+}
+
+/// Rows of batches of [`parsed_schema`].
+pub fn parsed_rows(batches: &[RecordBatch]) -> Vec<ParsedRow> {
+    let mut out = Vec::new();
+    for b in batches {
+        let s = |n: &str| {
+            b.column_by_name(n)
+                .expect("parsed schema")
+                .as_string::<i32>()
+        };
+        let i = |n: &str| {
+            b.column_by_name(n)
+                .expect("parsed schema")
+                .as_primitive::<arrow::datatypes::Int32Type>()
+        };
+        for r in 0..b.num_rows() {
+            let status = s("status").value(r);
+            out.push(ParsedRow {
+                source: s("source").value(r).to_string(),
+                label: s("label").value(r).to_string(),
+                study: s("study").value(r).to_string(),
+                model: s("model").value(r).to_string(),
+                arm: s("arm").value(r).to_string(),
+                cohort: opt_str(s("cohort"), r),
+                condition: s("condition").value(r).to_string(),
+                sample: i("sample").value(r),
+                test: s("test").value(r).to_string(),
+                mode: s("mode").value(r).to_string(),
+                item: i("item").value(r),
+                shown_position: opt_i32(i("shown_position"), r),
+                option_replied: opt_i32(i("option_replied"), r),
+                value: opt_i32(i("value"), r),
+                status: *Status::ALL
+                    .iter()
+                    .find(|x| x.as_str() == status)
+                    .expect("the plans write known statuses"),
+            });
+        }
+    }
+    out
+}
+
+/// Rows of batches of [`scales_schema`].
+pub fn scale_rows(batches: &[RecordBatch]) -> Vec<ScaleRow> {
+    let mut out = Vec::new();
+    for b in batches {
+        let c = |n: &str| b.column_by_name(n).expect("scale schema");
+        let s = |n: &str| c(n).as_string::<i32>();
+        let i = |n: &str| c(n).as_primitive::<arrow::datatypes::Int32Type>();
+        let f = |n: &str| c(n).as_primitive::<arrow::datatypes::Float64Type>();
+        let bo = |n: &str| c(n).as_boolean();
+        for r in 0..b.num_rows() {
+            out.push(ScaleRow {
+                source: s("source").value(r).to_string(),
+                label: s("label").value(r).to_string(),
+                study: s("study").value(r).to_string(),
+                model: s("model").value(r).to_string(),
+                arm: s("arm").value(r).to_string(),
+                cohort: opt_str(s("cohort"), r),
+                condition: s("condition").value(r).to_string(),
+                sample: i("sample").value(r),
+                test: s("test").value(r).to_string(),
+                dimension: s("dimension").value(r).to_string(),
+                temperature: opt_f64(f("temperature"), r),
+                score: opt_f64(f("score"), r),
+                complete: bo("complete").value(r),
+                n_items: i("n_items").value(r),
+                n_answered: i("n_answered").value(r),
+                z: opt_f64(f("z"), r),
+                percentile: opt_f64(f("percentile"), r),
+                constant_answers: bo("constant_answers").value(r),
+            });
+        }
+    }
+    out
+}
+
+/// Schema of `parsed_answers.parquet` (the contract with the aggregate stage).
+pub fn parsed_schema() -> SchemaRef {
+    protospread_core::tables::parsed_answers_schema()
+}
+
+/// Schema of `scale_scores.parquet` (the contract with the aggregate stage).
+pub fn scales_schema() -> SchemaRef {
+    protospread_core::tables::scale_scores_schema()
+}
