@@ -95,18 +95,6 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     if let Some(spec) = &args.mutate {
         return mutate_one(ctx, spec, &key, &legacy, &allowlist, &inputs);
     }
-    // The stored-answer helper inserts its part here: parse the fetched stored answers with
-    // `protospread_answers`, score them with `key` (protospread_score::score), place them with
-    // `run.norms`, and stage its Parquet files into `staged`. It stays above the commit and
-    // the manifest, so that out/score/SHA256SUMS covers both parts.
-    let answers = protospread_answers::stage::run(
-        &ctx.config()?,
-        &ctx.out,
-        &out_dir,
-        &key,
-        &run.norms,
-        &mut staged,
-=======
     let cfg = ctx.config()?;
     let sweep = cfg.score.sweep && !args.no_sweep;
     let engine = protospread_engine::EngineOptions {
