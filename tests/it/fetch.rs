@@ -193,7 +193,9 @@ fn stderr(o: &Output) -> String {
 
 fn json(o: &Output) -> serde_json::Value {
     assert!(o.status.success(), "fetch failed: {}", stderr(o));
-    serde_json::from_slice(&o.stdout).unwrap()
+    // `--json` prints one object with one member per command.
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["fetch"].clone()
 }
 
 /// Every file below `dir` (dot files included) with its bytes.

@@ -72,6 +72,7 @@ fn ingest_fixture_counts_every_cell() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = &v["sweep_ingest"];
     assert_eq!(v["problems"].as_array().unwrap().len(), 0);
     assert_eq!(v["files"].as_array().unwrap().len(), 12);
     let cells = v["cells"].as_array().unwrap();
@@ -467,6 +468,7 @@ mod real_lm_eval {
             String::from_utf8_lossy(&out.stderr)
         );
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = &v["sweep_ingest"];
         assert_eq!(v["problems"].as_array().unwrap().len(), 0, "{v}");
         assert_eq!(v["files"].as_array().unwrap().len(), 6);
         let (_, r) = results_json(&real());
@@ -629,6 +631,7 @@ mod real_lm_eval {
             String::from_utf8_lossy(&out.stderr)
         );
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = &v["sweep_ingest"];
         assert_eq!(v["cells"].as_array().unwrap().len(), 6);
     }
 
@@ -1154,6 +1157,7 @@ mod dictionary {
         let o = go();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let j = &j["sweep_dictionary"];
         assert_eq!(
             (j["already_answered"].as_u64(), j["sent"].as_u64()),
             (Some(7), Some(5))
