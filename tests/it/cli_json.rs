@@ -12,18 +12,7 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    fs_err::create_dir_all(to).unwrap();
-    for e in fs_err::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dst);
-        } else {
-            fs_err::copy(e.path(), dst).unwrap();
-        }
-    }
-}
+use crate::support::copy_dir;
 
 /// A copy of the study's configuration, data and committed checksums.
 fn project() -> tempfile::TempDir {
@@ -153,7 +142,13 @@ fn every_command_prints_one_json_object() {
     let real = repo().join("tests/fixtures/lm_eval/real");
     let (o, m) = json(
         d,
-        &["sweep", "ingest", real.join("results").to_str().unwrap()],
+        &[
+            "--config",
+            real.join("pipeline.toml").to_str().unwrap(),
+            "sweep",
+            "ingest",
+            real.join("results").to_str().unwrap(),
+        ],
     );
     assert!(o.status.success(), "{m:?}");
     assert!(m.contains_key("sweep_ingest"));

@@ -8,4 +8,5 @@ mod fetch;
 mod reliability;
 mod report;
 mod score;
+mod support;
 mod sweep;

@@ -20,18 +20,7 @@ fn run(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
+use crate::support::copy_dir;
 
 /// A private copy of the fixture sweep, to be damaged by a test.
 fn fixture_copy() -> (tempfile::TempDir, PathBuf) {
@@ -1167,7 +1156,7 @@ mod dictionary {
         // A third run sends nothing.
         let o = go();
         let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        assert_eq!(j["sent"].as_u64(), Some(0));
+        assert_eq!(j["sweep_dictionary"]["sent"].as_u64(), Some(0));
         assert_eq!(count.load(Ordering::SeqCst), 17);
         // Another model id into the same file is refused.
         let o = run(&[
