@@ -88,6 +88,33 @@ fn every_command_prints_one_json_object() {
     // Paths name the folder the user gave, not the run's staging folder.
     assert!(!Value::Object(m.clone()).to_string().contains(".tmp"));
 
+    // Every Parquet output carries the run's provenance in its key-value metadata.
+    let config_sha = protospread_core::hash::sha256_file(&d.join("pipeline.toml")).unwrap();
+    for f in [
+        "fetch/human/big_five.parquet",
+        "score/scale_scores.parquet",
+        "aggregate/verdict.parquet",
+    ] {
+        let (schema, _) = protospread_core::pq::read(&d.join("out").join(f)).unwrap();
+        let meta = schema.metadata();
+        assert_eq!(
+            meta.get("protospread.version").map(String::as_str),
+            Some(env!("CARGO_PKG_VERSION")),
+            "{f}: {meta:?}"
+        );
+        assert_eq!(
+            meta.get("protospread.config_sha256"),
+            Some(&config_sha),
+            "{f}"
+        );
+        assert_eq!(
+            meta.get("protospread.input.human_big_five.sha256")
+                .map(String::as_str),
+            Some("121966a850d4ea13f38f3759ecf4e70a301479f3e7092a4d4cf9d42cf755eb8f"),
+            "{f}"
+        );
+    }
+
     for stage in ["fetch", "score", "aggregate", "report"] {
         let (o, m) = json(d, &["--out", "staged", stage]);
         assert!(o.status.success(), "{stage}");
@@ -138,6 +165,25 @@ fn every_command_prints_one_json_object() {
     );
     assert!(o.status.success(), "{m:?}");
     assert!(m.contains_key("sweep_dictionary"));
+
+    let tasks = d.join("lm_eval_tasks/arc");
+    fs_err::create_dir_all(&tasks).unwrap();
+    fs_err::write(tasks.join("arc_challenge.yaml"), "task: arc_challenge\n").unwrap();
+    let (o, m) = json(
+        d,
+        &[
+            "--out",
+            "arc_tasks",
+            "sweep",
+            "lm-eval",
+            "--task",
+            "arc_challenge",
+            "--lm-eval-tasks",
+            d.join("lm_eval_tasks").to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{m:?}");
+    assert!(m.contains_key("sweep_lm_eval"));
 
     let real = repo().join("tests/fixtures/lm_eval/real");
     let (o, m) = json(

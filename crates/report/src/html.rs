@@ -575,6 +575,72 @@ th,td{border:1px solid #ddd;padding:2px 6px;white-space:nowrap}th{background:#f0
 svg{display:block;margin:8px 0}svg .t{font:bold 13px sans-serif}svg .a{font:11px sans-serif;fill:#333}\
 .figs{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}";
 
+/// Per recorded source (label `recorded`: replies of real models), a plain-language paragraph
+/// built from the `requests` and `verdict` tables: how many requests each model got, how many
+/// replies the study's strict rule could read, and what the verdict says. Nothing here is
+/// computed anew; every number is in those two tables.
+fn recorded_section(tables: &[Rendered]) -> Result<String, String> {
+    let Some(req) = tables.iter().find(|t| t.name == "requests") else {
+        return Ok(String::new());
+    };
+    let t = &req.table;
+    let col = |n: &str| {
+        t.col(n)
+            .ok_or(format!("table requests has no column `{n}`"))
+    };
+    let (src, label, model) = (col("source")?, col("label")?, col("model")?);
+    let (requests, unreadable, failed) = (
+        col("requests")?,
+        col("unreadable_replies")?,
+        col("failed_requests")?,
+    );
+    let num = |r: &[String], i: usize| -> Result<u64, String> {
+        r[i].parse()
+            .map_err(|_| format!("table requests: `{}` is not a count", r[i]))
+    };
+    // (source, model) -> (requests, unreadable, failed), in the table's order.
+    let mut per: BTreeMap<(String, String), (u64, u64, u64)> = BTreeMap::new();
+    for r in t.rows.iter().filter(|r| r[label] == "recorded") {
+        let e = per.entry((r[src].clone(), r[model].clone())).or_default();
+        e.0 += num(r, requests)?;
+        e.1 += num(r, unreadable)?;
+        e.2 += num(r, failed)?;
+    }
+    if per.is_empty() {
+        return Ok(String::new());
+    }
+    let verdicts: BTreeMap<&str, &str> = tables
+        .iter()
+        .find(|t| t.name == "verdict")
+        .and_then(|v| {
+            let t = &v.table;
+            let (s, c, st) = (t.col("source")?, t.col("criterion")?, t.col("statement")?);
+            Some(
+                t.rows
+                    .iter()
+                    .filter(|r| r[c] == "verdict")
+                    .map(|r| (r[s].as_str(), r[st].as_str()))
+                    .collect(),
+            )
+        })
+        .unwrap_or_default();
+    let mut s = String::from("<h2>Recorded study</h2>\n<p class=\"d\">Real models, recorded with <code>protospread administer</code> (data/recorded/README.md). Counts from the tables <code>requests</code> and <code>verdict</code>; a reply is readable when the study's strict reply rule reads every item it should answer (docs/stored-answers.md).</p>\n");
+    for ((source, model), (n, bad, failed)) in &per {
+        let _ = writeln!(
+            s,
+            "<p>Source {} (recorded), model <code>{}</code>: {} requests, {} failed, {} of the replies received unreadable under the strict rule ({} readable). Verdict: {}.</p>",
+            esc(source),
+            esc(model),
+            n,
+            failed,
+            bad,
+            n.saturating_sub(*bad + *failed),
+            esc(verdicts.get(source.as_str()).copied().unwrap_or("none computed")),
+        );
+    }
+    Ok(s)
+}
+
 /// The whole HTML report.
 pub fn report(title: &str, tables: &[Rendered]) -> Result<String, ReportError> {
     let mut s = String::new();
@@ -619,6 +685,9 @@ pub fn report(title: &str, tables: &[Rendered]) -> Result<String, ReportError> {
             s.push_str("</div>\n");
         }
     }
+    s.push_str(
+        &recorded_section(tables).map_err(|m| ReportError::Usage(format!("report.html: {m}")))?,
+    );
     s.push_str("<h2>Tables</h2>\n");
     for t in tables {
         let _ = writeln!(s, "<h3 id=\"{}\">{}</h3>", esc(&t.name), esc(&t.title));
@@ -687,6 +756,61 @@ mod tests {
         let mut bad = t.clone();
         bad.header[0] = "origin".into();
         assert!(sweep_points(&bad).unwrap_err().contains("`source`"));
+    }
+
+    #[test]
+    fn recorded_section_counts_each_model_from_the_requests_table() {
+        let table = |name: &str, header: &[&str], rows: &[&[&str]]| Rendered {
+            name: name.into(),
+            title: String::new(),
+            description: String::new(),
+            from: String::new(),
+            table: TextTable {
+                header: header.iter().map(|s| s.to_string()).collect(),
+                numeric: vec![false; header.len()],
+                rows: rows
+                    .iter()
+                    .map(|r| r.iter().map(|s| s.to_string()).collect())
+                    .collect(),
+            },
+        };
+        let h = [
+            "source",
+            "label",
+            "model",
+            "requests",
+            "failed_requests",
+            "unreadable_replies",
+        ];
+        let req = table(
+            "requests",
+            &h,
+            &[
+                &["rec", "recorded", "m1", "50", "0", "47"],
+                &["rec", "recorded", "m1", "1", "0", "1"],
+                &["sim", "simulated", "s", "9", "0", "0"],
+            ],
+        );
+        let verdict = table(
+            "verdict",
+            &["source", "criterion", "statement"],
+            &[&["rec", "verdict", "no kept cells: no verdict"]],
+        );
+        let s = recorded_section(&[req.clone(), verdict]).unwrap();
+        assert!(s.contains("<h2>Recorded study</h2>"));
+        assert!(
+            s.contains("model <code>m1</code>: 51 requests, 0 failed, 48 of the replies received unreadable under the strict rule (3 readable). Verdict: no kept cells: no verdict."),
+            "{s}"
+        );
+        assert!(
+            !s.contains("sim"),
+            "simulated sources are not in the recorded section"
+        );
+        let mut bad = req;
+        bad.table.rows[0][3] = "x".into();
+        assert!(recorded_section(&[bad])
+            .unwrap_err()
+            .contains("not a count"));
     }
 
     #[test]
