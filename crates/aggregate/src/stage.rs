@@ -7,10 +7,8 @@ use crate::{AggregateError, Params};
 use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
 use arrow::util::display::array_value_to_string;
-use datafusion::datasource::MemTable;
-use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use protospread_engine::EngineOptions;
+use protospread_engine::{Engine, EngineOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -135,7 +133,7 @@ struct Files {
 }
 
 struct Run<'a> {
-    ctx: SessionContext,
+    engine: Engine,
     files: &'a Files,
 }
 
@@ -174,54 +172,52 @@ fn get<'r>(row: &'r [(String, String)], name: &str) -> &'r str {
 }
 
 impl Run<'_> {
-    async fn sql(&self, sql: &str, path: &Path) -> Result<Vec<RecordBatch>, AggregateError> {
-        let engine = |e: datafusion::error::DataFusionError| AggregateError::Engine {
+    fn sql(&self, sql: &str, path: &Path) -> Result<Vec<RecordBatch>, AggregateError> {
+        self.engine.query(sql).map_err(|e| AggregateError::Engine {
             path: path.to_path_buf(),
             message: e.to_string(),
-        };
-        self.ctx
-            .sql(sql)
-            .await
-            .map_err(engine)?
-            .collect()
-            .await
-            .map_err(engine)
+        })
     }
 
-    async fn table(&self, name: &str, sql: &str, path: &Path) -> Result<Table, AggregateError> {
-        let df = self
-            .ctx
-            .sql(sql)
-            .await
-            .map_err(|e| AggregateError::Engine {
-                path: path.to_path_buf(),
-                message: format!("table {name}: {e}"),
-            })?;
-        let schema = Arc::new(df.schema().as_arrow().clone());
-        let batches = df.collect().await.map_err(|e| AggregateError::Engine {
-            path: path.to_path_buf(),
-            message: format!("table {name}: {e}"),
-        })?;
+    fn table(&self, name: &str, sql: &str, path: &Path) -> Result<Table, AggregateError> {
+        let (schema, batches) = self.run(name, sql, path)?;
         Table::from_batches(name, &schema, &batches).map_err(|e| AggregateError::Engine {
             path: path.to_path_buf(),
             message: format!("table {name}: {e}"),
         })
     }
 
+    /// Plan and run `sql`, the result named `name` in errors.
+    fn run(
+        &self,
+        name: &str,
+        sql: &str,
+        path: &Path,
+    ) -> Result<(arrow::datatypes::SchemaRef, Vec<RecordBatch>), AggregateError> {
+        let engine = |e: datafusion::error::DataFusionError| AggregateError::Engine {
+            path: path.to_path_buf(),
+            message: format!("{name}: {e}"),
+        };
+        let df = self.engine.sql(sql).map_err(engine)?;
+        let schema = Arc::new(df.schema().as_arrow().clone());
+        let batches = self.engine.collect(df).map_err(engine)?;
+        Ok((schema, batches))
+    }
+
     /// A query that must return no row; the first row it returns is reported.
-    async fn refuse(
+    fn refuse(
         &self,
         sql: &str,
         path: &Path,
         message: impl Fn(&[(String, String)]) -> String,
     ) -> Result<(), AggregateError> {
-        match first_row(&self.sql(sql, path).await?) {
+        match first_row(&self.sql(sql, path)?) {
             Some(row) => Err(input_err(path, message(&row))),
             None => Ok(()),
         }
     }
 
-    async fn check_scores(&self) -> Result<(), AggregateError> {
+    fn check_scores(&self) -> Result<(), AggregateError> {
         let path = &self.files.scores;
         let key = "source, model, condition, CAST(sample AS BIGINT) AS sample, test, dimension";
         let order = "ORDER BY source, model, condition, sample, test, dimension LIMIT 1";
@@ -247,8 +243,7 @@ impl Run<'_> {
                     describe(r, &["null_column"])
                 )
             },
-        )
-        .await?;
+        )?;
         self.refuse(
             &format!(
                 "SELECT {key} FROM scores GROUP BY source, model, condition, sample, test, dimension \
@@ -256,8 +251,7 @@ impl Run<'_> {
             ),
             path,
             |r| format!("duplicate row for {}", describe(r, &[])),
-        )
-        .await?;
+        )?;
         self.refuse(
             "SELECT source, model FROM scores GROUP BY source, model \
              HAVING COUNT(DISTINCT label) > 1 OR COUNT(DISTINCT study) > 1 OR COUNT(DISTINCT arm) > 1 \
@@ -271,8 +265,7 @@ impl Run<'_> {
                     get(r, "source")
                 )
             },
-        )
-        .await?;
+        )?;
         // The statistics are exact integer moments: a score must be an integer 0..100.
         self.refuse(
             &format!(
@@ -287,16 +280,14 @@ impl Run<'_> {
                     describe(r, &["score"])
                 )
             },
-        )
-        .await?;
+        )?;
         let norms = &self.files.norms;
         self.refuse(
             "SELECT test, dimension FROM norms GROUP BY test, dimension HAVING COUNT(*) > 1 \
              ORDER BY test, dimension LIMIT 1",
             norms,
             |r| format!("more than one row for {}", describe(r, &[])),
-        )
-        .await?;
+        )?;
         self.refuse(
             &format!(
                 "SELECT {key} FROM scores s WHERE z IS NOT NULL AND NOT EXISTS \
@@ -313,10 +304,9 @@ impl Run<'_> {
                 )
             },
         )
-        .await
     }
 
-    async fn check_answers(&self) -> Result<(), AggregateError> {
+    fn check_answers(&self) -> Result<(), AggregateError> {
         let path = &self.files.answers;
         // Contract values first, so a bad status or mode is reported, never counted silently.
         let statuses: Vec<String> = STATUSES.iter().map(|s| plan::lit(s)).collect();
@@ -338,8 +328,7 @@ impl Run<'_> {
                     STATUSES.join("|")
                 )
             },
-        )
-        .await?;
+        )?;
         self.refuse(
             "SELECT source, model, condition FROM req GROUP BY source, model, condition \
              HAVING COUNT(*) > 1 ORDER BY source, model, condition LIMIT 1",
@@ -352,33 +341,26 @@ impl Run<'_> {
                 )
             },
         )
-        .await
     }
 
     /// Run `sql` once and register its (aggregated, small) result as an in-memory table, so
     /// that later plans reading it several times do not recompute it.
-    async fn materialize(&self, name: &str, sql: &str, path: &Path) -> Result<(), AggregateError> {
-        let engine = |e: datafusion::error::DataFusionError| AggregateError::Engine {
-            path: path.to_path_buf(),
-            message: format!("{name}: {e}"),
-        };
-        let df = self.ctx.sql(sql).await.map_err(engine)?;
-        let schema = Arc::new(df.schema().as_arrow().clone());
-        let batches = df.collect().await.map_err(engine)?;
-        let mem = MemTable::try_new(schema, vec![batches]).map_err(engine)?;
-        self.ctx
-            .register_table(name, Arc::new(mem))
-            .map_err(engine)?;
-        Ok(())
+    fn materialize(&self, name: &str, sql: &str, path: &Path) -> Result<(), AggregateError> {
+        let (schema, batches) = self.run(name, sql, path)?;
+        self.engine
+            .register_batches(name, schema, batches)
+            .map_err(|e| AggregateError::Engine {
+                path: path.to_path_buf(),
+                message: format!("{name}: {e}"),
+            })
     }
 
-    async fn view(&self, name: &str, sql: &str) -> Result<(), AggregateError> {
+    fn view(&self, name: &str, sql: &str) -> Result<(), AggregateError> {
         self.sql(&format!("CREATE VIEW {name} AS {sql}"), &self.files.scores)
-            .await
             .map(|_| ())
     }
 
-    async fn tables(&self, p: &Params) -> Result<Vec<Table>, AggregateError> {
+    fn tables(&self, p: &Params) -> Result<Vec<Table>, AggregateError> {
         let f = self.files;
         for (name, path) in [
             ("scores", &f.scores),
@@ -388,65 +370,52 @@ impl Run<'_> {
             let p = path
                 .to_str()
                 .ok_or_else(|| input_err(path, "path is not UTF-8"))?;
-            self.ctx
-                .register_parquet(name, p, ParquetReadOptions::default())
-                .await
+            self.engine
+                .register_parquet(name, p)
                 .map_err(|e| AggregateError::Engine {
                     path: path.clone(),
                     message: e.to_string(),
                 })?;
         }
-        self.check_scores().await?;
+        self.check_scores()?;
         for (name, sql) in plan::request_views() {
-            self.materialize(name, &sql, &f.answers).await?;
+            self.materialize(name, &sql, &f.answers)?;
         }
-        self.check_answers().await?;
+        self.check_answers()?;
         self.view(
             "norms_n",
             "SELECT test, dimension, CAST(mean AS DOUBLE) AS mean, CAST(sd AS DOUBLE) AS sd FROM norms",
-        )
-        .await?;
+        )?;
         for (name, sql) in plan::views(p) {
             if name == "cm" {
-                self.materialize(name, &sql, &f.scores).await?;
+                self.materialize(name, &sql, &f.scores)?;
             } else {
-                self.view(name, &sql).await?;
+                self.view(name, &sql)?;
             }
         }
-        let cells = self.table("cells", &plan::cells(p), &f.scores).await?;
+        let cells = self.table("cells", &plan::cells(p), &f.scores)?;
         // Every group table reads the cells once computed, as Arrow batches in memory.
-        let mem =
-            MemTable::try_new(cells.schema(), vec![vec![cells.batch.clone()]]).map_err(|e| {
-                AggregateError::Engine {
-                    path: f.scores.clone(),
-                    message: e.to_string(),
-                }
-            })?;
-        self.ctx
-            .register_table("cells", Arc::new(mem))
+        self.engine
+            .register_batches("cells", cells.schema(), vec![cells.batch.clone()])
             .map_err(|e| AggregateError::Engine {
                 path: f.scores.clone(),
                 message: e.to_string(),
             })?;
         let mut out = vec![cells];
-        out.push(
-            self.table(
-                "dropped_cells",
-                "SELECT source, label, model, arm, cohort, test, dimension, drop_reason AS reason \
+        out.push(self.table(
+            "dropped_cells",
+            "SELECT source, label, model, arm, cohort, test, dimension, drop_reason AS reason \
                  FROM cells WHERE NOT kept ORDER BY source, model, test, dimension",
-                &f.scores,
-            )
-            .await?,
-        );
+            &f.scores,
+        )?);
         for (name, sql) in plan::group_tables(p) {
-            out.push(self.table(name, &sql, &f.scores).await?);
+            out.push(self.table(name, &sql, &f.scores)?);
         }
         for (name, sql) in plan::request_tables() {
-            out.push(self.table(name, &sql, &f.answers).await?);
+            out.push(self.table(name, &sql, &f.answers)?);
         }
-        self.materialize("verdict_w", &plan::verdict_summary(p), &f.scores)
-            .await?;
-        out.push(self.table("verdict", &plan::verdict(p), &f.scores).await?);
+        self.materialize("verdict_w", &plan::verdict_summary(p), &f.scores)?;
+        out.push(self.table("verdict", &plan::verdict(p), &f.scores)?);
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
     }
@@ -471,17 +440,17 @@ pub(crate) fn compute(
         target_partitions: params.target_partitions,
         ..engine.clone()
     };
-    let ctx = protospread_engine::session(&opts)?;
-    crate::stats::register(&ctx);
-    let run = Run { ctx, files: &files };
-    protospread_engine::block_on(async {
-        // Let DataFusion split even a small file across partitions, so that the
-        // partition-independence test exercises real parallel scans and aggregations.
-        run.sql(
-            "SET datafusion.optimizer.repartition_file_min_size = 0",
-            score_dir,
-        )
-        .await?;
-        run.tables(params).await
-    })?
+    let engine = Engine::new(&opts)?;
+    crate::stats::register(engine.context());
+    let run = Run {
+        engine,
+        files: &files,
+    };
+    // Let DataFusion split even a small file across partitions, so that the
+    // partition-independence test exercises real parallel scans and aggregations.
+    run.sql(
+        "SET datafusion.optimizer.repartition_file_min_size = 0",
+        score_dir,
+    )?;
+    run.tables(params)
 }

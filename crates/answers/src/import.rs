@@ -18,11 +18,10 @@ use arrow::array::{
     StringBuilder, UInt64Builder,
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::prelude::{ParquetReadOptions, SessionContext};
-use futures::StreamExt;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use protospread_core::config::AnswersSection;
+use protospread_engine::Engine;
 use protospread_engine::EngineOptions;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -256,43 +255,34 @@ pub fn import_into(
         writer.write(&builders.finish()?).map_err(pq_err)?;
     }
     writer.close().map_err(pq_err)?;
-    let ctx = protospread_engine::session(engine)?;
-    protospread_engine::block_on(async {
-        ctx.register_parquet(
-            "staged",
-            staged.to_string_lossy().as_ref(),
-            ParquetReadOptions::default(),
-        )
-        .await
+    let engine = Engine::new(engine)?;
+    engine
+        .register_parquet("staged", staged.to_string_lossy().as_ref())
         .map_err(|e| engine_err(path, e))?;
-        check_across_records(&ctx, path).await?;
-        let df = ctx
-            .sql(&format!(
-                "SELECT {} FROM staged ORDER BY {SORT_KEY}",
-                COLUMNS.join(", ")
-            ))
-            .await
-            .map_err(|e| engine_err(path, e))?;
-        let mut stream = df.execute_stream().await.map_err(|e| engine_err(path, e))?;
-        let schema = stored_schema();
-        let mut chunks = protospread_engine::Rechunk::new(protospread_engine::WRITE_BATCH_ROWS);
-        while let Some(b) = stream.next().await {
-            let b = b.map_err(|e| engine_err(path, e))?;
-            let cols = schema
-                .fields()
-                .iter()
-                .zip(b.columns())
-                .map(|(f, c)| arrow::compute::cast(c, f.data_type()))
-                .collect::<Result<Vec<_>, _>>()?;
-            for c in chunks.push(RecordBatch::try_new(schema.clone(), cols)?)? {
-                sink(c)?;
-            }
-        }
-        if let Some(c) = chunks.finish()? {
+    check_across_records(&engine, path)?;
+    let df = engine
+        .sql(&format!(
+            "SELECT {} FROM staged ORDER BY {SORT_KEY}",
+            COLUMNS.join(", ")
+        ))
+        .map_err(|e| engine_err(path, e))?;
+    let schema = stored_schema();
+    let mut chunks = protospread_engine::Rechunk::new(protospread_engine::WRITE_BATCH_ROWS);
+    for b in engine.stream(df).map_err(|e| engine_err(path, e))? {
+        let b = b.map_err(|e| engine_err(path, e))?;
+        let cols = schema
+            .fields()
+            .iter()
+            .zip(b.columns())
+            .map(|(f, c)| arrow::compute::cast(c, f.data_type()))
+            .collect::<Result<Vec<_>, _>>()?;
+        for c in chunks.push(RecordBatch::try_new(schema.clone(), cols)?)? {
             sink(c)?;
         }
-        Ok::<_, AnswersError>(())
-    })??;
+    }
+    if let Some(c) = chunks.finish()? {
+        sink(c)?;
+    }
     Ok(records)
 }
 
@@ -806,19 +796,8 @@ const ADMIN_SETTINGS: [(&str, &str); 7] = [
 ];
 
 /// The first row of a query's answer, if any.
-async fn first_row(
-    ctx: &SessionContext,
-    path: &Path,
-    sql: &str,
-) -> Result<Option<RecordBatch>, AnswersError> {
-    let batches = ctx
-        .sql(sql)
-        .await
-        .map_err(|e| engine_err(path, e))?
-        .collect()
-        .await
-        .map_err(|e| engine_err(path, e))?;
-    Ok(batches.into_iter().find(|b| b.num_rows() > 0))
+fn first_row(engine: &Engine, path: &Path, sql: &str) -> Result<Option<RecordBatch>, AnswersError> {
+    engine.first_row(sql).map_err(|e| engine_err(path, e))
 }
 
 /// Column `i` of the first row as text (`None` for null).
@@ -840,7 +819,7 @@ fn num_at(b: &RecordBatch, i: usize) -> Option<usize> {
 /// - When the requests of one administration disagree on a setting, the value most of them
 ///   share (on a tie, the value of the earliest row) is taken as meant, and the earliest row
 ///   with another value is blamed: an edited row is named whether it sorts first or last.
-async fn check_across_records(ctx: &SessionContext, path: &Path) -> Result<(), AnswersError> {
+fn check_across_records(engine: &Engine, path: &Path) -> Result<(), AnswersError> {
     let err =
         |row: usize, line: Option<usize>, column: &str, message: String| AnswersError::Record {
             file: PathBuf::from(path),
@@ -859,7 +838,7 @@ async fn check_across_records(ctx: &SessionContext, path: &Path) -> Result<(), A
            FROM staged) \
          WHERE arm <> arm0 OR cohort IS DISTINCT FROM cohort0 ORDER BY {order} LIMIT 1"
     );
-    if let Some(b) = first_row(ctx, path, &q).await? {
+    if let Some(b) = first_row(engine, path, &q)? {
         let model = text_at(&b, 0).unwrap_or_default();
         let (arm, arm0) = (
             text_at(&b, 1).unwrap_or_default(),
@@ -894,7 +873,7 @@ async fn check_across_records(ctx: &SessionContext, path: &Path) -> Result<(), A
            FROM staged) \
          WHERE rn = 2 ORDER BY {order} LIMIT 1"
     );
-    if let Some(b) = first_row(ctx, path, &q).await? {
+    if let Some(b) = first_row(engine, path, &q)? {
         let whole = text_at(&b, 3).as_deref() == Some("true");
         return Err(err(
             num_at(&b, 0).unwrap_or(0),
@@ -929,7 +908,7 @@ async fn check_across_records(ctx: &SessionContext, path: &Path) -> Result<(), A
          ORDER BY s.model, s.condition, s.sample, s.test, s.setting LIMIT 1",
         per_setting.join(" UNION ALL ")
     );
-    if let Some(b) = first_row(ctx, path, &q).await? {
+    if let Some(b) = first_row(engine, path, &q)? {
         let col = ADMIN_SETTINGS[num_at(&b, 0).unwrap_or(0)].0;
         return Err(err(
             num_at(&b, 1).unwrap_or(0),

@@ -6,11 +6,16 @@
 //! 10^8 answers runs in about 1 GiB). Plans built on it must not let float results depend on
 //! the partition count: aggregate integers, convert once at the end.
 
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::datasource::MemTable;
+use datafusion::error::DataFusionError;
 use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
 use datafusion::execution::memory_pool::{FairSpillPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
-use datafusion::prelude::{SessionConfig, SessionContext};
-use std::future::Future;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::prelude::{DataFrame, ParquetReadOptions, SessionConfig, SessionContext};
+use futures::StreamExt;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -81,7 +86,7 @@ impl EngineOptions {
 }
 
 /// A session with a bounded, spilling memory pool.
-pub fn session(opts: &EngineOptions) -> Result<SessionContext, EngineError> {
+fn session(opts: &EngineOptions) -> Result<SessionContext, EngineError> {
     opts.validate()?;
     let limit = usize::try_from(opts.memory_limit).expect("checked by validate");
     // Fair spill pool: every spilling operator gets an equal share, so one large sort cannot
@@ -107,14 +112,130 @@ pub fn session(opts: &EngineOptions) -> Result<SessionContext, EngineError> {
     Ok(SessionContext::new_with_config_rt(config, runtime))
 }
 
-/// Run a future on a fresh multi-threaded runtime: stages are synchronous functions that
-/// execute DataFusion plans inside.
-pub fn block_on<F: Future>(future: F) -> Result<F::Output, EngineError> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(EngineError::Runtime)?;
-    Ok(rt.block_on(future))
+/// A DataFusion session and the runtime its plans run on, behind a synchronous API.
+///
+/// Every asynchronous DataFusion call (planning SQL, registering files, collecting and
+/// streaming results) is awaited inside this crate. The state machine of an `async fn` is
+/// compiled in the crate that polls it, so a stage crate that awaited `SessionContext::sql`
+/// itself compiled DataFusion's whole SQL planner again (about 150 s of release build per
+/// crate, for each of four crates and again for their unit tests). Through this type it is
+/// compiled once, here.
+pub struct Engine {
+    ctx: SessionContext,
+    rt: tokio::runtime::Runtime,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("session", &self.ctx.session_id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// A session with `opts`'s memory pool, spill folder and partitions, and a multi-threaded
+    /// runtime for its plans.
+    pub fn new(opts: &EngineOptions) -> Result<Engine, EngineError> {
+        let ctx = session(opts)?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(EngineError::Runtime)?;
+        Ok(Engine { ctx, rt })
+    }
+
+    /// The session, for what needs no waiting: registering functions and in-memory tables.
+    pub fn context(&self) -> &SessionContext {
+        &self.ctx
+    }
+
+    /// Register the Parquet file (or folder) at `path` as table `name`.
+    pub fn register_parquet(&self, name: &str, path: &str) -> Result<(), DataFusionError> {
+        self.rt.block_on(
+            self.ctx
+                .register_parquet(name, path, ParquetReadOptions::default()),
+        )
+    }
+
+    /// Register `batches` (all of `schema`) as the in-memory table `name`.
+    pub fn register_batches(
+        &self,
+        name: &str,
+        schema: SchemaRef,
+        batches: Vec<RecordBatch>,
+    ) -> Result<(), DataFusionError> {
+        let table = MemTable::try_new(schema, vec![batches])?;
+        self.ctx.register_table(name, Arc::new(table))?;
+        Ok(())
+    }
+
+    /// Plan `sql` (statements such as `CREATE VIEW` and `SET` take effect here).
+    pub fn sql(&self, sql: &str) -> Result<DataFrame, DataFusionError> {
+        self.rt.block_on(self.ctx.sql(sql))
+    }
+
+    /// Run a plan and return all its batches.
+    pub fn collect(&self, df: DataFrame) -> Result<Vec<RecordBatch>, DataFusionError> {
+        self.rt.block_on(df.collect())
+    }
+
+    /// Plan and run `sql`, returning all its batches: for small results.
+    pub fn query(&self, sql: &str) -> Result<Vec<RecordBatch>, DataFusionError> {
+        self.rt
+            .block_on(async { self.ctx.sql(sql).await?.collect().await })
+    }
+
+    /// The first row of `sql`'s result (a one-row batch), if it returns any row.
+    pub fn first_row(&self, sql: &str) -> Result<Option<RecordBatch>, DataFusionError> {
+        let mut rows = self.stream(self.sql(sql)?)?;
+        for b in &mut rows {
+            let b = b?;
+            if b.num_rows() > 0 {
+                return Ok(Some(b.slice(0, 1)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Run a plan and hand out its batches one at a time, as they are produced: memory stays
+    /// bounded by the plan's operators, not by the size of the result.
+    pub fn stream(&self, df: DataFrame) -> Result<Batches<'_>, DataFusionError> {
+        let stream = self.rt.block_on(df.execute_stream())?;
+        Ok(Batches {
+            rt: &self.rt,
+            stream,
+        })
+    }
+}
+
+/// The batches of a running plan, in the order the plan produces them ([`Engine::stream`]).
+pub struct Batches<'a> {
+    rt: &'a tokio::runtime::Runtime,
+    stream: SendableRecordBatchStream,
+}
+
+impl std::fmt::Debug for Batches<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batches")
+            .field("schema", &self.stream.schema())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Batches<'_> {
+    /// The schema of every batch.
+    pub fn schema(&self) -> SchemaRef {
+        self.stream.schema()
+    }
+}
+
+impl Iterator for Batches<'_> {
+    type Item = Result<RecordBatch, DataFusionError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.rt.block_on(self.stream.next())
+    }
 }
 
 /// Rows per batch handed to a writer by [`Rechunk`]: a multiple of the Parquet writer's
@@ -181,89 +302,5 @@ impl Rechunk {
         }
         datafusion::arrow::compute::concat_batches(&self.pending[0].schema(), &self.pending)
             .map(Some)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn refuses_out_of_range_options() {
-        let small = EngineOptions {
-            memory_limit: 1,
-            ..Default::default()
-        };
-        let err = |o: &EngineOptions| session(o).err().expect("refused").to_string();
-        assert!(err(&small).contains("below the minimum"));
-        let many = EngineOptions {
-            target_partitions: usize::MAX,
-            ..Default::default()
-        };
-        assert!(err(&many).contains("maximum"));
-    }
-
-    #[test]
-    fn rechunk_cuts_fixed_batches_whatever_comes_in() {
-        use datafusion::arrow::array::{Int32Array, RecordBatch};
-        use datafusion::arrow::datatypes::{DataType, Field, Schema};
-        let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int32, false)]));
-        let batch = |a: i32, b: i32| {
-            RecordBatch::try_new(
-                schema.clone(),
-                vec![Arc::new(Int32Array::from_iter_values(a..b))],
-            )
-            .unwrap()
-        };
-        for cuts in [
-            vec![0, 10],
-            vec![0, 3, 4, 9, 10],
-            vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
-        ] {
-            let mut r = Rechunk::new(4);
-            let mut out = Vec::new();
-            for w in cuts.windows(2) {
-                out.extend(r.push(batch(w[0], w[1])).unwrap());
-            }
-            out.extend(r.finish().unwrap());
-            let sizes: Vec<usize> = out.iter().map(|b| b.num_rows()).collect();
-            assert_eq!(sizes, [4, 4, 2], "cuts {cuts:?}");
-            let values: Vec<i32> = out
-                .iter()
-                .flat_map(|b| {
-                    b.column(0)
-                        .as_any()
-                        .downcast_ref::<Int32Array>()
-                        .unwrap()
-                        .values()
-                        .to_vec()
-                })
-                .collect();
-            assert_eq!(values, (0..10).collect::<Vec<_>>());
-        }
-    }
-
-    #[test]
-    fn runs_a_plan_within_the_pool() {
-        let ctx = session(&EngineOptions {
-            target_partitions: 3,
-            ..Default::default()
-        })
-        .unwrap();
-        let batches = block_on(async {
-            ctx.sql("SELECT sum(v) AS s FROM (VALUES (1), (2), (3)) AS t(v)")
-                .await?
-                .collect()
-                .await
-        })
-        .unwrap()
-        .unwrap();
-        let s = batches[0]
-            .column(0)
-            .as_any()
-            .downcast_ref::<datafusion::arrow::array::Int64Array>()
-            .unwrap()
-            .value(0);
-        assert_eq!(s, 6);
     }
 }

@@ -19,15 +19,13 @@ use crate::{ScoreError, ScoringKey};
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::SchemaRef;
 use datafusion::datasource::MemTable;
-use datafusion::execution::SendableRecordBatchStream;
-use datafusion::prelude::{DataFrame, ParquetReadOptions, SessionContext};
-use futures::StreamExt;
+use datafusion::prelude::{DataFrame, SessionContext};
 use parquet::arrow::ArrowWriter;
 use protospread_answers::format::{StoredRecord, Vocabulary, OPTIONS};
 use protospread_answers::parse::Status;
 use protospread_core::atomic::Staged;
 use protospread_core::config::{Config, InputRole};
-use protospread_engine::EngineOptions;
+use protospread_engine::{Batches, Engine, EngineOptions};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -240,13 +238,13 @@ pub fn session(
     engine: &EngineOptions,
     key: &ScoringKey,
     norms: &Norms,
-) -> Result<SessionContext, ScoreError> {
-    let ctx = protospread_engine::session(engine)?;
+) -> Result<Engine, ScoreError> {
+    let engine = Engine::new(engine)?;
     for f in crate::kernels::udfs(Arc::new(norms.clone())) {
-        ctx.register_udf(f);
+        engine.context().register_udf(f);
     }
-    register_key(&ctx, key)?;
-    Ok(ctx)
+    register_key(engine.context(), key)?;
+    Ok(engine)
 }
 
 /// The three plans of one source, over its stored answers registered as table `raw`.
@@ -259,8 +257,8 @@ struct SourcePlans {
 
 /// Check what the plans cannot express as an error (labels, tests the key cannot score), then
 /// build the plans of one source. `raw` must be registered.
-async fn plan_source(
-    ctx: &SessionContext,
+fn plan_source(
+    engine: &Engine,
     source: &str,
     input_label: Option<&str>,
     vocab: &Vocabulary,
@@ -269,11 +267,8 @@ async fn plan_source(
 ) -> Result<SourcePlans, ScoreError> {
     let what = format!("source {source}");
     let e = |x| df_err(&what, x);
-    let sql = |q: String| async move { ctx.sql(&q).await };
-    let first_row = |q: String| async move {
-        let b = ctx.sql(&q).await?.collect().await?;
-        Ok::<_, datafusion::error::DataFusionError>(b.into_iter().find(|b| b.num_rows() > 0))
-    };
+    let sql = |q: String| engine.sql(&q);
+    let first_row = |q: String| engine.first_row(&q);
     let text = |b: &RecordBatch, i: usize| -> String {
         let c = arrow::compute::cast(b.column(i), &arrow::datatypes::DataType::Utf8)
             .expect("any column casts to text");
@@ -286,7 +281,7 @@ async fn plan_source(
             "SELECT label FROM raw WHERE label IS NOT NULL AND label <> {} ORDER BY {ADMIN_ORDER} LIMIT 1",
             lit(lab)
         );
-        if let Some(b) = first_row(q).await.map_err(e)? {
+        if let Some(b) = first_row(q).map_err(e)? {
             return Err(ScoreError::Score {
                 test: what.clone(),
                 message: format!(
@@ -297,11 +292,8 @@ async fn plan_source(
         }
     }
     // Tests the vocabulary or the key cannot score, named by their first administration.
-    let tests = sql("SELECT DISTINCT test FROM raw ORDER BY test".into())
-        .await
-        .map_err(e)?
-        .collect()
-        .await
+    let tests = engine
+        .query("SELECT DISTINCT test FROM raw ORDER BY test")
         .map_err(e)?;
     for b in &tests {
         let col = arrow::compute::cast(b.column(0), &arrow::datatypes::DataType::Utf8)?;
@@ -317,7 +309,7 @@ async fn plan_source(
                     "SELECT model, condition, sample FROM raw WHERE test = {} ORDER BY {ADMIN_ORDER} LIMIT 1",
                     lit(t)
                 );
-                let b = first_row(q).await.map_err(e)?.expect("the test occurs");
+                let b = first_row(q).map_err(e)?.expect("the test occurs");
                 return Err(ScoreError::Score {
                     test: format!(
                         "{source}: {} {} sample {} {t}",
@@ -330,11 +322,8 @@ async fn plan_source(
             }
         }
     }
-    let records = sql("SELECT count(*) FROM raw".into())
-        .await
-        .map_err(e)?
-        .collect()
-        .await
+    let records = engine
+        .query("SELECT count(*) FROM raw")
         .map_err(e)?
         .iter()
         .map(|b| {
@@ -367,7 +356,6 @@ async fn plan_source(
          FROM ({readings}) ORDER BY {ADMIN_ORDER}, item",
         src = lit(source)
     ))
-    .await
     .map_err(e)?;
     let ok = lit(Status::Ok.as_str());
     let scales = sql(format!(
@@ -405,7 +393,6 @@ async fn plan_source(
          FROM valued ORDER BY {ADMIN_ORDER}, dimension",
         src = lit(source)
     ))
-    .await
     .map_err(e)?;
     let reruns = if pairs.is_empty() {
         None
@@ -446,7 +433,6 @@ async fn plan_source(
                 src = lit(source),
                 lab = lit(input_label.unwrap_or(""))
             ))
-            .await
             .map_err(e)?,
         )
     };
@@ -460,14 +446,13 @@ async fn plan_source(
 
 /// Batches of a plan, conformed to the table's schema (the plan may carry other string
 /// encodings or nullability) and handed to `sink` one at a time.
-async fn drain(
-    stream: SendableRecordBatchStream,
+fn drain(
+    stream: Batches<'_>,
     schema: &SchemaRef,
     mut sink: impl FnMut(RecordBatch) -> Result<(), ScoreError>,
 ) -> Result<(), ScoreError> {
-    let mut stream = stream;
     let mut chunks = protospread_engine::Rechunk::new(protospread_engine::WRITE_BATCH_ROWS);
-    while let Some(b) = stream.next().await {
+    for b in stream {
         let b = b.map_err(|e| df_err("stored answers", e))?;
         let cols = schema
             .fields()
@@ -629,7 +614,7 @@ pub fn run(
             });
         }
     }
-    let ctx = session(engine, key, norms)?;
+    let engine = session(engine, key, norms)?;
     let mut parsed = Sink::parquet(score_dir.join(PARSED_FILE), parsed_schema())?;
     let mut scales = Sink::parquet(score_dir.join(SCALES_FILE), scales_schema())?;
     let mut reruns = Sink::parquet(
@@ -637,33 +622,32 @@ pub fn run(
         crate::reruns::schema(),
     )?;
     let mut summary = Summary::default();
-    protospread_engine::block_on(async {
-        for input in &inputs {
-            let p = fetched_path(out, &input.name);
-            let what = p.display().to_string();
-            ctx.register_parquet("raw", &what, ParquetReadOptions::default())
-                .await
-                .map_err(|e| df_err(&what, e))?;
-            let sum = score_registered(
-                &ctx,
-                &input.name,
-                input.label.as_deref(),
-                &vocab,
-                key,
-                &cfg.aggregate.rerun_pairs,
-                &mut parsed,
-                &mut scales,
-                &mut reruns,
-            )
-            .await;
-            ctx.deregister_table("raw").map_err(|e| df_err(&what, e))?;
-            let sum = sum?;
-            summary.parsed_rows += sum.statuses.values().sum::<usize>();
-            summary.scale_rows += sum.scale_rows;
-            summary.sources.push(sum);
-        }
-        Ok::<_, ScoreError>(())
-    })??;
+    for input in &inputs {
+        let p = fetched_path(out, &input.name);
+        let what = p.display().to_string();
+        engine
+            .register_parquet("raw", &what)
+            .map_err(|e| df_err(&what, e))?;
+        let sum = score_registered(
+            &engine,
+            &input.name,
+            input.label.as_deref(),
+            &vocab,
+            key,
+            &cfg.aggregate.rerun_pairs,
+            &mut parsed,
+            &mut scales,
+            &mut reruns,
+        );
+        engine
+            .context()
+            .deregister_table("raw")
+            .map_err(|e| df_err(&what, e))?;
+        let sum = sum?;
+        summary.parsed_rows += sum.statuses.values().sum::<usize>();
+        summary.scale_rows += sum.scale_rows;
+        summary.sources.push(sum);
+    }
     for sink in [parsed, scales, reruns] {
         let (path, bytes) = sink.finish()?;
         staged.put(&path, &bytes)?;
@@ -673,8 +657,8 @@ pub fn run(
 
 /// Run the plans of one source registered as `raw`, streaming into the three sinks.
 #[allow(clippy::too_many_arguments)]
-async fn score_registered(
-    ctx: &SessionContext,
+fn score_registered(
+    engine: &Engine,
     source: &str,
     input_label: Option<&str>,
     vocab: &Vocabulary,
@@ -684,7 +668,7 @@ async fn score_registered(
     scales: &mut Sink,
     reruns: &mut Sink,
 ) -> Result<SourceSummary, ScoreError> {
-    let plans = plan_source(ctx, source, input_label, vocab, key, pairs).await?;
+    let plans = plan_source(engine, source, input_label, vocab, key, pairs)?;
     let mut sum = SourceSummary {
         source: source.to_string(),
         label: input_label.unwrap_or("").to_string(),
@@ -693,32 +677,19 @@ async fn score_registered(
     };
     let e = |x| df_err(source, x);
     let schema = parsed.schema.clone();
-    drain(
-        plans.parsed.execute_stream().await.map_err(e)?,
-        &schema,
-        |b| {
-            tally_parsed(&mut sum, &b);
-            parsed.write(&b)
-        },
-    )
-    .await?;
+    drain(engine.stream(plans.parsed).map_err(e)?, &schema, |b| {
+        tally_parsed(&mut sum, &b);
+        parsed.write(&b)
+    })?;
     let schema = scales.schema.clone();
     let mut last = None;
-    drain(
-        plans.scales.execute_stream().await.map_err(e)?,
-        &schema,
-        |b| {
-            tally_scales(&mut sum, &mut last, &b);
-            scales.write(&b)
-        },
-    )
-    .await?;
+    drain(engine.stream(plans.scales).map_err(e)?, &schema, |b| {
+        tally_scales(&mut sum, &mut last, &b);
+        scales.write(&b)
+    })?;
     if let Some(df) = plans.reruns {
         let schema = reruns.schema.clone();
-        drain(df.execute_stream().await.map_err(e)?, &schema, |b| {
-            reruns.write(&b)
-        })
-        .await?;
+        drain(engine.stream(df).map_err(e)?, &schema, |b| reruns.write(&b))?;
     }
     Ok(sum)
 }
@@ -743,17 +714,16 @@ pub fn score_in_memory(
     norms: &Norms,
     pairs: &[[String; 2]],
 ) -> Result<InMemory, ScoreError> {
-    let ctx = session(&EngineOptions::default(), key, norms)?;
+    let engine = session(&EngineOptions::default(), key, norms)?;
     let batch = protospread_answers::format::to_batch(records)?;
-    let table =
-        MemTable::try_new(batch.schema(), vec![vec![batch]]).map_err(|e| df_err(source, e))?;
-    ctx.register_table("raw", Arc::new(table))
+    engine
+        .register_batches("raw", batch.schema(), vec![batch])
         .map_err(|e| df_err(source, e))?;
     let mut parsed = Sink::memory(PARSED_FILE, parsed_schema());
     let mut scales = Sink::memory(SCALES_FILE, scales_schema());
     let mut reruns = Sink::memory(crate::reruns::RERUNS_FILE, crate::reruns::schema());
-    let summary = protospread_engine::block_on(score_registered(
-        &ctx,
+    let summary = score_registered(
+        &engine,
         source,
         input_label,
         vocab,
@@ -762,7 +732,7 @@ pub fn score_in_memory(
         &mut parsed,
         &mut scales,
         &mut reruns,
-    ))??;
+    )?;
     Ok(InMemory {
         parsed: parsed.kept,
         scales: scales.kept,
