@@ -289,6 +289,16 @@ pub fn import_into(
 /// The order of normalized stored answers: [`StoredRecord::sort_key`].
 const SORT_KEY: &str = "model, condition, sample, test, item NULLS FIRST";
 
+/// [`SORT_KEY`] as (column, nulls first) pairs: the order the fetch stage writes stored answers
+/// in, which the score stage declares to the planner.
+pub const SORTED_BY: [(&str, bool); 5] = [
+    ("model", false),
+    ("condition", false),
+    ("sample", false),
+    ("test", false),
+    ("item", true),
+];
+
 fn engine_err(path: &Path, e: datafusion::error::DataFusionError) -> AnswersError {
     file_err(path, format!("checking records: {e}"))
 }

@@ -158,6 +158,28 @@ impl Engine {
         )
     }
 
+    /// Register the Parquet file at `path`, whose rows the writer sorted by `order` (column
+    /// name, nulls first), as table `name`. The planner then relies on that order: grouping by
+    /// a prefix of it streams instead of building a hash table, and sorting by it is free. Only
+    /// for files that protospread sorted itself (the fetch stage's stored answers).
+    pub fn register_sorted_parquet(
+        &self,
+        name: &str,
+        path: &str,
+        order: &[(&str, bool)],
+    ) -> Result<(), DataFusionError> {
+        let order = order
+            .iter()
+            .map(|(c, nulls_first)| datafusion::prelude::col(*c).sort(true, *nulls_first))
+            .collect();
+        let options = ParquetReadOptions {
+            file_sort_order: vec![order],
+            ..Default::default()
+        };
+        self.rt
+            .block_on(self.ctx.register_parquet(name, path, options))
+    }
+
     /// Register `batches` (all of `schema`) as the in-memory table `name`.
     pub fn register_batches(
         &self,

@@ -358,32 +358,43 @@ fn plan_source(
     ))
     .map_err(e)?;
     let ok = lit(Status::Ok.as_str());
+    // Every operator here either streams or spills: no hash join has a large build side
+    // (the key tables are the only build sides), and each administration's dimensions come
+    // from one grouping over anchor rows (one per administration and dimension of its test,
+    // carrying the administration's settings) and the scored readings, so an administration
+    // with no answered item of a dimension still gets its (incomplete) row.
     let scales = sql(format!(
         "WITH readings AS ({readings}), \
          admins AS (SELECT model, condition, sample, test, min(study) AS study, min(arm) AS arm, \
                     min(cohort) AS cohort, min(label) AS label, min(temperature) AS temperature \
                     FROM raw GROUP BY model, condition, sample, test), \
-         consts AS (SELECT model, condition, sample, test, \
-                    count(CASE WHEN status = {ok} THEN option_replied END) >= 2 \
-                    AND min(CASE WHEN status = {ok} THEN option_replied END) \
-                      = max(CASE WHEN status = {ok} THEN option_replied END) AS constant_answers \
-                    FROM readings GROUP BY model, condition, sample, test), \
-         points AS (SELECT r.model, r.condition, r.sample, r.test, k.dimension, \
-                    count(*) AS n_answered, sum(k.points) AS points \
-                    FROM readings r JOIN key_points k \
-                    ON r.test = k.test AND r.item = k.item AND r.value = k.value \
-                    GROUP BY r.model, r.condition, r.sample, r.test, k.dimension), \
-         scored AS (SELECT a.model, a.condition, a.sample, a.test, a.study, a.arm, a.cohort, \
-                    a.label, a.temperature, d.dimension, d.n_items, \
-                    CAST(COALESCE(p.n_answered, 0) AS INT) AS n_answered, \
-                    COALESCE(p.n_answered, 0) = d.n_items AS complete, \
-                    COALESCE(p.points, 0.0) AS points, d.max_points, d.raw_unit, \
-                    COALESCE(c.constant_answers, false) AS constant_answers \
-                    FROM admins a JOIN key_dims d ON a.test = d.test \
-                    LEFT JOIN points p ON a.model = p.model AND a.condition = p.condition \
-                      AND a.sample = p.sample AND a.test = p.test AND d.dimension = p.dimension \
-                    LEFT JOIN consts c ON a.model = c.model AND a.condition = c.condition \
-                      AND a.sample = c.sample AND a.test = c.test), \
+         rows AS (SELECT a.model, a.condition, a.sample, a.test, d.dimension, a.study, a.arm, \
+                    a.cohort, a.label, a.temperature, CAST(NULL AS DOUBLE) AS points, \
+                    CAST(NULL AS INT) AS opt \
+                  FROM admins a JOIN key_dims d ON a.test = d.test \
+                  UNION ALL \
+                  SELECT r.model, r.condition, r.sample, r.test, k.dimension, CAST(NULL AS VARCHAR), \
+                    CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), \
+                    CAST(NULL AS DOUBLE), k.points, \
+                    CAST(CASE WHEN r.status = {ok} THEN r.option_replied END AS INT) \
+                  FROM readings r JOIN key_points k \
+                  ON r.test = k.test AND r.item = k.item AND r.value = k.value), \
+         grouped AS (SELECT model, condition, sample, test, dimension, min(study) AS study, \
+                    min(arm) AS arm, min(cohort) AS cohort, min(label) AS label, \
+                    min(temperature) AS temperature, count(points) AS n_answered, \
+                    sum(points) AS points, count(opt) AS n_opt, min(opt) AS min_opt, \
+                    max(opt) AS max_opt \
+                    FROM rows GROUP BY model, condition, sample, test, dimension), \
+         scored AS (SELECT g.model, g.condition, g.sample, g.test, g.study, g.arm, g.cohort, \
+                    g.label, g.temperature, g.dimension, d.n_items, \
+                    CAST(g.n_answered AS INT) AS n_answered, \
+                    g.n_answered = d.n_items AS complete, \
+                    COALESCE(g.points, 0.0) AS points, d.max_points, d.raw_unit, \
+                    COALESCE(sum(g.n_opt) OVER (PARTITION BY g.model, g.condition, g.sample, g.test) >= 2 \
+                      AND min(g.min_opt) OVER (PARTITION BY g.model, g.condition, g.sample, g.test) \
+                        = max(g.max_opt) OVER (PARTITION BY g.model, g.condition, g.sample, g.test), \
+                      false) AS constant_answers \
+                    FROM grouped g JOIN key_dims d ON g.test = d.test AND g.dimension = d.dimension), \
          valued AS (SELECT *, CASE WHEN complete THEN scale_value(points, max_points, raw_unit) END \
                     AS score FROM scored) \
          SELECT {src} AS source, {label} AS label, study, model, arm, cohort, condition, sample, \
@@ -397,19 +408,21 @@ fn plan_source(
     let reruns = if pairs.is_empty() {
         None
     } else {
+        // One grouping per pair over the two conditions' rows (keys are unique within a
+        // condition), not a full outer join: the grouping spills, a join's build side would not.
         let one = |a: &str, b: &str| {
             format!(
-                "SELECT COALESCE(x.model, y.model) AS model, COALESCE(x.test, y.test) AS test, \
-                        {la} AS \"first\", {lb} AS rerun, \
-                        (x.model IS NOT NULL AND y.model IS NOT NULL \
-                         AND x.error IS NULL AND y.error IS NULL) AS both_ok, \
-                        x.reply = y.reply AS same \
-                 FROM (SELECT model, test, item, sample, error, reply FROM raw \
-                       WHERE condition = {la}) x \
-                 FULL OUTER JOIN (SELECT model, test, item, sample, error, reply FROM raw \
-                       WHERE condition = {lb}) y \
-                 ON x.model = y.model AND x.test = y.test AND x.sample = y.sample \
-                    AND COALESCE(x.item, 0) = COALESCE(y.item, 0)",
+                "SELECT model, test, {la} AS \"first\", {lb} AS rerun, \
+                        (nx = 1 AND ny = 1 AND okx = 1 AND oky = 1) AS both_ok, rx = ry AS same \
+                 FROM (SELECT model, test, \
+                         count(CASE WHEN condition = {la} THEN 1 END) AS nx, \
+                         count(CASE WHEN condition = {lb} THEN 1 END) AS ny, \
+                         max(CASE WHEN condition = {la} AND error IS NULL THEN 1 ELSE 0 END) AS okx, \
+                         max(CASE WHEN condition = {lb} AND error IS NULL THEN 1 ELSE 0 END) AS oky, \
+                         min(CASE WHEN condition = {la} THEN reply END) AS rx, \
+                         min(CASE WHEN condition = {lb} THEN reply END) AS ry \
+                       FROM raw WHERE condition IN ({la}, {lb}) \
+                       GROUP BY model, test, sample, COALESCE(item, 0))",
                 la = lit(a),
                 lb = lit(b)
             )
@@ -626,7 +639,7 @@ pub fn run(
         let p = fetched_path(out, &input.name);
         let what = p.display().to_string();
         engine
-            .register_parquet("raw", &what)
+            .register_sorted_parquet("raw", &what, &protospread_answers::import::SORTED_BY)
             .map_err(|e| df_err(&what, e))?;
         let sum = score_registered(
             &engine,
