@@ -362,7 +362,10 @@ fn plan_source(
     // (the key tables are the only build sides), and each administration's dimensions come
     // from one grouping over anchor rows (one per administration and dimension of its test,
     // carrying the administration's settings) and the scored readings, so an administration
-    // with no answered item of a dimension still gets its (incomplete) row.
+    // with no answered item of a dimension still gets its (incomplete) row. The constant-answer
+    // flag is the administration's own row (dimension NULL, sorted first in its partition),
+    // read by a window whose frame ends at the current row: DataFusion evaluates that
+    // streaming, where a whole-partition window gathers its input into one batch.
     let scales = sql(format!(
         "WITH readings AS ({readings}), \
          admins AS (SELECT model, condition, sample, test, min(study) AS study, min(arm) AS arm, \
@@ -382,19 +385,25 @@ fn plan_source(
          grouped AS (SELECT model, condition, sample, test, dimension, min(study) AS study, \
                     min(arm) AS arm, min(cohort) AS cohort, min(label) AS label, \
                     min(temperature) AS temperature, count(points) AS n_answered, \
-                    sum(points) AS points, count(opt) AS n_opt, min(opt) AS min_opt, \
-                    max(opt) AS max_opt \
-                    FROM rows GROUP BY model, condition, sample, test, dimension), \
+                    sum(points) AS points, CAST(NULL AS BOOLEAN) AS admin_constant \
+                    FROM rows GROUP BY model, condition, sample, test, dimension \
+                    UNION ALL \
+                    SELECT model, condition, sample, test, CAST(NULL AS VARCHAR), \
+                    CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), \
+                    CAST(NULL AS VARCHAR), CAST(NULL AS DOUBLE), 0, CAST(NULL AS DOUBLE), \
+                    COALESCE(count(opt) >= 2 AND min(opt) = max(opt), false) \
+                    FROM rows GROUP BY model, condition, sample, test), \
+         flagged AS (SELECT *, first_value(admin_constant) OVER (PARTITION BY model, condition, \
+                    sample, test ORDER BY dimension NULLS FIRST \
+                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS constant_answers \
+                    FROM grouped), \
          scored AS (SELECT g.model, g.condition, g.sample, g.test, g.study, g.arm, g.cohort, \
                     g.label, g.temperature, g.dimension, d.n_items, \
                     CAST(g.n_answered AS INT) AS n_answered, \
                     g.n_answered = d.n_items AS complete, \
                     COALESCE(g.points, 0.0) AS points, d.max_points, d.raw_unit, \
-                    COALESCE(sum(g.n_opt) OVER (PARTITION BY g.model, g.condition, g.sample, g.test) >= 2 \
-                      AND min(g.min_opt) OVER (PARTITION BY g.model, g.condition, g.sample, g.test) \
-                        = max(g.max_opt) OVER (PARTITION BY g.model, g.condition, g.sample, g.test), \
-                      false) AS constant_answers \
-                    FROM grouped g JOIN key_dims d ON g.test = d.test AND g.dimension = d.dimension), \
+                    g.constant_answers \
+                    FROM flagged g JOIN key_dims d ON g.test = d.test AND g.dimension = d.dimension), \
          valued AS (SELECT *, CASE WHEN complete THEN scale_value(points, max_points, raw_unit) END \
                     AS score FROM scored) \
          SELECT {src} AS source, {label} AS label, study, model, arm, cohort, condition, sample, \
