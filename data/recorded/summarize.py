@@ -26,6 +26,14 @@ bare = collections.Counter(
     r["condition"] for r in recs if r["mode"] == "single" and re.fullmatch(r"\d+", r["reply"].strip())
 )
 print("single-item replies that are a bare number, per condition", dict(bare))
+# Which number, as shown (option 1..5 of the options as listed in the prompt, so under SR's
+# reversed list "4" is the human option 2): a constant answer shows up here at a glance.
+shown = collections.defaultdict(collections.Counter)
+for r in recs:
+    if r["mode"] == "single":
+        reply = r["reply"].strip()
+        shown[r["condition"]][reply if re.fullmatch(r"\d+", reply) else "other"] += 1
+print("single-item replies by shown number, per condition", {c: dict(sorted(n.items())) for c, n in shown.items()})
 by = {(r["condition"], r["sample"], r["item"]): r["reply"] for r in recs}
 pairs = [i for i in range(1, 51) if ("S0", 1, i) in by and ("S0r", 1, i) in by]
 print("S0 == S0r replies:", sum(by[("S0", 1, i)] == by[("S0r", 1, i)] for i in pairs), "of", len(pairs))
