@@ -829,7 +829,35 @@ fn num_at(b: &RecordBatch, i: usize) -> Option<usize> {
 /// - When the requests of one administration disagree on a setting, the value most of them
 ///   share (on a tie, the value of the earliest row) is taken as meant, and the earliest row
 ///   with another value is blamed: an edited row is named whether it sorts first or last.
+///
+/// Each rule is first asked as a grouping that only says whether any violation exists; the
+/// query that finds the row to blame (windows over every row, many times slower) runs only
+/// when one does. A valid file, the common case, pays for the groupings alone.
 fn check_across_records(engine: &Engine, path: &Path) -> Result<(), AnswersError> {
+    let any = |sql: &str| first_row(engine, path, sql).map(|b| b.is_some());
+    let settings_differ: Vec<String> = ADMIN_SETTINGS
+        .iter()
+        .map(|(_, e)| format!("min({e}) <> max({e}) OR (count({e}) > 0 AND count({e}) < count(*))"))
+        .collect();
+    let arms_differ = any(
+        "SELECT model FROM staged GROUP BY model HAVING min(arm) <> max(arm) \
+         OR min(cohort) <> max(cohort) OR (count(cohort) > 0 AND count(cohort) < count(*)) LIMIT 1",
+    )?;
+    let duplicates = any(
+        "SELECT model FROM staged GROUP BY model, condition, sample, test, item \
+         HAVING count(*) > 1 LIMIT 1",
+    )?;
+    let settings = any(&format!(
+        "SELECT model FROM staged GROUP BY model, condition, sample, test HAVING {} LIMIT 1",
+        settings_differ.join(" OR ")
+    ))?;
+    let find = |violated: bool, sql: &str| {
+        if violated {
+            first_row(engine, path, sql)
+        } else {
+            Ok(None)
+        }
+    };
     let err =
         |row: usize, line: Option<usize>, column: &str, message: String| AnswersError::Record {
             file: PathBuf::from(path),
@@ -848,7 +876,7 @@ fn check_across_records(engine: &Engine, path: &Path) -> Result<(), AnswersError
            FROM staged) \
          WHERE arm <> arm0 OR cohort IS DISTINCT FROM cohort0 ORDER BY {order} LIMIT 1"
     );
-    if let Some(b) = first_row(engine, path, &q)? {
+    if let Some(b) = find(arms_differ, &q)? {
         let model = text_at(&b, 0).unwrap_or_default();
         let (arm, arm0) = (
             text_at(&b, 1).unwrap_or_default(),
@@ -883,7 +911,7 @@ fn check_across_records(engine: &Engine, path: &Path) -> Result<(), AnswersError
            FROM staged) \
          WHERE rn = 2 ORDER BY {order} LIMIT 1"
     );
-    if let Some(b) = first_row(engine, path, &q)? {
+    if let Some(b) = find(duplicates, &q)? {
         let whole = text_at(&b, 3).as_deref() == Some("true");
         return Err(err(
             num_at(&b, 0).unwrap_or(0),
@@ -918,7 +946,7 @@ fn check_across_records(engine: &Engine, path: &Path) -> Result<(), AnswersError
          ORDER BY s.model, s.condition, s.sample, s.test, s.setting LIMIT 1",
         per_setting.join(" UNION ALL ")
     );
-    if let Some(b) = first_row(engine, path, &q)? {
+    if let Some(b) = find(settings, &q)? {
         let col = ADMIN_SETTINGS[num_at(&b, 0).unwrap_or(0)].0;
         return Err(err(
             num_at(&b, 1).unwrap_or(0),
