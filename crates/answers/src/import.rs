@@ -266,22 +266,11 @@ pub fn import_into(
             COLUMNS.join(", ")
         ))
         .map_err(|e| engine_err(path, e))?;
-    let schema = stored_schema();
-    let mut chunks = protospread_engine::Rechunk::new(protospread_engine::WRITE_BATCH_ROWS);
-    for b in engine.stream(df).map_err(|e| engine_err(path, e))? {
-        let b = b.map_err(|e| engine_err(path, e))?;
-        let cols = schema
-            .fields()
-            .iter()
-            .zip(b.columns())
-            .map(|(f, c)| arrow::compute::cast(c, f.data_type()))
-            .collect::<Result<Vec<_>, _>>()?;
-        for c in chunks.push(RecordBatch::try_new(schema.clone(), cols)?)? {
-            sink(c)?;
-        }
-    }
-    if let Some(c) = chunks.finish()? {
-        sink(c)?;
+    for b in engine
+        .stream_for_writing(df, stored_schema())
+        .map_err(|e| engine_err(path, e))?
+    {
+        sink(b.map_err(|e| engine_err(path, e))?)?;
     }
     Ok(records)
 }

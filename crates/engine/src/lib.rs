@@ -220,6 +220,24 @@ impl Engine {
         Ok(None)
     }
 
+    /// Run a plan and hand out its rows as batches of exactly [`WRITE_BATCH_ROWS`] rows (the
+    /// last one shorter), each column cast to the type `schema` gives it: what a Parquet
+    /// writer must be fed for its bytes not to depend on how the plan cut its output, or on
+    /// the string encodings and nullability a plan happens to produce.
+    pub fn stream_for_writing(
+        &self,
+        df: DataFrame,
+        schema: SchemaRef,
+    ) -> Result<ForWriting<'_>, DataFusionError> {
+        Ok(ForWriting {
+            batches: self.stream(df)?,
+            schema,
+            chunks: Rechunk::new(WRITE_BATCH_ROWS),
+            ready: std::collections::VecDeque::new(),
+            finished: false,
+        })
+    }
+
     /// Run a plan and hand out its batches one at a time, as they are produced: memory stays
     /// bounded by the plan's operators, not by the size of the result.
     pub fn stream(&self, df: DataFrame) -> Result<Batches<'_>, DataFusionError> {
@@ -257,6 +275,62 @@ impl Iterator for Batches<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         self.rt.block_on(self.stream.next())
+    }
+}
+
+/// The batches of [`Engine::stream_for_writing`].
+#[derive(Debug)]
+pub struct ForWriting<'a> {
+    batches: Batches<'a>,
+    schema: SchemaRef,
+    chunks: Rechunk,
+    ready: std::collections::VecDeque<RecordBatch>,
+    finished: bool,
+}
+
+impl ForWriting<'_> {
+    fn conform(&self, b: &RecordBatch) -> Result<RecordBatch, DataFusionError> {
+        let cols = self
+            .schema
+            .fields()
+            .iter()
+            .zip(b.columns())
+            .map(|(f, c)| datafusion::arrow::compute::cast(c, f.data_type()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(RecordBatch::try_new(self.schema.clone(), cols)?)
+    }
+}
+
+impl Iterator for ForWriting<'_> {
+    type Item = Result<RecordBatch, DataFusionError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(b) = self.ready.pop_front() {
+                return Some(Ok(b));
+            }
+            if self.finished {
+                return None;
+            }
+            let step = match self.batches.next() {
+                Some(Ok(b)) => self.conform(&b).and_then(|b| Ok(self.chunks.push(b)?)),
+                Some(Err(e)) => Err(e),
+                None => {
+                    self.finished = true;
+                    let rest = std::mem::replace(&mut self.chunks, Rechunk::new(WRITE_BATCH_ROWS));
+                    rest.finish()
+                        .map(|b| b.into_iter().collect())
+                        .map_err(Into::into)
+                }
+            };
+            match step {
+                Ok(out) => self.ready.extend(out),
+                Err(e) => {
+                    self.finished = true;
+                    return Some(Err(e));
+                }
+            }
+        }
     }
 }
 

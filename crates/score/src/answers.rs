@@ -25,7 +25,7 @@ use protospread_answers::format::{StoredRecord, Vocabulary, OPTIONS};
 use protospread_answers::parse::Status;
 use protospread_core::atomic::Staged;
 use protospread_core::config::{Config, InputRole};
-use protospread_engine::{Batches, Engine, EngineOptions};
+use protospread_engine::{Engine, EngineOptions};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -466,28 +466,17 @@ fn plan_source(
     })
 }
 
-/// Batches of a plan, conformed to the table's schema (the plan may carry other string
-/// encodings or nullability) and handed to `sink` one at a time.
+/// A plan's rows, re-cut and conformed for writing ([`Engine::stream_for_writing`]), handed to
+/// `sink` one batch at a time.
 fn drain(
-    stream: Batches<'_>,
+    engine: &Engine,
+    df: DataFrame,
     schema: &SchemaRef,
     mut sink: impl FnMut(RecordBatch) -> Result<(), ScoreError>,
 ) -> Result<(), ScoreError> {
-    let mut chunks = protospread_engine::Rechunk::new(protospread_engine::WRITE_BATCH_ROWS);
-    for b in stream {
-        let b = b.map_err(|e| df_err("stored answers", e))?;
-        let cols = schema
-            .fields()
-            .iter()
-            .zip(b.columns())
-            .map(|(f, c)| arrow::compute::cast(c, f.data_type()))
-            .collect::<Result<Vec<_>, _>>()?;
-        for c in chunks.push(RecordBatch::try_new(schema.clone(), cols)?)? {
-            sink(c)?;
-        }
-    }
-    if let Some(c) = chunks.finish()? {
-        sink(c)?;
+    let e = |x| df_err("stored answers", x);
+    for b in engine.stream_for_writing(df, schema.clone()).map_err(e)? {
+        sink(b.map_err(e)?)?;
     }
     Ok(())
 }
@@ -697,21 +686,20 @@ fn score_registered(
         records: plans.records,
         ..Default::default()
     };
-    let e = |x| df_err(source, x);
     let schema = parsed.schema.clone();
-    drain(engine.stream(plans.parsed).map_err(e)?, &schema, |b| {
+    drain(engine, plans.parsed, &schema, |b| {
         tally_parsed(&mut sum, &b);
         parsed.write(&b)
     })?;
     let schema = scales.schema.clone();
     let mut last = None;
-    drain(engine.stream(plans.scales).map_err(e)?, &schema, |b| {
+    drain(engine, plans.scales, &schema, |b| {
         tally_scales(&mut sum, &mut last, &b);
         scales.write(&b)
     })?;
     if let Some(df) = plans.reruns {
         let schema = reruns.schema.clone();
-        drain(engine.stream(df).map_err(e)?, &schema, |b| reruns.write(&b))?;
+        drain(engine, df, &schema, |b| reruns.write(&b))?;
     }
     Ok(sum)
 }
