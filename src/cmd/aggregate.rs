@@ -18,14 +18,14 @@ pub struct Args {
 
 pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     let cfg = ctx.config()?;
-    let mut params = cfg.aggregate.clone();
+    let mut params = protospread_aggregate::Params::from_config(&cfg);
     if let Some(p) = args.partitions {
         anyhow::ensure!(
             p <= protospread_aggregate::MAX_PARTITIONS,
             "--partitions {p} is more than the maximum of {}",
             protospread_aggregate::MAX_PARTITIONS
         );
-        params.target_partitions = p;
+        params.aggregate.target_partitions = p;
     }
     let engine = protospread_aggregate::EngineOptions {
         memory_limit: ctx.memory_limit_for(&cfg),

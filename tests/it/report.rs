@@ -77,7 +77,7 @@ fn aggregate_and_report_commands() {
     assert!(o.status.success(), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
-        stdout.contains("| source | label | criterion |"),
+        stdout.contains("| source | label | arm | criterion |"),
         "{stdout}"
     );
     assert!(stdout.contains("| fx | fixture | arm=api |"), "{stdout}");
@@ -349,6 +349,67 @@ fn verify_passes_then_names_each_change() {
     assert!(
         String::from_utf8_lossy(&o.stderr)
             .contains("output report/ghost.csv: expected but not regenerated"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// The repository's pipeline.toml with every `data/` path made absolute and the recorded
+/// input's entry extended by `recorded_extra`, written into `dir`.
+fn embedded_config(dir: &Path, recorded_extra: &str) -> PathBuf {
+    let text = std::fs::read_to_string(repo().join("pipeline.toml")).unwrap();
+    let text = text.replace("\"data/", &format!("\"{}/data/", repo().display()));
+    let entry = "name = \"recorded_smollm2\"\n";
+    assert!(
+        text.contains(entry),
+        "pipeline.toml has no recorded_smollm2 input"
+    );
+    let p = dir.join("pipeline.toml");
+    std::fs::write(&p, text.replace(entry, &format!("{entry}{recorded_extra}"))).unwrap();
+    p
+}
+
+/// `run` on the embedded data prints the recorded source's verdict over its own arm (its single
+/// arm, `local`), and the simulated one over the global headline arm; an input `headline_arm`
+/// the source does not have stops the run, naming the input and the arm.
+#[test]
+fn run_gives_the_recorded_source_a_verdict_over_its_own_arm() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = embedded_config(d.path(), "");
+    let out = d.path().join("out");
+    let o = bin()
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .arg("run")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("| recorded_smollm2 | recorded | local | verdict |")
+            && stdout.contains("| recorded_smollm2 | recorded | local | unreadable_replies_few |")
+            && stdout.contains("| simulated_answers | simulated | api | verdict |"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("0 of 0 arm="), "{stdout}");
+
+    let bad = tempfile::tempdir().unwrap();
+    let cfg = embedded_config(bad.path(), "headline_arm = \"api\"\n");
+    let o = bin()
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--out")
+        .arg(bad.path().join("out"))
+        .arg("run")
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(
+            "input \"recorded_smollm2\": headline_arm \"api\" is not an arm of this source (its arms: local)"
+        ),
         "{}",
         text(&o)
     );

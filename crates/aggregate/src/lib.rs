@@ -21,7 +21,8 @@ mod table;
 #[doc(hidden)]
 pub mod fixture;
 
-use protospread_core::config::AggregateSection;
+use protospread_core::config::{AggregateSection, Config, InputRole};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use protospread_engine::{EngineOptions, MAX_PARTITIONS};
@@ -38,19 +39,63 @@ pub enum AggregateError {
     Engine { path: PathBuf, message: String },
     #[error("[aggregate] in the configuration: {0}")]
     Config(String),
+    /// An input's `headline_arm` names an arm its stored answers do not have.
+    #[error(
+        "input {input:?}: headline_arm {arm:?} is not an arm of this source (its arms: {arms})"
+    )]
+    HeadlineArm {
+        input: String,
+        arm: String,
+        arms: String,
+    },
     #[error(transparent)]
     Core(#[from] protospread_core::CoreError),
     #[error(transparent)]
     Session(#[from] protospread_engine::EngineError),
 }
 
-/// Parameters of the stage (`[aggregate]` of pipeline.toml), validated.
-pub type Params = AggregateSection;
+/// Parameters of the stage: `[aggregate]` of pipeline.toml and the `headline_arm` of each
+/// stored-answer input that sets one.
+#[derive(Debug, Clone, Default)]
+pub struct Params {
+    /// `[aggregate]` of pipeline.toml.
+    pub aggregate: AggregateSection,
+    /// Source (the `[[inputs]]` name of a stored-answer set) -> the arm its verdict uses, from
+    /// the input's `headline_arm`. A source not listed uses its single arm when it has exactly
+    /// one, else `aggregate.headline_arm` (docs/statistics.md).
+    pub input_arms: BTreeMap<String, String>,
+}
 
-/// Check the `[aggregate]` section: non-empty disjoint condition sets, known group columns,
-/// thresholds in range.
-pub fn validate(p: &Params) -> Result<(), AggregateError> {
+impl Params {
+    /// The stage's parameters from a parsed configuration.
+    pub fn from_config(cfg: &Config) -> Self {
+        Params {
+            aggregate: cfg.aggregate.clone(),
+            input_arms: cfg
+                .inputs_with_role(InputRole::Answers)
+                .filter_map(|i| Some((i.name.clone(), i.headline_arm.clone()?)))
+                .collect(),
+        }
+    }
+}
+
+impl From<AggregateSection> for Params {
+    fn from(aggregate: AggregateSection) -> Self {
+        Params {
+            aggregate,
+            input_arms: BTreeMap::new(),
+        }
+    }
+}
+
+/// Check the parameters: non-empty disjoint condition sets, known group columns, thresholds in
+/// range, no empty input arm.
+pub fn validate(params: &Params) -> Result<(), AggregateError> {
     let err = |m: String| Err(AggregateError::Config(m));
+    if let Some((input, _)) = params.input_arms.iter().find(|(_, a)| a.is_empty()) {
+        return err(format!("input {input:?}: headline_arm is empty"));
+    }
+    let p = &params.aggregate;
     if p.protocol_conditions.len() < 2 {
         return err("protocol_conditions needs at least two conditions".into());
     }
@@ -136,7 +181,7 @@ pub fn compute_tables(score_dir: &Path, params: &Params) -> Result<Vec<Table>, A
 }
 
 /// [`compute_tables`] in a session of `engine` (memory limit, spill folder); the partition
-/// count is `params.target_partitions`.
+/// count is `params.aggregate.target_partitions`.
 pub fn compute_tables_with(
     score_dir: &Path,
     params: &Params,

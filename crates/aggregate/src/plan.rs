@@ -1,12 +1,13 @@
 //! The stage's tables as DataFusion SQL plans over the registered inputs (`scores`, `answers`,
-//! `norms`) and the scalar functions of `stats`.
+//! `norms`), the `headline` table (source -> the arm its verdict uses, built by `stage` from
+//! the rule in docs/statistics.md) and the scalar functions of `stats`.
 //!
 //! Only integers are summed; every float comes from a `ps_*` function applied to one cell's or
 //! one group's integers, or from an order-independent built-in (`median`, `min`, `max`: the
 //! result depends on the multiset of values only). Every result is sorted by a unique key, so
 //! the bytes do not depend on the partition count.
 
-use crate::Params;
+use protospread_core::config::AggregateSection as Params;
 
 /// A SQL string literal.
 pub(crate) fn lit(s: &str) -> String {
@@ -283,21 +284,23 @@ pub(crate) fn group_tables(p: &Params) -> Vec<(&'static str, String)> {
             pairs.join(" UNION ALL ")
         )
     };
+    // The reference of "same direction" is the source's headline arm (table `headline`).
     let separate = format!(
-        "WITH ref AS (SELECT source, test, dimension, median(shift_z) AS r FROM cells \
-           WHERE kept AND arm = {} AND shift_z IS NOT NULL GROUP BY source, test, dimension), \
+        "WITH ref AS (SELECT x.source, x.test, x.dimension, median(x.shift_z) AS r \
+           FROM cells x JOIN headline hl ON x.source = hl.source AND x.arm = hl.arm \
+           WHERE x.kept AND x.shift_z IS NOT NULL GROUP BY x.source, x.test, x.dimension), \
          c AS (SELECT x.*, CASE WHEN ref.r IS NULL OR x.shift_z IS NULL OR ref.r = 0 OR x.shift_z = 0 THEN NULL \
                  ELSE (ref.r > 0) = (x.shift_z > 0) END AS same_dir \
                FROM cells x LEFT JOIN ref ON x.source = ref.source AND x.test = ref.test \
                  AND x.dimension = ref.dimension WHERE x.kept AND {}) \
-         SELECT source, label, arm, models, cells, direction_cells, same_direction, {} AS share, \
-           median_range_z, compared_cells, protocol_gt_sampling FROM ( \
+         SELECT g.source, label, g.arm, hl.arm AS reference_arm, models, cells, direction_cells, same_direction, \
+           {} AS share, median_range_z, compared_cells, protocol_gt_sampling FROM ( \
            SELECT source, arm, {LABEL}, COUNT(DISTINCT model) AS models, COUNT(*) AS cells, \
              COUNT(same_dir) AS direction_cells, SUM(CASE WHEN same_dir THEN 1 ELSE 0 END) AS same_direction, \
              median(range_z) AS median_range_z, COUNT(protocol_gt_sampling) AS compared_cells, \
              {EXCEEDING} AS protocol_gt_sampling \
-           FROM c GROUP BY source, arm) ORDER BY source, arm",
-        lit(&p.headline_arm),
+           FROM c GROUP BY source, arm) g LEFT JOIN headline hl ON g.source = hl.source \
+         ORDER BY g.source, g.arm",
         in_list("x.arm", &p.separate_arms),
         share("same_direction", "direction_cells")
     );
@@ -361,63 +364,71 @@ pub(crate) fn request_tables() -> Vec<(&'static str, String)> {
     vec![("requests", requests), ("constant_runs", constant)]
 }
 
-/// One row per source with the verdict's figures over the kept cells of the headline arm.
+/// The arms each source has, over its scale scores and its requests: (source, arm), sorted.
+pub(crate) const SOURCE_ARMS: &str = "SELECT source, arm FROM ( \
+       SELECT DISTINCT source, arm FROM scores UNION SELECT DISTINCT source, arm FROM req \
+     ) WHERE arm IS NOT NULL ORDER BY source, arm";
+
+/// One row per source with the verdict's figures over the kept cells of the source's headline
+/// arm (table `headline`).
 pub(crate) fn verdict_summary(p: &Params) -> String {
-    let arm = lit(&p.headline_arm);
     let (vs, vr) = (flit(p.verdict_share), flit(p.verdict_ratio));
     let sh = share("k", "n");
     let us = share("unread", "req");
     let cs = share("cons", "adm_n");
     format!(
         "WITH s AS ( \
-           SELECT src.source, src.label, COALESCE(h.n, 0) AS n, COALESCE(h.k, 0) AS k, h.mr, \
+           SELECT src.source, src.label, hl.arm, COALESCE(h.n, 0) AS n, COALESCE(h.k, 0) AS k, h.mr, \
              COALESCE(q.req, 0) AS req, COALESCE(q.unread, 0) AS unread, \
              COALESCE(a.adm_n, 0) AS adm_n, COALESCE(a.cons, 0) AS cons \
            FROM (SELECT source, {LABEL} FROM cells GROUP BY source) src \
-           LEFT JOIN (SELECT source, COUNT(protocol_gt_sampling) AS n, {EXCEEDING} AS k, median(ratio) AS mr \
-                      FROM cells WHERE kept AND arm = {arm} GROUP BY source) h ON src.source = h.source \
-           LEFT JOIN (SELECT source, SUM(requests) AS req, SUM(unreadable_replies) AS unread \
-                      FROM req WHERE arm = {arm} GROUP BY source) q ON src.source = q.source \
-           LEFT JOIN (SELECT source, COUNT(*) AS adm_n, SUM(constant) AS cons \
-                      FROM adm WHERE arm = {arm} GROUP BY source) a ON src.source = a.source), \
+           JOIN headline hl ON src.source = hl.source \
+           LEFT JOIN (SELECT c.source, COUNT(c.protocol_gt_sampling) AS n, {EXCEEDING} AS k, median(c.ratio) AS mr \
+                      FROM cells c JOIN headline hl ON c.source = hl.source AND c.arm = hl.arm \
+                      WHERE c.kept GROUP BY c.source) h ON src.source = h.source \
+           LEFT JOIN (SELECT r.source, SUM(r.requests) AS req, SUM(r.unreadable_replies) AS unread \
+                      FROM req r JOIN headline hl ON r.source = hl.source AND r.arm = hl.arm \
+                      GROUP BY r.source) q ON src.source = q.source \
+           LEFT JOIN (SELECT d.source, COUNT(*) AS adm_n, SUM(d.constant) AS cons \
+                      FROM adm d JOIN headline hl ON d.source = hl.source AND d.arm = hl.arm \
+                      GROUP BY d.source) a ON src.source = a.source), \
          v AS (SELECT *, {sh} AS sh, {us} AS us, {cs} AS cs FROM s), \
          w AS (SELECT *, sh >= {vs} AS pass_share, mr >= {vr} AS pass_ratio FROM v) \
          SELECT * FROM w",
     )
 }
 
-/// The verdict rows from `verdict_w` ([`verdict_summary`] collected): five criteria per source.
+/// The verdict rows from `verdict_w` ([`verdict_summary`] collected): five criteria per source,
+/// each naming the arm they are over.
 pub(crate) fn verdict(p: &Params) -> String {
-    let arm_text = |s: &str| lit(&s.replace("{arm}", &p.headline_arm));
     let (vs, vr, vf) = (
         flit(p.verdict_share),
         flit(p.verdict_ratio),
         flit(p.verdict_few),
     );
     format!(
-        "SELECT source, label, criterion, value, threshold, passed, statement FROM ( \
-           SELECT source, label, 1 AS ord, 'share_protocol_gt_sampling' AS criterion, sh AS value, {vs} AS threshold, \
+        "SELECT source, label, arm, criterion, value, threshold, passed, statement FROM ( \
+           SELECT source, label, arm, 1 AS ord, 'share_protocol_gt_sampling' AS criterion, sh AS value, {vs} AS threshold, \
              pass_share AS passed, \
-             'share of ' || CAST(n AS VARCHAR) || {} AS statement FROM verdict_w w \
+             'share of ' || CAST(n AS VARCHAR) || ' kept arm=' || arm || ' cells with protocol SD > sampling SD is at least the threshold' AS statement \
+           FROM verdict_w w \
            UNION ALL \
-           SELECT source, label, 2, 'median_ratio', mr, {vr}, pass_ratio, {} FROM verdict_w w \
+           SELECT source, label, arm, 2, 'median_ratio', mr, {vr}, pass_ratio, \
+             'median ratio protocol SD / sampling SD over arm=' || arm || ' cells is at least the threshold' FROM verdict_w w \
            UNION ALL \
-           SELECT source, label, 3, 'unreadable_replies_few', us, {vf}, us < {vf}, \
-             CAST(unread AS VARCHAR) || ' of ' || CAST(req AS VARCHAR) || {} FROM verdict_w w \
+           SELECT source, label, arm, 3, 'unreadable_replies_few', us, {vf}, us < {vf}, \
+             CAST(unread AS VARCHAR) || ' of ' || CAST(req AS VARCHAR) || ' arm=' || arm || ' requests gave an unreadable reply: below the threshold counts as few' \
+           FROM verdict_w w \
            UNION ALL \
-           SELECT source, label, 4, 'constant_runs_few', cs, {vf}, cs < {vf}, \
-             CAST(cons AS VARCHAR) || ' of ' || CAST(adm_n AS VARCHAR) || {} FROM verdict_w w \
+           SELECT source, label, arm, 4, 'constant_runs_few', cs, {vf}, cs < {vf}, \
+             CAST(cons AS VARCHAR) || ' of ' || CAST(adm_n AS VARCHAR) || ' arm=' || arm || ' administrations gave constant answers: below the threshold counts as few' \
+           FROM verdict_w w \
            UNION ALL \
-           SELECT source, label, 5, 'verdict', CAST(NULL AS DOUBLE), CAST(NULL AS DOUBLE), \
+           SELECT source, label, arm, 5, 'verdict', CAST(NULL AS DOUBLE), CAST(NULL AS DOUBLE), \
              CASE WHEN pass_share IS NULL OR pass_ratio IS NULL THEN NULL ELSE pass_share AND pass_ratio END, \
-             CASE WHEN pass_share IS NULL OR pass_ratio IS NULL THEN {} \
-                  WHEN pass_share AND pass_ratio THEN 'protocol spread exceeds sampling noise: use the protocol spread as the error bar' \
-                  ELSE 'the protocol spread is not shown to exceed sampling noise by the thresholds' END \
+             CASE WHEN pass_share IS NULL OR pass_ratio IS NULL THEN 'no kept arm=' || arm || ' cells: no verdict' \
+                  WHEN pass_share AND pass_ratio THEN 'arm=' || arm || ': protocol spread exceeds sampling noise: use the protocol spread as the error bar' \
+                  ELSE 'arm=' || arm || ': the protocol spread is not shown to exceed sampling noise by the thresholds' END \
            FROM verdict_w w) ORDER BY source, ord",
-        arm_text(" kept arm={arm} cells with protocol SD > sampling SD is at least the threshold"),
-        arm_text("median ratio protocol SD / sampling SD over arm={arm} cells is at least the threshold"),
-        arm_text(" arm={arm} requests gave an unreadable reply: below the threshold counts as few"),
-        arm_text(" arm={arm} administrations gave constant answers: below the threshold counts as few"),
-        arm_text("no kept arm={arm} cells: no verdict"),
     )
 }

@@ -9,6 +9,7 @@ use arrow::record_batch::RecordBatch;
 use arrow::util::display::array_value_to_string;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use protospread_engine::{Engine, EngineOptions};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -124,6 +125,30 @@ fn check_schema(path: &Path, columns: &[(&str, Kind)]) -> Result<(), AggregateEr
         }
     }
     Ok(())
+}
+
+/// The arm the verdict of `source` uses, given the arms the source has (docs/statistics.md,
+/// "Which arm a source's verdict is about"): the input's own `headline_arm` if set (it must be
+/// one of `arms`), else the source's single arm, else `[aggregate] headline_arm`.
+pub(crate) fn headline_arm<'a>(
+    p: &'a Params,
+    source: &str,
+    arms: &'a [String],
+) -> Result<&'a str, AggregateError> {
+    match (p.input_arms.get(source), arms) {
+        (Some(arm), _) if arms.contains(arm) => Ok(arm),
+        (Some(arm), _) => Err(AggregateError::HeadlineArm {
+            input: source.to_string(),
+            arm: arm.clone(),
+            arms: if arms.is_empty() {
+                "none: the source has no scale scores or answers".to_string()
+            } else {
+                arms.join(", ")
+            },
+        }),
+        (None, [only]) => Ok(only),
+        (None, _) => Ok(&p.aggregate.headline_arm),
+    }
 }
 
 struct Files {
@@ -355,6 +380,54 @@ impl Run<'_> {
             })
     }
 
+    /// Register `headline` (source, arm): the arm each source's verdict uses. An input whose
+    /// `headline_arm` names an arm it does not have is an error, also when the input has no
+    /// rows at all.
+    fn headline(&self, p: &Params) -> Result<(), AggregateError> {
+        let path = &self.files.scores;
+        let mut arms: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for b in self.sql(plan::SOURCE_ARMS, path)? {
+            for r in 0..b.num_rows() {
+                let v = |c: usize| {
+                    array_value_to_string(b.column(c), r).map_err(|e| AggregateError::Engine {
+                        path: path.clone(),
+                        message: format!("source arms: {e}"),
+                    })
+                };
+                arms.entry(v(0)?).or_default().push(v(1)?);
+            }
+        }
+        for input in p.input_arms.keys() {
+            arms.entry(input.clone()).or_default();
+        }
+        let (mut sources, mut chosen) = (Vec::new(), Vec::new());
+        for (source, a) in &arms {
+            chosen.push(headline_arm(p, source, a)?.to_string());
+            sources.push(source.clone());
+        }
+        let schema = Arc::new(arrow::datatypes::Schema::new(vec![
+            arrow::datatypes::Field::new("source", DataType::Utf8, false),
+            arrow::datatypes::Field::new("arm", DataType::Utf8, false),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(arrow::array::StringArray::from(sources)),
+                Arc::new(arrow::array::StringArray::from(chosen)),
+            ],
+        )
+        .map_err(|e| AggregateError::Engine {
+            path: path.clone(),
+            message: format!("headline: {e}"),
+        })?;
+        self.engine
+            .register_batches("headline", schema, vec![batch])
+            .map_err(|e| AggregateError::Engine {
+                path: path.clone(),
+                message: format!("headline: {e}"),
+            })
+    }
+
     fn view(&self, name: &str, sql: &str) -> Result<(), AggregateError> {
         self.sql(&format!("CREATE VIEW {name} AS {sql}"), &self.files.scores)
             .map(|_| ())
@@ -382,18 +455,20 @@ impl Run<'_> {
             self.materialize(name, &sql, &f.answers)?;
         }
         self.check_answers()?;
+        self.headline(p)?;
         self.view(
             "norms_n",
             "SELECT test, dimension, CAST(mean AS DOUBLE) AS mean, CAST(sd AS DOUBLE) AS sd FROM norms",
         )?;
-        for (name, sql) in plan::views(p) {
+        let a = &p.aggregate;
+        for (name, sql) in plan::views(a) {
             if name == "cm" {
                 self.materialize(name, &sql, &f.scores)?;
             } else {
                 self.view(name, &sql)?;
             }
         }
-        let cells = self.table("cells", &plan::cells(p), &f.scores)?;
+        let cells = self.table("cells", &plan::cells(a), &f.scores)?;
         // Every group table reads the cells once computed, as Arrow batches in memory.
         self.engine
             .register_batches("cells", cells.schema(), vec![cells.batch.clone()])
@@ -408,21 +483,21 @@ impl Run<'_> {
                  FROM cells WHERE NOT kept ORDER BY source, model, test, dimension",
             &f.scores,
         )?);
-        for (name, sql) in plan::group_tables(p) {
+        for (name, sql) in plan::group_tables(a) {
             out.push(self.table(name, &sql, &f.scores)?);
         }
         for (name, sql) in plan::request_tables() {
             out.push(self.table(name, &sql, &f.answers)?);
         }
-        self.materialize("verdict_w", &plan::verdict_summary(p), &f.scores)?;
-        out.push(self.table("verdict", &plan::verdict(p), &f.scores)?);
+        self.materialize("verdict_w", &plan::verdict_summary(a), &f.scores)?;
+        out.push(self.table("verdict", &plan::verdict(a), &f.scores)?);
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
     }
 }
 
 /// Compute every table from the score stage's folder in a session of `engine` (its
-/// `target_partitions` is replaced by `params.target_partitions`).
+/// `target_partitions` is replaced by `params.aggregate.target_partitions`).
 pub(crate) fn compute(
     score_dir: &Path,
     params: &Params,
@@ -437,7 +512,7 @@ pub(crate) fn compute(
     check_schema(&files.answers, ANSWER_COLUMNS)?;
     check_schema(&files.norms, NORM_COLUMNS)?;
     let opts = EngineOptions {
-        target_partitions: params.target_partitions,
+        target_partitions: params.aggregate.target_partitions,
         ..engine.clone()
     };
     let engine = Engine::new(&opts)?;

@@ -6,6 +6,7 @@ use arrow::array::{Array, BooleanArray, Float64Array, Int64Array, StringArray};
 use arrow::record_batch::RecordBatch;
 use protospread_aggregate::fixture::{self, FxAnswer, FxScore};
 use protospread_aggregate::Params;
+use protospread_core::config::AggregateSection;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -27,10 +28,10 @@ fn run_rows(
     let score = dir.path().join("score");
     std::fs::create_dir_all(&score).unwrap();
     write_many_row_groups(&score, scores, answers);
-    let params = Params {
+    let params = Params::from(AggregateSection {
         target_partitions: partitions,
-        ..Params::default()
-    };
+        ..AggregateSection::default()
+    });
     protospread_aggregate::run(&score, &dir.path().join("aggregate"), &params).unwrap();
     let mut tables = BTreeMap::new();
     for e in std::fs::read_dir(dir.path().join("aggregate")).unwrap() {
@@ -539,6 +540,11 @@ fn group_tables_match_an_independent_computation() {
     }
     let sa = &t["separate_arms"];
     assert_eq!(s(sa, "arm"), vec!["cli"]);
+    assert_eq!(
+        s(sa, "reference_arm"),
+        vec!["api"],
+        "fx: two arms, the global headline arm"
+    );
     let cli: Vec<(&Key, &Expect)> = exp
         .iter()
         .filter(|(_, e)| e.kept && e.arm == "cli")
@@ -683,14 +689,174 @@ fn request_tables_match_an_independent_computation() {
     let share = f(v, "value")[fx[0]].unwrap();
     let ratio = f(v, "value")[fx[1]].unwrap();
     assert_eq!(bo(v, "passed")[fx[4]], Some(share >= 0.8 && ratio >= 2.0));
-    let rx: Vec<usize> = (0..v.num_rows())
-        .filter(|k| s(v, "source")[*k] == "rx")
+}
+
+/// The verdict's share of cells with protocol SD > sampling SD and median ratio over the kept
+/// cells of `arm` in `source`, from the independent cell computation.
+fn expected_verdict(
+    exp: &BTreeMap<Key, Expect>,
+    source: &str,
+    arm: &str,
+) -> (Option<f64>, Option<f64>) {
+    let compared: Vec<&Expect> = exp
+        .iter()
+        .filter(|(k, e)| k.0 == source && e.kept && e.arm == arm && e.has_sampling)
+        .map(|(_, e)| e)
         .collect();
-    assert_eq!(
-        bo(v, "passed")[rx[4]],
-        None,
-        "no api cells in the recorded fixture: no verdict"
+    let exceeding = compared.iter().filter(|e| e.psd > e.ssd).count();
+    let ratios: Vec<f64> = compared
+        .iter()
+        .filter(|e| e.psd > 0.0 || e.ssd > 0.0)
+        .map(|e| {
+            if e.ssd == 0.0 {
+                f64::INFINITY
+            } else {
+                e.psd / e.ssd
+            }
+        })
+        .collect();
+    let share = (!compared.is_empty()).then(|| exceeding as f64 / compared.len() as f64);
+    (share, median_other(&ratios))
+}
+
+/// Rows of `source` in the verdict table, in criterion order.
+fn verdict_rows(v: &RecordBatch, source: &str) -> Vec<usize> {
+    (0..v.num_rows())
+        .filter(|k| s(v, "source")[*k] == source)
+        .collect()
+}
+
+/// Each verdict row is over `arm`, says so in its statement, and has the share and median
+/// ratio of that arm's cells.
+fn check_verdict_arm(v: &RecordBatch, exp: &BTreeMap<Key, Expect>, source: &str, arm: &str) {
+    let r = verdict_rows(v, source);
+    assert_eq!(r.len(), 5, "{source}");
+    for k in &r {
+        assert_eq!(s(v, "arm")[*k], arm, "{source}");
+        let st = &s(v, "statement")[*k];
+        assert!(st.contains(&format!("arm={arm}")), "{source}: {st}");
+    }
+    let (share, ratio) = expected_verdict(exp, source, arm);
+    assert!(
+        share.is_some() && ratio.is_some(),
+        "{source} {arm}: cells to compare"
     );
+    close(f(v, "value")[r[0]], share, "verdict share");
+    close(f(v, "value")[r[1]], ratio, "verdict median ratio");
+    assert_eq!(
+        bo(v, "passed")[r[4]],
+        Some(share.unwrap() >= 0.8 && ratio.unwrap() >= 2.0),
+        "{source} {arm}"
+    );
+}
+
+/// A source with one arm gets its verdict over that arm; a source with several arms over the
+/// global `headline_arm`.
+#[test]
+fn verdict_is_over_each_sources_own_arm() {
+    let (scores, answers) = fixture::rows();
+    let exp = expected_cells(&scores);
+    let (_d, t) = run_fixture(3);
+    let v = &t["verdict"];
+    check_verdict_arm(v, &exp, "fx", "api");
+    check_verdict_arm(v, &exp, "rx", "local");
+    // The recorded fixture's requests and administrations are all of arm local.
+    let requests: BTreeSet<String> = answers
+        .iter()
+        .filter(|a| a.source == "rx")
+        .map(|a| {
+            if a.mode == "whole" {
+                format!("{}/{}/{}/{}", a.model, a.condition, a.sample, a.test)
+            } else {
+                format!(
+                    "{}/{}/{}/{}/{}",
+                    a.model, a.condition, a.sample, a.test, a.item
+                )
+            }
+        })
+        .collect();
+    let admins: BTreeSet<String> = scores
+        .iter()
+        .filter(|r| r.source == "rx")
+        .map(|r| format!("{}/{}/{}/{}", r.model, r.condition, r.sample, r.test))
+        .collect();
+    assert!(!requests.is_empty() && !admins.is_empty());
+    let r = verdict_rows(v, "rx");
+    let st = s(v, "statement");
+    assert!(
+        st[r[2]].ends_with(&format!(
+            " of {} arm=local requests gave an unreadable reply: below the threshold counts as few",
+            requests.len()
+        )),
+        "{}",
+        st[r[2]]
+    );
+    assert!(
+        st[r[3]].ends_with(&format!(
+            " of {} arm=local administrations gave constant answers: below the threshold counts as few",
+            admins.len()
+        )),
+        "{}",
+        st[r[3]]
+    );
+}
+
+/// An input's `headline_arm` overrides both rules; an arm the source does not have is refused,
+/// naming the input and the arm.
+#[test]
+fn an_inputs_headline_arm_chooses_the_arm_and_must_be_one_it_has() {
+    let (scores, answers) = fixture::rows();
+    let exp = expected_cells(&scores);
+    let dir = tempfile::tempdir().unwrap();
+    write_scores(dir.path(), &scores, &answers);
+    let with = |input: &str, arm: &str| Params {
+        input_arms: [(input.to_string(), arm.to_string())].into(),
+        ..Params::default()
+    };
+    let tables = protospread_aggregate::compute_tables(dir.path(), &with("fx", "cli")).unwrap();
+    let get = |n: &str| &tables.iter().find(|t| t.name == n).unwrap().batch;
+    check_verdict_arm(get("verdict"), &exp, "fx", "cli");
+    check_verdict_arm(get("verdict"), &exp, "rx", "local");
+    assert_eq!(s(get("separate_arms"), "reference_arm"), vec!["cli"]);
+    for (input, arm, arms) in [
+        ("rx", "api", "its arms: local)"),
+        ("fx", "local", "its arms: api, cli)"),
+        ("ghost", "api", "its arms: none"),
+    ] {
+        let e = protospread_aggregate::compute_tables(dir.path(), &with(input, arm))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!(
+                "input {input:?}: headline_arm {arm:?} is not an arm of this source"
+            )) && e.contains(arms),
+            "{e}"
+        );
+    }
+    let e = protospread_aggregate::compute_tables(dir.path(), &with("rx", ""))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("input \"rx\": headline_arm is empty"), "{e}");
+}
+
+/// `Params::from_config` takes the arm of each stored-answer input that sets one.
+#[test]
+fn params_from_config_take_each_inputs_headline_arm() {
+    let zeros = "0".repeat(64);
+    let text = format!(
+        "[study]\nname = \"t\"\n\
+         [[inputs]]\nname = \"a\"\nrole = \"answers\"\npath = \"a.jsonl\"\nsha256 = \"{zeros}\"\nheadline_arm = \"local\"\n\
+         [[inputs]]\nname = \"b\"\nrole = \"answers\"\npath = \"b.jsonl\"\nsha256 = \"{zeros}\"\n\
+         [aggregate]\nheadline_arm = \"cli\"\n"
+    );
+    let cfg = protospread_core::config::Config::parse(&text, Path::new("p.toml"), Path::new("."))
+        .unwrap();
+    let p = Params::from_config(&cfg);
+    assert_eq!(
+        p.input_arms,
+        BTreeMap::from([("a".to_string(), "local".to_string())])
+    );
+    assert_eq!(p.aggregate.headline_arm, "cli");
 }
 
 fn write_scores(dir: &Path, rows: &[FxScore], answers: &[FxAnswer]) {
@@ -764,10 +930,10 @@ fn bad_inputs_are_named() {
         .to_string();
     assert!(e.contains("inconsistent"), "{e}");
     // Bad parameters.
-    let bad = Params {
+    let bad = Params::from(AggregateSection {
         groups: vec!["colour".into()],
-        ..Params::default()
-    };
+        ..AggregateSection::default()
+    });
     let e = protospread_aggregate::compute_tables(dir.path(), &bad)
         .unwrap_err()
         .to_string();
@@ -797,10 +963,10 @@ fn bad_inputs_are_named() {
         "{e}"
     );
     // Too many partitions is refused before any session is set up.
-    let many = Params {
+    let many = Params::from(AggregateSection {
         target_partitions: usize::MAX,
-        ..Params::default()
-    };
+        ..AggregateSection::default()
+    });
     let e = protospread_aggregate::compute_tables(dir.path(), &many)
         .unwrap_err()
         .to_string();

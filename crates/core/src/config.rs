@@ -101,6 +101,11 @@ pub struct Input {
     pub hf: Option<HfSource>,
     /// Expected sha256 of the file's bytes, 64 lowercase hex.
     pub sha256: String,
+    /// For `role = "answers"`: the arm this source's verdict is about, overriding the rule
+    /// "the source's single arm, else `[aggregate] headline_arm`" (docs/statistics.md). The
+    /// aggregate stage refuses an arm the source's stored answers do not have.
+    #[serde(default)]
+    pub headline_arm: Option<String>,
 }
 
 impl Input {
@@ -189,6 +194,17 @@ impl Config {
                     ));
                 }
             }
+            if let Some(a) = &i.headline_arm {
+                if i.role != InputRole::Answers {
+                    return Err(format!(
+                        "input '{}': `headline_arm` is only for role \"answers\"",
+                        i.name
+                    ));
+                }
+                if a.is_empty() {
+                    return Err(format!("input '{}': `headline_arm` is empty", i.name));
+                }
+            }
             if i.role == InputRole::Human {
                 match &i.instrument {
                     Some(n) if crate::instruments::by_name(n).is_some() => {}
@@ -255,6 +271,38 @@ mod tests {
             e.contains("p.toml") && e.contains("items = 4000000000 is out of range"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn headline_arm_only_on_answers_inputs() {
+        let input = |role: &str, arm: &str| {
+            format!(
+                "{MIN}[[inputs]]\nname = \"a\"\nrole = \"{role}\"\nsha256 = \"{}\"\npath = \"x\"\nheadline_arm = \"{arm}\"\n",
+                "0".repeat(64)
+            )
+        };
+        let c = Config::parse(
+            &input("answers", "local"),
+            Path::new("p.toml"),
+            Path::new("."),
+        )
+        .unwrap();
+        assert_eq!(c.inputs[0].headline_arm.as_deref(), Some("local"));
+        let e = Config::parse(
+            &input("other", "local"),
+            Path::new("p.toml"),
+            Path::new("."),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("input 'a'") && e.contains("only for role \"answers\""),
+            "{e}"
+        );
+        let e = Config::parse(&input("answers", ""), Path::new("p.toml"), Path::new("."))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("input 'a': `headline_arm` is empty"), "{e}");
     }
 
     #[test]

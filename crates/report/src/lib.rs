@@ -38,12 +38,12 @@ impl ReportError {
 
 /// Title and one-line description of a known table; order here is the order in the report.
 pub const CATALOG: &[(&str, &str, &str)] = &[
-    ("verdict", "Verdict", "The verdict rule applied to the headline arm, with its thresholds from [aggregate] (share of cells, median ratio, \"few\")."),
+    ("verdict", "Verdict", "The verdict rule applied per source to its headline arm (column arm: the input's headline_arm, else the source's single arm, else [aggregate] headline_arm), with its thresholds from [aggregate] (share of cells, median ratio, \"few\")."),
     ("protocol_vs_sampling", "Protocol SD versus sampling SD, by group", "Kept cells where the SD over the protocol administrations exceeds the SD over the temperature-1 samples, and the median ratio (inf = sampling SD 0)."),
     ("range", "Highest minus lowest setup, in human SDs", "Per group: median, min and max of the range over the protocol administrations, and cells with a range of at least 1 and 2 human SDs."),
     ("by_test", "By test", "Per group and test: cells with protocol SD > sampling SD, median ratio, median range."),
     ("reruns", "Rerun differences", "Absolute difference in human SDs between a condition and its rerun, per group: median and max over cells."),
-    ("separate_arms", "Separate arms (command-line tools)", "Arms reported apart (no temperature control): same direction = the cell's protocol shift (mean z whole-test minus single-item setups) has the sign of the headline arm's median shift of that scale; median range in human SDs."),
+    ("separate_arms", "Separate arms (command-line tools)", "Arms reported apart (no temperature control): same direction = the cell's protocol shift (mean z whole-test minus single-item setups) has the sign of the median shift of that scale in the source's headline arm (reference_arm); median range in human SDs."),
     ("requests", "Requests, unreadable replies and constant-answer administrations", "Per model and condition: requests sent, failed, replies with an unreadable answer, administrations with constant answers."),
     ("constant_runs", "Constant-answer administrations", "Every administration whose answers were all the same option."),
     ("dropped_cells", "Dropped cells", "Every cell left out of the tables, with the reason."),
