@@ -15,15 +15,15 @@ const CARGO_LOCK: &[u8] = include_bytes!("../../Cargo.lock");
 /// Bagging-Date: --date, else SOURCE_DATE_EPOCH, else today's UTC date; with a pinned date the
 /// bag is byte-for-byte reproducible. Run `protospread run` first. See docs/report.md.
 #[derive(clap::Args, Debug, Default)]
-pub struct Args {
+pub(crate) struct Args {
     /// Folder to create (must not exist).
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Bagging-Date as YYYY-MM-DD (default: SOURCE_DATE_EPOCH's date, else today, UTC).
     #[arg(long)]
-    pub date: Option<String>,
+    pub(crate) date: Option<String>,
 }
 
-pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     let cfg = ctx.config()?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -9,12 +9,12 @@ use std::process::ExitCode;
 /// Markdown, plus report.md and a self-contained report.html with figures, into <out>/report/
 /// with SHA256SUMS. Prints the verdict and the headline tables as Markdown. See docs/report.md.
 #[derive(clap::Args, Debug, Default)]
-pub struct Args {}
+pub(crate) struct Args {}
 
 /// Tables printed after a run, in this order.
 const PRINTED: &[&str] = &["verdict", "protocol_vs_sampling", "range", "reruns"];
 
-pub fn run(ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
     let cfg = ctx.config()?;
     let s = protospread_report::run(&ctx.out, &cfg.report).context("report stage")?;
     let dir = ctx.out.join("report");

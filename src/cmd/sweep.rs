@@ -11,13 +11,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug, Default)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
-    pub command: Option<SweepCommand>,
+    pub(crate) command: Option<SweepCommand>,
 }
 
 #[derive(clap::Subcommand, Debug)]
-pub enum SweepCommand {
+pub(crate) enum SweepCommand {
     /// Write one lm-evaluation-harness task file per delimiter x {plain, named}, and a
     /// README with the exact `lm_eval` command, into the folder given by the global
     /// `--out DIR` (which must not exist or be empty).
@@ -34,58 +34,58 @@ pub enum SweepCommand {
 }
 
 #[derive(clap::Args, Debug)]
-pub struct DictionaryArgs {
+pub(crate) struct DictionaryArgs {
     /// API base up to and including `/v1`, e.g. http://127.0.0.1:8088/v1.
     #[arg(long)]
-    pub base_url: String,
+    pub(crate) base_url: String,
     /// Model id exactly as sent.
     #[arg(long)]
-    pub model: String,
+    pub(crate) model: String,
     /// Generator seed: the same seed gives the same documents.
     #[arg(long, default_value_t = 20251005)]
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Documents per delimiter and variant.
     #[arg(long, default_value_t = 20)]
-    pub n_docs: u32,
+    pub(crate) n_docs: u32,
     /// Delimiters by slug, comma-separated (e.g. nl,space,comma); default all of
     /// `[sweep] delimiters`. Each must be in `[sweep] delimiters`.
     #[arg(long, value_delimiter = ',')]
-    pub delimiters: Vec<String>,
+    pub(crate) delimiters: Vec<String>,
     /// Seconds one attempt may take.
     #[arg(long, default_value_t = 120)]
-    pub timeout: u64,
+    pub(crate) timeout: u64,
     /// Attempts after the first (HTTP 429/5xx, timeouts, connection errors).
     #[arg(long, default_value_t = 2)]
-    pub retries: u32,
+    pub(crate) retries: u32,
     /// Print the number of requests and the first request body; send nothing.
     #[arg(long)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
 }
 
 #[derive(clap::Args, Debug)]
-pub struct LmEvalArgs {
+pub(crate) struct LmEvalArgs {
     /// Benchmark: mmlu, arc_challenge or commonsense_qa.
     #[arg(long)]
-    pub task: String,
+    pub(crate) task: String,
     /// lm-eval's installed task folder (absolute); default: asked of `--python`
     /// (`import lm_eval.tasks`), an error if lm-eval is not installed there.
     #[arg(long)]
-    pub lm_eval_tasks: Option<PathBuf>,
+    pub(crate) lm_eval_tasks: Option<PathBuf>,
     /// The Python interpreter whose installed lm-eval names the task folder when
     /// `--lm-eval-tasks` is absent (e.g. a venv's bin/python).
     #[arg(long, default_value = "python3")]
-    pub python: String,
+    pub(crate) python: String,
 }
 
 #[derive(clap::Args, Debug)]
-pub struct IngestArgs {
+pub(crate) struct IngestArgs {
     /// lm-eval `--output_path` folders; default: `[sweep] lm_eval_runs`. Given folders need
     /// no pipeline.toml: without one, the sweep's delimiters are those the runs used and the
     /// other `[sweep]` settings are the defaults.
-    pub dirs: Vec<PathBuf>,
+    pub(crate) dirs: Vec<PathBuf>,
 }
 
-pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         None => anyhow::bail!("give a sweep subcommand: `protospread sweep lm-eval`, `sweep ingest` or `sweep dictionary` (see --help)"),
         Some(SweepCommand::LmEval(a)) => lm_eval(ctx, a),

@@ -14,16 +14,16 @@ use std::process::ExitCode;
 /// folder. `--update` rewrites checksums/ from a fresh regeneration (do this on purpose only,
 /// and review the diff). See docs/report.md.
 #[derive(clap::Args, Debug, Default)]
-pub struct Args {
+pub(crate) struct Args {
     /// Rewrite checksums/ (inputs.sha256, outputs.sha256, tables/) from a fresh regeneration.
     #[arg(long)]
-    pub update: bool,
+    pub(crate) update: bool,
     /// The checksums folder (default: checksums/ next to the configuration file).
     #[arg(long)]
-    pub checksums: Option<PathBuf>,
+    pub(crate) checksums: Option<PathBuf>,
     /// Keep the regenerated folder even when everything matches.
     #[arg(long)]
-    pub keep: bool,
+    pub(crate) keep: bool,
 }
 
 fn fresh_dir() -> anyhow::Result<PathBuf> {
@@ -50,7 +50,7 @@ fn regenerate(ctx: &Ctx, out: &Path) -> anyhow::Result<ExitCode> {
     crate::cmd::run_all(&sub)
 }
 
-pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     let cfg = ctx.config()?;
     let checksums = args
         .checksums

@@ -137,7 +137,7 @@ impl Instrument {
                 )));
             }
             if it.text.trim().is_empty() {
-                return Err(bad(format!("items[{row}]: item {} has an empty text", n)));
+                return Err(bad(format!("items[{row}]: item {n} has an empty text")));
             }
             if items[n - 1].is_some() {
                 return Err(bad(format!("items[{row}]: item {n} is given twice")));

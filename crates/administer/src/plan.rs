@@ -21,11 +21,13 @@ pub use protospread_answers::format::CONDITIONS as BUILTIN;
 pub struct Condition {
     /// Name as stored (`S0`, `BS3`, ...).
     pub name: String,
+    /// One question per request or the whole test in one request.
     pub mode: Mode,
     /// Options shown in reverse order (option 1 = the last human option).
     pub reversed: bool,
     /// Instruction id (`P1`, `P2`).
     pub instruction: String,
+    /// Sampling temperature sent with every request of the condition.
     pub temperature: f64,
     /// Independent samples of each request (1 except ST1).
     pub samples: u32,
@@ -126,7 +128,9 @@ pub fn shuffled_order(n: usize, seed: u64) -> Vec<u32> {
 /// One chat message as sent.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Message {
+    /// `system` or `user`.
     pub role: String,
+    /// The message text.
     pub content: String,
 }
 
@@ -147,20 +151,29 @@ struct Body<'a> {
 pub struct Planned {
     /// `model|test|condition|sample|item` (`whole` for whole-test requests).
     pub key: String,
+    /// Test (instrument) name.
     pub test: String,
+    /// Condition code (S0, ST1, BS1...).
     pub condition: String,
     /// 1-based sample index.
     pub sample: u32,
+    /// One item per request or the whole test.
     pub mode: Mode,
     /// Human item number (single mode).
     pub item: Option<u32>,
     /// Human item numbers in the order shown (whole mode).
     pub item_order: Option<Vec<u32>>,
+    /// Seed of the item-order shuffle (BS1..BS4), else none.
     pub order_seed: Option<u64>,
+    /// Options shown in reversed order.
     pub reversed: bool,
+    /// Instruction variant (`P1` or `P2`).
     pub instruction: String,
+    /// Sampling temperature.
     pub temperature: f64,
+    /// `max_tokens` sent in the body.
     pub max_tokens: u32,
+    /// Seed sent in the body, if any.
     pub seed: Option<u64>,
     /// The exact request body bytes (UTF-8 JSON).
     pub body: String,

@@ -19,15 +19,21 @@ pub const FORMAT_VERSION: u32 = 1;
 /// (docs/stored-answers.md); the rest record the request exactly as sent and what came back.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Record {
+    /// Stored-answer format version (always 1).
     pub format_version: u32,
+    /// Study name.
     pub study: String,
     /// Model id exactly as sent in the request body.
     pub model: String,
+    /// `api`, `cli` or `local`.
     pub arm: String,
+    /// Cohort the model belongs to.
     pub cohort: String,
+    /// Condition code (S0, ST1, BS1...).
     pub condition: String,
     /// 1-based sample index (ST1 has 1..=3, every other condition 1).
     pub sample: u32,
+    /// Test (instrument) name.
     pub test: String,
     /// `single` or `whole`.
     pub mode: String,
@@ -41,11 +47,13 @@ pub struct Record {
     pub option_order: String,
     /// `P1` or `P2`.
     pub instruction: String,
+    /// Sampling temperature sent.
     pub temperature: f64,
     /// The reply text as received (`choices[0].message.content`); empty when the request failed.
     pub reply: String,
     /// Why the request failed after its retries; null for an answered request.
     pub error: Option<String>,
+    /// Provenance label of the run (e.g. `recorded`).
     pub label: String,
     // --- recording columns: extension keys (`x_` prefix), carried but not imported ---
     /// `model|test|condition|sample|item` (`whole` for whole-test requests): unique per request.
@@ -60,6 +68,7 @@ pub struct Record {
     /// Seed sent in the body, if any.
     #[serde(rename = "x_seed")]
     pub seed: Option<u64>,
+    /// `max_tokens` sent in the body.
     #[serde(rename = "x_max_tokens")]
     pub max_tokens: u32,
     /// The URL the request was POSTed to.
@@ -101,25 +110,40 @@ impl Record {
 /// Identity of the run written into every record.
 #[derive(Debug, Clone)]
 pub struct RunLabels {
+    /// Study name.
     pub study: String,
+    /// Model id as sent.
     pub model: String,
+    /// `api`, `cli` or `local`.
     pub arm: String,
+    /// Cohort the model belongs to.
     pub cohort: String,
+    /// Provenance label of the run.
     pub label: String,
+    /// The URL requests are POSTed to.
     pub endpoint: String,
 }
 
 /// What came back for one request.
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {
+    /// The reply text, when the request was answered.
     pub reply: Option<String>,
+    /// Why the request failed after its retries.
     pub error: Option<String>,
+    /// `model` of the response body.
     pub response_model: Option<String>,
+    /// `usage` of the response body, as received.
     pub usage: Option<serde_json::Value>,
+    /// `choices[0].finish_reason`.
     pub finish_reason: Option<String>,
+    /// `system_fingerprint` of the response body.
     pub system_fingerprint: Option<String>,
+    /// HTTP status of the last attempt.
     pub http_status: Option<u16>,
+    /// Attempts made (1 + retries).
     pub attempts: u32,
+    /// Wall time of all attempts, in milliseconds.
     pub elapsed_ms: u64,
 }
 

@@ -13,7 +13,12 @@ pub enum IntError {
     /// Digits, but not the canonical spelling: a `+` sign, a leading zero, or `-0`.
     NotCanonical,
     /// A canonical integer outside `min..=max`.
-    OutOfRange { min: i128, max: i128 },
+    OutOfRange {
+        /// Smallest allowed value.
+        min: i128,
+        /// Largest allowed value.
+        max: i128,
+    },
 }
 
 impl fmt::Display for IntError {
@@ -68,7 +73,9 @@ where
 
 /// Bounds of the integer column types, for error messages.
 pub trait Bounded {
+    /// Smallest value of the type.
     const MIN_I128: i128;
+    /// Largest value of the type.
     const MAX_I128: i128;
 }
 

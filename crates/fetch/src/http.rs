@@ -34,11 +34,13 @@ pub struct HttpSettings {
 /// The parts of an absolute http(s) URL that the redirect policy needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UrlParts {
+    /// `http` or `https`.
     pub scheme: String,
     /// Lower-cased host, without port.
     pub host: String,
     /// `scheme://authority`, as written.
     pub origin: String,
+    /// Path and query, starting with `/`.
     pub path_and_query: String,
 }
 
@@ -227,7 +229,7 @@ fn attempt_once(
         if status != 200 {
             let e = FetchError::HttpStatus {
                 input: input.to_string(),
-                url: url.clone(),
+                url,
                 status,
                 reason: resp
                     .status()

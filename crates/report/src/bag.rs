@@ -13,21 +13,27 @@ use std::path::{Path, PathBuf};
 /// Where a payload file's bytes come from.
 #[derive(Debug, Clone)]
 pub enum Content {
+    /// Copy this file.
     File(PathBuf),
+    /// Write these bytes.
     Bytes(Vec<u8>),
 }
 
 /// One payload file: its path below `data/` (with `/`) and its content.
 #[derive(Debug, Clone)]
 pub struct PayloadFile {
+    /// Path inside `data/`, with `/` separators.
     pub path: String,
+    /// What to write there.
     pub content: Content,
 }
 
 /// What [`write_bag`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BagSummary {
+    /// Payload files written.
     pub files: usize,
+    /// Payload size in bytes.
     pub octets: u64,
 }
 

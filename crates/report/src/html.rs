@@ -753,7 +753,7 @@ mod tests {
         assert_eq!(svg.matches("<title>").count(), 3);
         assert!(svg.contains("<title>nl plain: 3/12 = 25.00% (95% CI 1.00 to 50.00)</title>"));
         // A table without the provenance columns is refused, not drawn without them.
-        let mut bad = t.clone();
+        let mut bad = t;
         bad.header[0] = "origin".into();
         assert!(sweep_points(&bad).unwrap_err().contains("`source`"));
     }

@@ -19,10 +19,18 @@ use std::path::{Path, PathBuf};
 /// Errors of the report, verify and bag code; each names the file it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
+    /// A table that cannot be read or rendered.
     #[error("{path}: {message}")]
-    Table { path: PathBuf, message: String },
+    Table {
+        /// The table file.
+        path: PathBuf,
+        /// What is wrong, for the user.
+        message: String,
+    },
+    /// A command-line usage error.
     #[error("{0}")]
     Usage(String),
+    /// An error of the shared layer.
     #[error(transparent)]
     Core(#[from] protospread_core::CoreError),
 }
@@ -67,16 +75,20 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
 pub struct Rendered {
     /// File stem of the outputs (`<name>.csv`, `<name>.md`).
     pub name: String,
+    /// Title from [`CATALOG`] (or the file name).
     pub title: String,
+    /// One-line description from [`CATALOG`].
     pub description: String,
     /// Parquet file it was rendered from, relative to the output folder.
     pub from: String,
+    /// The table's cells as text.
     pub table: render::TextTable,
 }
 
 /// What the report stage wrote.
 #[derive(Debug, Clone)]
 pub struct Summary {
+    /// Every rendered table, in report order.
     pub tables: Vec<Rendered>,
     /// Files written, relative to the report folder, sorted.
     pub files: Vec<String>,

@@ -32,8 +32,11 @@ pub fn fmt_float(x: f64) -> String {
 /// A table as strings: the header, the rows, and which columns are numeric (right-aligned).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TextTable {
+    /// Column names.
     pub header: Vec<String>,
+    /// Whether each column is numeric (right-aligned).
     pub numeric: Vec<bool>,
+    /// Cells, row by row.
     pub rows: Vec<Vec<String>>,
 }
 

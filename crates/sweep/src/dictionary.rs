@@ -50,9 +50,11 @@ pub struct Doc {
 }
 
 impl Doc {
+    /// Key of the queried word.
     pub fn query_key(&self) -> &str {
         &self.pairs[self.query].0
     }
+    /// The expected answer.
     pub fn expected(&self) -> &str {
         &self.pairs[self.query].1
     }
@@ -123,9 +125,8 @@ pub fn prompt(doc: &Doc, d: &Delimiter, variant: SweepVariant, naming_template: 
 
 /// The exact-match rule: the first maximal run of ASCII digits in `reply` equals `expected`.
 pub fn score(reply: &str, expected: &str) -> bool {
-    let start = match reply.find(|c: char| c.is_ascii_digit()) {
-        Some(i) => i,
-        None => return false,
+    let Some(start) = reply.find(|c: char| c.is_ascii_digit()) else {
+        return false;
     };
     let run: &str = &reply[start..];
     let end = run.find(|c: char| !c.is_ascii_digit()).unwrap_or(run.len());
@@ -140,12 +141,17 @@ pub fn request_key(seed: u64, doc: u32, d: &Delimiter, v: SweepVariant) -> Strin
 /// One planned request.
 #[derive(Debug, Clone)]
 pub struct Planned {
+    /// Request key, unique per request.
     pub key: String,
+    /// The document asked about.
     pub doc: Doc,
+    /// Delimiter of the few-shot examples.
     pub delimiter: Delimiter,
+    /// Plain or named delimiter.
     pub variant: SweepVariant,
     /// The chat-completions body exactly as sent.
     pub body: String,
+    /// sha256 of `body`.
     pub body_sha256: String,
 }
 
@@ -195,28 +201,45 @@ pub fn plan(
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Record {
+    /// Record format version.
     pub format_version: u32,
     /// Always `dictionary`.
     pub task: String,
     /// Model id as sent.
     pub model: String,
+    /// Seed of the plan.
     pub seed: u64,
+    /// Document index.
     pub doc: u32,
+    /// Delimiter as written.
     pub delimiter: String,
+    /// File-name-safe delimiter slug.
     pub delimiter_slug: String,
+    /// `plain` or `named`.
     pub variant: String,
+    /// Unique per request.
     pub request_key: String,
+    /// Key of the queried word.
     pub query_key: String,
+    /// The expected answer.
     pub expected: String,
+    /// The JSON body POSTed.
     pub request_body: String,
+    /// sha256 of `request_body`.
     pub request_sha256: String,
     /// `choices[0].message.content`, or null when the request failed.
     pub reply: Option<String>,
+    /// Why the request failed after its retries.
     pub error: Option<String>,
+    /// `choices[0].finish_reason`.
     pub finish_reason: Option<String>,
+    /// `model` of the response body.
     pub response_model: Option<String>,
+    /// HTTP status of the last attempt.
     pub http_status: Option<u16>,
+    /// Attempts made.
     pub attempts: u32,
+    /// Wall time of all attempts, in milliseconds.
     pub elapsed_ms: u64,
     /// [`score`] of the reply at recording time (null when unanswered); the tables recompute
     /// it from `reply` and `expected` and refuse a file where the two disagree.
@@ -264,6 +287,7 @@ impl Record {
         }
     }
 
+    /// Whether the request got a reply.
     pub fn answered(&self) -> bool {
         self.reply.is_some() && self.error.is_none()
     }
@@ -291,11 +315,17 @@ impl protospread_administer::resume::StoredRequest for Record {
 /// What [`record`] did.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RunSummary {
+    /// Requests planned.
     pub planned: usize,
+    /// Planned requests already answered in the file.
     pub already_answered: usize,
+    /// Requests sent.
     pub sent: usize,
+    /// Requests that failed.
     pub failed: usize,
+    /// Records in the file afterwards.
     pub records_in_file: usize,
+    /// Correct replies in the file.
     pub correct: usize,
 }
 
@@ -350,6 +380,7 @@ pub fn record(
 /// What a records file holds.
 #[derive(Debug, Clone, Default)]
 pub struct Loaded {
+    /// Records, in file order.
     pub records: Vec<Record>,
     /// Bytes of an incomplete last line (no newline: an interrupted append), not parsed.
     pub truncated_bytes: usize,

@@ -34,15 +34,21 @@ use std::sync::Arc;
 /// records; lm-eval samples go straight to [`TaskSamples`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SampleRecord {
+    /// Model id.
     pub model: String,
+    /// Benchmark name.
     pub benchmark: String,
     /// MMLU subject, or "".
     pub subset: String,
+    /// Delimiter of the task.
     pub delimiter: Delimiter,
+    /// Plain or named delimiter.
     pub variant: SweepVariant,
+    /// Document id within the benchmark.
     pub doc_id: u64,
     /// sha256 of the document: the identity used to compare document sets.
     pub doc_hash: String,
+    /// Whether the model's answer was right.
     pub correct: bool,
 }
 
@@ -68,11 +74,15 @@ pub struct TaskSamples {
     pub run: PathBuf,
     /// The task as the run named it.
     pub task: String,
+    /// Model id.
     pub model: String,
+    /// Benchmark name.
     pub benchmark: String,
     /// MMLU subject (pooled into benchmark `mmlu`), or "".
     pub subset: String,
+    /// Delimiter of the task.
     pub delimiter: Delimiter,
+    /// Plain or named delimiter.
     pub variant: SweepVariant,
     /// `metric,filter` as lm-eval keys it in the results (`exact_match,first_number`).
     pub metric: String,
@@ -188,6 +198,7 @@ impl DocColumns {
 /// What one ingestion found.
 #[derive(Debug, Clone, Default)]
 pub struct Ingested {
+    /// Samples, per task.
     pub samples: Vec<TaskSamples>,
     /// Problems that make the sweep's comparison unsound (each a one-line message).
     pub problems: Vec<String>,

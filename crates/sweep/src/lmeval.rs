@@ -86,8 +86,11 @@ pub const MMLU_SUBJECTS: [&str; 57] = [
 /// A benchmark the generator knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Benchmark {
+    /// MMLU.
     Mmlu,
+    /// ARC-Challenge.
     ArcChallenge,
+    /// CommonsenseQA.
     CommonsenseQa,
 }
 
@@ -127,7 +130,9 @@ pub struct TaskId {
     pub benchmark: String,
     /// The MMLU subject, or "" for single-task benchmarks.
     pub subset: String,
+    /// Delimiter of the task.
     pub delimiter: Delimiter,
+    /// Plain or named delimiter.
     pub variant: SweepVariant,
 }
 
@@ -175,13 +180,16 @@ pub fn mmlu_subject_sentence(subject: &str) -> String {
 /// One file to write, relative to the output folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GeneratedFile {
+    /// Path relative to the output folder.
     pub rel_path: String,
+    /// File contents.
     pub contents: String,
 }
 
 /// Everything `protospread sweep lm-eval` writes.
 #[derive(Debug, Clone)]
 pub struct Generated {
+    /// Every file, in path order.
     pub files: Vec<GeneratedFile>,
     /// Names to pass to `--tasks` (MMLU: one group per delimiter and variant).
     pub run_names: Vec<String>,

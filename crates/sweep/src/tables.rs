@@ -36,12 +36,17 @@ pub struct Cell {
     pub source: String,
     /// Their labels (`recorded`, ...; `; `-separated when several).
     pub label: String,
+    /// Model id.
     pub model: String,
+    /// Benchmark name.
     pub benchmark: String,
+    /// Plain or named delimiter.
     pub variant: SweepVariant,
     /// Index of the delimiter in the configured set (table order).
     pub delim_index: usize,
+    /// Questions.
     pub n: u64,
+    /// Correct answers.
     pub correct: u64,
 }
 
@@ -628,7 +633,7 @@ mod tests {
         assert_eq!(ranks, [1, 3, 1, 2, 2, 1, 1, 3, 3, 2, 3, 1]);
 
         // With 29/50 (0.58, below m2's 0.59) m3 leads nowhere and the flag turns false.
-        let mut cells2 = cells.clone();
+        let mut cells2 = cells;
         cells2[11] = cell("m3", 3, 29, 50);
         let t2 = build(&cells2, &spec);
         let lead2 = table(&t2, "sweep_lead");
