@@ -2,7 +2,7 @@
 
 use crate::Ctx;
 use anyhow::Context;
-use protospread_administer::{client::Client, instrument, plan, record::RunLabels};
+use protospread_administer::{conditions, missing_instrument, plan, Client, Instrument, RunLabels};
 use protospread_core::config::AdministerSection;
 use protospread_core::limits;
 use std::path::{Path, PathBuf};
@@ -121,11 +121,8 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     };
     let mut instruments = Vec::new();
     for f in &files {
-        let inst = instrument::Instrument::load(f)?;
-        if instruments
-            .iter()
-            .any(|i: &instrument::Instrument| i.test == inst.test)
-        {
+        let inst = Instrument::load(f)?;
+        if instruments.iter().any(|i: &Instrument| i.test == inst.test) {
             anyhow::bail!(
                 "two instrument files declare test '{}' ({})",
                 inst.test,
@@ -137,7 +134,7 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     if !args.tests.is_empty() {
         for t in &args.tests {
             if !instruments.iter().any(|i| &i.test == t) {
-                return Err(instrument::missing_instrument(t).into());
+                return Err(missing_instrument(t).into());
             }
         }
         instruments.retain(|i| args.tests.contains(&i.test));
@@ -151,8 +148,8 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     } else {
         args.conditions.clone()
     };
-    let conditions = plan::conditions(&names, &sec)?;
-    let mut planned = plan::plan(&args.model, &instruments, &conditions, &sec)?;
+    let conditions = conditions(&names, &sec)?;
+    let mut planned = plan(&args.model, &instruments, &conditions, &sec)?;
     if !args.items.is_empty() {
         // An item no single-item request has would silently plan nothing for it.
         for i in &args.items {

@@ -1,7 +1,7 @@
 //! `protospread bag DIR`: a BagIt (RFC 8493) archive of a run.
 
 use crate::Ctx;
-use protospread_report::{bag, provenance};
+use protospread_report::{bag_contents, bagging_date, write_bag, Tool};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -30,14 +30,14 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
     let sde = std::env::var("SOURCE_DATE_EPOCH").ok();
-    let (date, rule) = bag::bagging_date(args.date.as_deref(), sde.as_deref(), now)?;
-    let tool = provenance::Tool {
+    let (date, rule) = bagging_date(args.date.as_deref(), sde.as_deref(), now)?;
+    let tool = Tool {
         version: env!("CARGO_PKG_VERSION"),
         cargo_lock: CARGO_LOCK,
     };
-    let contents = provenance::bag_contents(&cfg, &ctx.config_path, &ctx.out, &tool, &date, rule)?;
+    let contents = bag_contents(&cfg, &ctx.config_path, &ctx.out, &tool, &date, rule)?;
     let (payload, info) = (contents.payload, contents.info);
-    let s = bag::write_bag(&args.dir, &payload, &info)?;
+    let s = write_bag(&args.dir, &payload, &info)?;
     ctx.emit(
         "bag",
         serde_json::json!({

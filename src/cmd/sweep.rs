@@ -317,7 +317,7 @@ fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let client = protospread_administer::client::Client::new(
+    let client = protospread_administer::Client::new(
         &a.base_url,
         None,
         std::time::Duration::from_secs(a.timeout),

@@ -2,20 +2,26 @@
 //! chat-completions endpoint under the study's conditions, and record every request exactly as
 //! sent, with its raw reply, in the stored-answer format (docs/administer.md).
 //!
-//! - [`instrument`]: instrument files (item texts, options, instructions P1/P2).
-//! - [`plan`]: conditions, the exact request bodies, item-order shuffles, request seeds.
-//! - [`client`]: the HTTP client with timeouts and retries.
-//! - [`record`]: the stored record (JSONL) and the append-only resume store.
-//! - [`resume`]: the resume rule and append-per-reply store for any recorder (sweep dictionary).
+//! - `instrument`: instrument files (item texts, options, instructions P1/P2).
+//! - `plan`: conditions, the exact request bodies, item-order shuffles, request seeds.
+//! - `client`: the HTTP client with timeouts and retries.
+//! - `record`: the stored record (JSONL) and the append-only resume store.
+//! - `resume`: the resume rule and append-per-reply store for any recorder (sweep dictionary).
 //! - [`administer`]: runs a plan with bounded concurrency, skipping answered requests.
 
-pub mod client;
-pub mod instrument;
-pub mod plan;
-pub mod record;
-pub mod resume;
+mod client;
+mod instrument;
+mod plan;
+mod record;
+mod resume;
 
-use record::{Appender, Record, RunLabels};
+pub use client::Client;
+pub use instrument::{missing_instrument, Instrument};
+pub use plan::{conditions, plan, Condition, Message, Planned};
+pub use record::{Outcome, Record, RunLabels};
+pub use resume::{run_resumable, Resumed, StoredRequest};
+
+use record::Appender;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Version of the stored-answer format written.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 /// One request and its outcome. The first 18 fields are the stored-answer format v1
 /// (docs/stored-answers.md); the rest record the request exactly as sent and what came back.
@@ -148,7 +148,7 @@ pub struct Outcome {
 }
 
 /// Build the record of `p` with outcome `o`.
-pub fn make_record(p: &Planned, labels: &RunLabels, o: Outcome, now_ms: u64) -> Record {
+pub(crate) fn make_record(p: &Planned, labels: &RunLabels, o: Outcome, now_ms: u64) -> Record {
     Record {
         format_version: FORMAT_VERSION,
         study: labels.study.clone(),
@@ -192,11 +192,11 @@ pub fn make_record(p: &Planned, labels: &RunLabels, o: Outcome, now_ms: u64) -> 
 
 /// The records already in an output file.
 #[derive(Debug, Default)]
-pub struct Existing {
+pub(crate) struct Existing {
     /// All records in file order.
-    pub records: Vec<Record>,
+    pub(crate) records: Vec<Record>,
     /// Bytes of an incomplete last line (a run killed mid-write) that were cut off.
-    pub truncated_bytes: usize,
+    pub(crate) truncated_bytes: usize,
 }
 
 /// Read an output file for resuming. A missing or empty file is empty.
@@ -205,7 +205,7 @@ pub struct Existing {
 /// incomplete last line (no newline, as a kill mid-write leaves it) only after at least one
 /// record or when it is the start of a record. Anything else is refused before the file is
 /// touched. Only then is an incomplete last line cut off, so appends start on a fresh line.
-pub fn load_existing(path: &Path) -> Result<Existing, AdministerError> {
+pub(crate) fn load_existing(path: &Path) -> Result<Existing, AdministerError> {
     let io = |e: std::io::Error| AdministerError::Io {
         path: path.to_path_buf(),
         source: e,
@@ -272,13 +272,13 @@ pub fn load_existing(path: &Path) -> Result<Existing, AdministerError> {
 
 /// The exclusive lock of an output file, held while a run appends to it and rewrites it.
 #[derive(Debug)]
-pub struct OutputLock {
+pub(crate) struct OutputLock {
     _file: std::fs::File,
 }
 
 /// Lock `path` (created empty if missing) for this process; a second run on the same file is
 /// refused instead of interleaving records.
-pub fn lock_output(path: &Path) -> Result<OutputLock, AdministerError> {
+pub(crate) fn lock_output(path: &Path) -> Result<OutputLock, AdministerError> {
     let io = |e: std::io::Error| AdministerError::Io {
         path: path.to_path_buf(),
         source: e,
@@ -305,7 +305,7 @@ pub fn lock_output(path: &Path) -> Result<OutputLock, AdministerError> {
 }
 
 /// One record per request key: the first answered record, else the last failure.
-pub fn latest_by_key(records: Vec<Record>) -> BTreeMap<String, Record> {
+pub(crate) fn latest_by_key(records: Vec<Record>) -> BTreeMap<String, Record> {
     let mut out: BTreeMap<String, Record> = BTreeMap::new();
     for r in records {
         match out.get(&r.request_key) {
@@ -319,14 +319,14 @@ pub fn latest_by_key(records: Vec<Record>) -> BTreeMap<String, Record> {
 }
 
 /// Appends records one line at a time, flushed and synced, so a kill loses nothing written.
-pub struct Appender {
+pub(crate) struct Appender {
     path: PathBuf,
     file: std::fs::File,
 }
 
 impl Appender {
     /// Open (create) `path` for appending.
-    pub fn open(path: &Path) -> Result<Self, AdministerError> {
+    pub(crate) fn open(path: &Path) -> Result<Self, AdministerError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| AdministerError::Io {
                 path: dir.to_path_buf(),
@@ -348,7 +348,7 @@ impl Appender {
     }
 
     /// Append one record as one line (a single write call) and sync it to disk.
-    pub fn append(&mut self, r: &Record) -> Result<(), AdministerError> {
+    pub(crate) fn append(&mut self, r: &Record) -> Result<(), AdministerError> {
         let mut line = serde_json::to_string(r).expect("record serializes");
         line.push('\n');
         let io = |e| AdministerError::Io {
@@ -362,7 +362,7 @@ impl Appender {
 }
 
 /// Rewrite `path` atomically with `records` one per line, in the given order.
-pub fn write_all(path: &Path, records: &[Record]) -> Result<(), AdministerError> {
+pub(crate) fn write_all(path: &Path, records: &[Record]) -> Result<(), AdministerError> {
     let mut text = String::new();
     for r in records {
         text.push_str(&serde_json::to_string(r).expect("record serializes"));

@@ -17,9 +17,9 @@
 //!
 //! Everything is described for users in `docs/fetch.md`.
 
-pub mod cells;
-pub mod http;
-pub mod human;
+mod cells;
+mod http;
+mod human;
 
 pub use human::{
     import_human_csv, import_human_csv_reporting, CsvError, CsvPlace, ExcludedRow, HumanImport,

@@ -38,14 +38,14 @@ pub struct BagSummary {
 }
 
 /// RFC 8493 section 2.1.3: in manifests, `%`, CR and LF in a path are percent-encoded.
-pub fn encode_path(p: &str) -> String {
+pub(crate) fn encode_path(p: &str) -> String {
     p.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
 }
 
 /// `YYYY-MM-DD` of a count of days since 1970-01-01 (proleptic Gregorian calendar).
-pub fn civil_date(days: i64) -> String {
+pub(crate) fn civil_date(days: i64) -> String {
     // Howard Hinnant's days-to-civil algorithm.
     let z = days + 719_468;
     let era = z.div_euclid(146_097);

@@ -12,7 +12,7 @@ const PALETTE: &[&str] = &[
 ];
 
 /// Escape text for HTML element content and attribute values.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -642,7 +642,7 @@ fn recorded_section(tables: &[Rendered]) -> Result<String, String> {
 }
 
 /// The whole HTML report.
-pub fn report(title: &str, tables: &[Rendered]) -> Result<String, ReportError> {
+pub(crate) fn report(title: &str, tables: &[Rendered]) -> Result<String, ReportError> {
     let mut s = String::new();
     let _ = write!(
         s,

@@ -2,16 +2,24 @@
 //! HTML report; plus `verify` (compare a regeneration with committed checksums) and `bag`
 //! (a BagIt archive, RFC 8493).
 //!
-//! The report stage renders Parquet tables generically ([`render`]): every table of
+//! The report stage renders Parquet tables generically (`render`): every table of
 //! `out/aggregate/` and the tables listed in `[report] tables` (by default the score stage's
 //! parity, mutation-sweep and norms tables). One float formatting rule
-//! ([`render::fmt_float`]) is used for every figure. See docs/report.md.
+//! (`fmt_float`) is used for every figure. See docs/report.md.
 
-pub mod bag;
-pub mod html;
-pub mod provenance;
-pub mod render;
-pub mod verify;
+mod bag;
+mod html;
+mod provenance;
+mod render;
+mod verify;
+
+pub use bag::{bagging_date, write_bag, BagSummary, Content, PayloadFile};
+pub use provenance::{bag_contents, BagContents, Tool};
+pub use render::{to_markdown, TextTable};
+pub use verify::{
+    compare_inputs, compare_outputs, first_csv_difference, input_manifest, read_expected,
+    update as update_checksums, Difference,
+};
 
 use protospread_core::config::ReportSection;
 use std::path::{Path, PathBuf};

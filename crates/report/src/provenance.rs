@@ -35,7 +35,10 @@ fn usage(m: impl Into<String>) -> ReportError {
 /// stage). Every listed file must exist and match, and every other file (except the download
 /// cache `cache_top`, manifests and protospread's hidden files) must be listed. No symlink is
 /// followed: a symlink anywhere below `out` is refused.
-pub fn checked_outputs(out: &Path, cache_top: Option<&str>) -> Result<Vec<PathBuf>, ReportError> {
+pub(crate) fn checked_outputs(
+    out: &Path,
+    cache_top: Option<&str>,
+) -> Result<Vec<PathBuf>, ReportError> {
     let top = out.join(MANIFEST_NAME);
     let mut expected = Manifest::default();
     let mut origin: std::collections::BTreeMap<String, PathBuf> = Default::default();

@@ -300,7 +300,7 @@ impl Record {
     }
 }
 
-impl protospread_administer::resume::StoredRequest for Record {
+impl protospread_administer::StoredRequest for Record {
     fn request_key(&self) -> &str {
         &self.request_key
     }
@@ -331,12 +331,12 @@ pub struct RunSummary {
 
 /// Send the planned requests that `out` has not answered yet to `client`, one at a time,
 /// with the administer crate's resume rule and store
-/// ([`protospread_administer::resume::run_resumable`]): each record is appended and flushed
+/// ([`protospread_administer::run_resumable`]): each record is appended and flushed
 /// as it arrives, an answered key sent with another body is an error, and when every request
 /// was handled `out` is rewritten atomically in plan order. `progress(record, sent, failed)`
 /// is called after each reply.
 pub fn record(
-    client: &protospread_administer::client::Client,
+    client: &protospread_administer::Client,
     planned: &[Planned],
     model: &str,
     seed: u64,
@@ -344,7 +344,7 @@ pub fn record(
     progress: impl FnMut(&Record, usize, usize),
 ) -> Result<RunSummary, SweepError> {
     let loaded = load(out)?;
-    let r = protospread_administer::resume::run_resumable(
+    let r = protospread_administer::run_resumable(
         out,
         loaded.records,
         loaded.truncated_bytes,
