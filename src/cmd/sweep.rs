@@ -6,7 +6,10 @@
 
 use crate::Ctx;
 use anyhow::Context;
-use protospread_sweep::{lmeval, tables, SweepSpec};
+use protospread_sweep::{
+    cells, fmt_pct, generate_lm_eval_tasks, installed_tasks_dir, plan_dictionary,
+    record_dictionary, Benchmark, SweepSpec,
+};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -105,7 +108,7 @@ fn lm_eval(ctx: &Ctx, a: LmEvalArgs) -> anyhow::Result<ExitCode> {
     let (_, spec) = spec(ctx)?;
     // The global `--out` names the task folder here (`sweep lm-eval --task T --out DIR`).
     let out_dir = &ctx.out;
-    let bench = lmeval::Benchmark::parse(&a.task)?;
+    let bench = Benchmark::parse(&a.task)?;
     if out_dir.exists() {
         let non_empty = std::fs::read_dir(out_dir)
             .with_context(|| format!("reading {}", out_dir.display()))?
@@ -120,9 +123,9 @@ fn lm_eval(ctx: &Ctx, a: LmEvalArgs) -> anyhow::Result<ExitCode> {
     }
     let tasks_dir = match a.lm_eval_tasks {
         Some(d) => d,
-        None => lmeval::installed_tasks_dir(&a.python)?,
+        None => installed_tasks_dir(&a.python)?,
     };
-    let generated = lmeval::generate(&spec, bench, &tasks_dir)?;
+    let generated = generate_lm_eval_tasks(&spec, bench, &tasks_dir)?;
     let mut staged = protospread_core::atomic::Staged::new();
     for f in &generated.files {
         staged.put(&out_dir.join(&f.rel_path), f.contents.as_bytes())?;
@@ -187,7 +190,7 @@ fn ingest_cmd(ctx: &Ctx, a: IngestArgs) -> anyhow::Result<ExitCode> {
         .filter(|t| spec.delimiters.contains(&t.delimiter))
         .cloned()
         .collect();
-    let cells = tables::cells(&known, &spec)?;
+    let cells = cells(&known, &spec)?;
     if ctx.json {
         let rows: Vec<_> = cells
             .iter()
@@ -246,7 +249,7 @@ fn ingest_cmd(ctx: &Ctx, a: IngestArgs) -> anyhow::Result<ExitCode> {
                 spec.delimiters[c.delim_index].slug,
                 c.correct,
                 c.n,
-                tables::fmt_pct(c.correct, c.n)
+                fmt_pct(c.correct, c.n)
             ));
         }
     }
@@ -263,7 +266,6 @@ fn ingest_cmd(ctx: &Ctx, a: IngestArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
-    use protospread_sweep::dictionary;
     let (_, spec) = spec(ctx)?;
     let out = ctx.out.clone();
     if out.extension().and_then(|e| e.to_str()) != Some("jsonl") {
@@ -298,7 +300,7 @@ fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
         }
         v
     };
-    let planned = dictionary::plan(
+    let planned = plan_dictionary(
         &a.model,
         a.seed,
         a.n_docs,
@@ -326,7 +328,7 @@ fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
     )
     .map_err(|e| anyhow::anyhow!(e))?;
     let chatty = !ctx.quiet && !ctx.json;
-    let summary = dictionary::record(
+    let summary = record_dictionary(
         &client,
         &planned,
         &a.model,

@@ -23,19 +23,19 @@ use protospread_core::hash::sha256_hex;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Pairs listed in every document.
-pub const PAIRS: usize = 6;
+pub(crate) const PAIRS: usize = 6;
 /// Version of the record format written by `protospread sweep dictionary`.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 /// The `benchmark` of every dictionary result in the sweep tables.
-pub const BENCHMARK: &str = "dictionary";
+pub(crate) const BENCHMARK: &str = "dictionary";
 /// Reply length limit sent with every request: a 3-digit value plus a short preamble.
-pub const MAX_TOKENS: u32 = 16;
+pub(crate) const MAX_TOKENS: u32 = 16;
 /// The instruction line that opens every prompt.
-pub const INSTRUCTION: &str =
+pub(crate) const INSTRUCTION: &str =
     "Each entry below is a key, a colon and its value. Complete the last entry with the value of its key.";
 
 /// One generated document.
@@ -67,7 +67,7 @@ impl Doc {
 }
 
 /// Document `index` under `seed`: a ChaCha8 stream seeded with `seed` on stream `index`.
-pub fn doc(seed: u64, index: u32) -> Doc {
+pub(crate) fn doc(seed: u64, index: u32) -> Doc {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rng.set_stream(u64::from(index));
     let mut keys = BTreeSet::new();
@@ -95,7 +95,7 @@ pub fn doc(seed: u64, index: u32) -> Doc {
 }
 
 /// Documents `0..n` under `seed`.
-pub fn docs(seed: u64, n: u32) -> Vec<Doc> {
+pub(crate) fn docs(seed: u64, n: u32) -> Vec<Doc> {
     (0..n).map(|i| doc(seed, i)).collect()
 }
 
@@ -106,7 +106,12 @@ pub fn docs(seed: u64, n: u32) -> Vec<Doc> {
 /// INSTRUCTION\n\n
 /// k1: v1<d>k2: v2<d>...<d>k6: v6<d>query:
 /// ```
-pub fn prompt(doc: &Doc, d: &Delimiter, variant: SweepVariant, naming_template: &str) -> String {
+pub(crate) fn prompt(
+    doc: &Doc,
+    d: &Delimiter,
+    variant: SweepVariant,
+    naming_template: &str,
+) -> String {
     let mut s = String::new();
     if variant == SweepVariant::Named {
         s.push_str(&naming_line(naming_template, d));
@@ -134,7 +139,7 @@ pub fn score(reply: &str, expected: &str) -> bool {
 }
 
 /// The request key: `dictionary/<seed>/<doc, 4 digits>/<delimiter slug>/<variant>`.
-pub fn request_key(seed: u64, doc: u32, d: &Delimiter, v: SweepVariant) -> String {
+pub(crate) fn request_key(seed: u64, doc: u32, d: &Delimiter, v: SweepVariant) -> String {
     format!("dictionary/{seed}/{doc:04}/{}/{}", d.slug, v.as_str())
 }
 
@@ -156,7 +161,7 @@ pub struct Planned {
 }
 
 /// The request body: one user message, temperature 0, [`MAX_TOKENS`], `seed` = the task seed.
-pub fn request_body(model: &str, content: &str, seed: u64) -> String {
+pub(crate) fn request_body(model: &str, content: &str, seed: u64) -> String {
     // serde_json's map is sorted by key (no preserve_order feature): a fixed byte order.
     serde_json::json!({
         "model": model,
@@ -379,11 +384,11 @@ pub fn record(
 
 /// What a records file holds.
 #[derive(Debug, Clone, Default)]
-pub struct Loaded {
+pub(crate) struct Loaded {
     /// Records, in file order.
-    pub records: Vec<Record>,
+    pub(crate) records: Vec<Record>,
     /// Bytes of an incomplete last line (no newline: an interrupted append), not parsed.
-    pub truncated_bytes: usize,
+    pub(crate) truncated_bytes: usize,
 }
 
 fn variant_from(s: &str) -> Option<SweepVariant> {
@@ -395,7 +400,7 @@ fn variant_from(s: &str) -> Option<SweepVariant> {
 }
 
 /// Read a records file (missing file: empty). Every complete line must be a [`Record`].
-pub fn load(path: &Path) -> Result<Loaded, SweepError> {
+pub(crate) fn load(path: &Path) -> Result<Loaded, SweepError> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
@@ -432,27 +437,13 @@ pub fn load(path: &Path) -> Result<Loaded, SweepError> {
     })
 }
 
-/// Per key, the answered record if any, else the latest one.
-pub fn latest_by_key(records: Vec<Record>) -> BTreeMap<String, Record> {
-    let mut m: BTreeMap<String, Record> = BTreeMap::new();
-    for r in records {
-        match m.get(&r.request_key) {
-            Some(old) if old.answered() && !r.answered() => {}
-            _ => {
-                m.insert(r.request_key.clone(), r);
-            }
-        }
-    }
-    m
-}
-
 /// Turn a records file into per-document results, checking each record against the
 /// generator: the document regenerated from `(seed, doc)` must give the stored query key and
 /// expected value, the stored request's user message must be the prompt rebuilt with
 /// `spec.naming_template`, and the stored `correct` must equal [`score`] of the reply.
 /// A mismatch, an unanswered request, a key stored twice, or a delimiter outside the
 /// configuration is an error naming the file and line.
-pub fn ingest(path: &Path, spec: &SweepSpec) -> Result<Vec<SampleRecord>, SweepError> {
+pub(crate) fn ingest(path: &Path, spec: &SweepSpec) -> Result<Vec<SampleRecord>, SweepError> {
     let loaded = load(path)?;
     let bad = |line: usize, message: String| SweepError::Malformed {
         file: path.to_path_buf(),

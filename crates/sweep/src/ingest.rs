@@ -54,7 +54,7 @@ pub struct SampleRecord {
 
 /// The per-document columns of one task of one run: `doc_id` (UInt64), `doc_hash` (Utf8),
 /// `correct` (Boolean), none nullable.
-pub fn docs_schema() -> SchemaRef {
+pub(crate) fn docs_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("doc_id", DataType::UInt64, false),
         Field::new("doc_hash", DataType::Utf8, false),
@@ -216,7 +216,7 @@ impl Ingested {
 }
 
 /// The fields lm-eval writes on every samples line.
-pub const SAMPLE_FIELDS: [&str; 11] = [
+pub(crate) const SAMPLE_FIELDS: [&str; 11] = [
     "doc_id",
     "doc",
     "target",
@@ -293,7 +293,11 @@ fn malformed(file: &Path, line: usize, message: impl Into<String>) -> SweepError
 /// Read one samples file into [`docs_schema`] columns, keeping the lines of `filter` and
 /// scoring each document by `metric` (0/1 or a boolean). Line numbers in errors are 1-based.
 /// A `doc_id` twice under the filter is an error: one run scores each document once.
-pub fn read_samples(file: &Path, metric: &str, filter: &str) -> Result<RecordBatch, SweepError> {
+pub(crate) fn read_samples(
+    file: &Path,
+    metric: &str,
+    filter: &str,
+) -> Result<RecordBatch, SweepError> {
     let reader =
         std::io::BufReader::new(fs_err::File::open(file).map_err(|e| SweepError::io(file, e))?);
     let mut cols = DocColumns::default();
@@ -559,7 +563,7 @@ fn task_config(
 /// `source` and `label` are carried into every row. Malformed files, a task whose delimiter
 /// cannot be determined, and a folder with no samples at all are errors; everything that
 /// makes the sweep incomparable is collected in [`Ingested::problems`] (see [`check`]).
-pub fn ingest_lm_eval(
+pub(crate) fn ingest_lm_eval(
     dir: &Path,
     spec: &SweepSpec,
     source: &str,
@@ -699,7 +703,7 @@ pub fn ingest_lm_eval(
 /// doc_id) pairs, each with the same `doc_hash` everywhere. Documents are identified by
 /// doc_id, so a data set holding the same content twice is two documents. Returns one
 /// message per problem, sorted.
-pub fn check(samples: &[TaskSamples], spec: &SweepSpec) -> Vec<String> {
+pub(crate) fn check(samples: &[TaskSamples], spec: &SweepSpec) -> Vec<String> {
     let mut problems = Vec::new();
     // A run's task read twice (the same folder given twice, a copy of a results file).
     let mut runs: BTreeMap<(&Path, &str), usize> = BTreeMap::new();

@@ -10,13 +10,25 @@
 //!
 //! The aggregate stage calls [`tables`] with the loaded configuration.
 
-pub mod delimiter;
-pub mod dictionary;
-pub mod ingest;
-pub mod lmeval;
-pub mod stats;
-pub mod tables;
-pub mod yaml;
+mod delimiter;
+mod dictionary;
+mod ingest;
+mod lmeval;
+mod stats;
+mod tables;
+mod yaml;
+
+pub use delimiter::Delimiter;
+pub use dictionary::{
+    plan as plan_dictionary, record as record_dictionary, score as score_dictionary_reply,
+    Doc as DictionaryDoc, Planned as DictionaryRequest, Record as DictionaryRecord,
+    RunSummary as DictionaryRunSummary,
+};
+pub use ingest::{Ingested, SampleRecord, TaskSamples};
+pub use lmeval::{
+    generate as generate_lm_eval_tasks, installed_tasks_dir, Benchmark, Generated, GeneratedFile,
+};
+pub use tables::{cells, fmt_pct, Cell};
 
 use arrow::record_batch::RecordBatch;
 use protospread_core::config::{Config, SweepSection, SweepVariant};

@@ -17,10 +17,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// Level of every interval: 95%.
-pub const ALPHA: f64 = 0.05;
+pub(crate) const ALPHA: f64 = 0.05;
 
 /// Round to 6 decimals, half away from zero: the one float rule of the sweep tables.
-pub fn round6(x: f64) -> f64 {
+pub(crate) fn round6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
 }
 
@@ -164,7 +164,7 @@ fn group<K: Ord>(cells: &[Cell], key: impl Fn(&Cell) -> K) -> BTreeMap<K, Vec<&C
 
 /// Every table, named as its Parquet file stem (`out/aggregate/<name>.parquet`), in a fixed
 /// order. `cells` must come from [`cells`] (sorted by model, benchmark, variant, delimiter).
-pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
+pub(crate) fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
     let d = |c: &Cell| &spec.delimiters[c.delim_index];
     let mut out = Vec::new();
 
