@@ -4,6 +4,9 @@
 //! Stages run in order fetch -> score -> aggregate -> report, each reading the Parquet of the
 //! previous one under `--out` and writing its own folder with a `SHA256SUMS` manifest.
 
+// The binary is the one place that talks to the terminal; the library crates may not.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod cmd;
 
 use anyhow::Context;
@@ -19,34 +22,34 @@ use std::process::ExitCode;
 /// a fresh folder and compares it with the hashes committed in checksums/.
 #[derive(Parser, Debug)]
 #[command(name = "protospread", version, about, long_about)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Pipeline configuration file.
     #[arg(long, global = true, default_value = "pipeline.toml")]
-    pub config: PathBuf,
+    pub(crate) config: PathBuf,
     /// Output path. `run` and the stages (fetch, score, aggregate, report) write a subfolder
     /// each, with its own SHA256SUMS; `sweep lm-eval` writes its task files into this folder
     /// (new or empty); `sweep dictionary` appends its records to this FILE.jsonl, and
     /// `administer` to this FILE.jsonl or, for a folder, to administer/<model>.jsonl in it.
     #[arg(long, global = true, default_value = "out")]
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Print nothing but errors (no progress bars, no summary).
     #[arg(long, global = true)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// Print the summary as one JSON object instead of text.
     #[arg(long, global = true)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Memory the DataFusion engine may hold before it spills to disk, e.g. `512MiB`, `1GiB`
     /// or a number of bytes; overrides `[engine] memory_limit` of pipeline.toml.
     #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
-    pub memory_limit: Option<u64>,
+    pub(crate) memory_limit: Option<u64>,
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 // Parsed once per process, so the size of the largest variant's arguments costs nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run every stage in order: fetch, score, aggregate, report.
     Run,
     /// Fetch every input, verify its sha256, import it to Parquet (out/fetch/).
@@ -71,25 +74,26 @@ pub enum Command {
 
 /// What every command gets: the parsed global options and, lazily, the configuration.
 #[derive(Clone)]
-pub struct Ctx {
-    pub config_path: PathBuf,
-    pub out: PathBuf,
-    pub quiet: bool,
-    pub json: bool,
+pub(crate) struct Ctx {
+    pub(crate) config_path: PathBuf,
+    pub(crate) out: PathBuf,
+    pub(crate) quiet: bool,
+    pub(crate) json: bool,
     /// While `run` writes its staging folder: (staging folder, `--out`) as printed, so that
     /// progress lines name the folder the user asked for.
-    pub shown_as: Option<(String, String)>,
+    pub(crate) shown_as: Option<(String, String)>,
     /// With `--json`: the members of the one JSON object printed when the command ends (one
     /// per command or stage). Shared by the clones `run` makes for its stages.
-    pub json_out: std::rc::Rc<std::cell::RefCell<serde_json::Map<String, serde_json::Value>>>,
+    pub(crate) json_out:
+        std::rc::Rc<std::cell::RefCell<serde_json::Map<String, serde_json::Value>>>,
     /// `--memory-limit` in bytes, when given; see [`Ctx::memory_limit_for`].
-    pub memory_limit: Option<u64>,
+    pub(crate) memory_limit: Option<u64>,
 }
 
 impl Ctx {
     /// Load and validate pipeline.toml, and record the run's provenance (version,
     /// configuration sha256, input sha256s) for the key-value metadata of every Parquet output.
-    pub fn config(&self) -> anyhow::Result<protospread_core::config::Config> {
+    pub(crate) fn config(&self) -> anyhow::Result<protospread_core::config::Config> {
         let cfg = protospread_core::config::Config::load(&self.config_path)
             .with_context(|| format!("reading configuration {}", self.config_path.display()))?;
         let config_sha = protospread_core::hash::sha256_file(&self.config_path)?;
@@ -109,7 +113,7 @@ impl Ctx {
     /// With `--json`, keep `value` as member `name` of the single JSON object the process prints
     /// when it ends; without it, do nothing. Paths of `run`'s staging folder are shown as the
     /// `--out` the user gave.
-    pub fn emit(&self, name: &str, value: serde_json::Value) {
+    pub(crate) fn emit(&self, name: &str, value: serde_json::Value) {
         if !self.json {
             return;
         }
@@ -125,12 +129,12 @@ impl Ctx {
 
     /// The engine's memory limit in bytes: `--memory-limit` if given, else
     /// `[engine] memory_limit` of `cfg`.
-    pub fn memory_limit_for(&self, cfg: &protospread_core::config::Config) -> u64 {
+    pub(crate) fn memory_limit_for(&self, cfg: &protospread_core::config::Config) -> u64 {
         self.memory_limit.unwrap_or(cfg.engine.memory_limit.0)
     }
 
     /// Print a line of human-readable output unless --quiet or --json.
-    pub fn say(&self, line: impl AsRef<str>) {
+    pub(crate) fn say(&self, line: impl AsRef<str>) {
         if !self.quiet && !self.json {
             match &self.shown_as {
                 Some((staging, out)) => println!("{}", line.as_ref().replace(staging, out)),

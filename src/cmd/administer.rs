@@ -2,7 +2,7 @@
 
 use crate::Ctx;
 use anyhow::Context;
-use protospread_administer::{client::Client, instrument, plan, record::RunLabels};
+use protospread_administer::{conditions, missing_instrument, plan, Client, Instrument, RunLabels};
 use protospread_core::config::AdministerSection;
 use protospread_core::limits;
 use std::path::{Path, PathBuf};
@@ -21,53 +21,53 @@ use std::time::Duration;
 /// Example: protospread administer --base-url http://127.0.0.1:8088/v1
 /// --model SmolLM2-135M-Instruct.Q4_1 --out data/recorded/smollm2.jsonl
 #[derive(clap::Args, Debug, Default)]
-pub struct Args {
+pub(crate) struct Args {
     /// Base URL of the OpenAI-compatible API, up to and including /v1.
     #[arg(long, required = true)]
-    pub base_url: String,
+    pub(crate) base_url: String,
     /// Model id exactly as it is sent in every request (and recorded).
     #[arg(long, required = true)]
-    pub model: String,
+    pub(crate) model: String,
     /// Instrument file(s) (TOML); default: [administer] instruments of pipeline.toml.
     #[arg(long)]
-    pub instrument: Vec<PathBuf>,
+    pub(crate) instrument: Vec<PathBuf>,
     /// Tests to administer, comma separated (default: every test of the instrument files).
     #[arg(long, value_delimiter = ',')]
-    pub tests: Vec<String>,
+    pub(crate) tests: Vec<String>,
     /// Conditions, comma separated (default: [administer] conditions of pipeline.toml).
     #[arg(long, value_delimiter = ',')]
-    pub conditions: Vec<String>,
+    pub(crate) conditions: Vec<String>,
     /// Only these human item numbers in single-item conditions, comma separated (a quick check
     /// of an endpoint; whole-test conditions are not affected).
     #[arg(long, value_delimiter = ',')]
-    pub items: Vec<u32>,
+    pub(crate) items: Vec<u32>,
     /// Name of the environment variable holding the API key (sent as a Bearer token).
     #[arg(long)]
-    pub api_key_env: Option<String>,
+    pub(crate) api_key_env: Option<String>,
     /// Requests in flight at once (default: [administer] concurrency).
     #[arg(long)]
-    pub concurrency: Option<usize>,
+    pub(crate) concurrency: Option<usize>,
     /// Per-request timeout in seconds (default: [administer] timeout_seconds).
     #[arg(long)]
-    pub timeout: Option<u64>,
+    pub(crate) timeout: Option<u64>,
     /// Retries after the first attempt (default: [administer] retries).
     #[arg(long)]
-    pub retries: Option<u32>,
+    pub(crate) retries: Option<u32>,
     /// `study` column (default: [study] name).
     #[arg(long)]
-    pub study: Option<String>,
+    pub(crate) study: Option<String>,
     /// `arm` column: api, cli or local.
     #[arg(long, default_value = "api")]
-    pub arm: String,
+    pub(crate) arm: String,
     /// `cohort` column.
     #[arg(long, default_value = "full")]
-    pub cohort: String,
+    pub(crate) cohort: String,
     /// `label` column.
     #[arg(long, default_value = "recorded")]
-    pub label: String,
+    pub(crate) label: String,
     /// Print the plan (request count and the first request body) and send nothing.
     #[arg(long)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
 }
 
 /// The output file: `--out` itself when it ends in `.jsonl`, else a file per model under it.
@@ -88,7 +88,7 @@ fn output_file(out: &Path, model: &str) -> PathBuf {
     out.join("administer").join(format!("{safe}.jsonl"))
 }
 
-pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     // pipeline.toml is optional here: outside a protospread checkout the defaults apply.
     let (sec, study, base): (AdministerSection, String, PathBuf) = if ctx.config_path.exists() {
         let cfg = ctx.config()?;
@@ -121,11 +121,8 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     };
     let mut instruments = Vec::new();
     for f in &files {
-        let inst = instrument::Instrument::load(f)?;
-        if instruments
-            .iter()
-            .any(|i: &instrument::Instrument| i.test == inst.test)
-        {
+        let inst = Instrument::load(f)?;
+        if instruments.iter().any(|i: &Instrument| i.test == inst.test) {
             anyhow::bail!(
                 "two instrument files declare test '{}' ({})",
                 inst.test,
@@ -137,7 +134,7 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     if !args.tests.is_empty() {
         for t in &args.tests {
             if !instruments.iter().any(|i| &i.test == t) {
-                return Err(instrument::missing_instrument(t).into());
+                return Err(missing_instrument(t).into());
             }
         }
         instruments.retain(|i| args.tests.contains(&i.test));
@@ -151,8 +148,8 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     } else {
         args.conditions.clone()
     };
-    let conditions = plan::conditions(&names, &sec)?;
-    let mut planned = plan::plan(&args.model, &instruments, &conditions, &sec)?;
+    let conditions = conditions(&names, &sec)?;
+    let mut planned = plan(&args.model, &instruments, &conditions, &sec)?;
     if !args.items.is_empty() {
         // An item no single-item request has would silently plan nothing for it.
         for i in &args.items {
@@ -197,7 +194,7 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
                 "conditions": conditions.len(),
                 "endpoint": client.url(),
                 "output": out.display().to_string(),
-                "first_request": planned.first().map(|p| serde_json::json!({"key": p.key.to_string(), "body": p.body})),
+                "first_request": planned.first().map(|p| serde_json::json!({"key": p.key.clone(), "body": p.body})),
             }),
         );
         ctx.say(format!(

@@ -9,14 +9,14 @@ use std::process::ExitCode;
 /// per table, plus SHA256SUMS). Parameters: [aggregate] of pipeline.toml (protocol and sampling
 /// conditions, rerun pairs, groups, verdict thresholds). Conventions: docs/statistics.md.
 #[derive(clap::Args, Debug, Default)]
-pub struct Args {
+pub(crate) struct Args {
     /// DataFusion target partitions for this run (overrides [aggregate] target_partitions;
     /// 0 = one per core; at most 1024). The output bytes do not depend on it.
     #[arg(long)]
-    pub partitions: Option<usize>,
+    pub(crate) partitions: Option<usize>,
 }
 
-pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     let cfg = ctx.config()?;
     let mut params = protospread_aggregate::Params::from_config(&cfg);
     if let Some(p) = args.partitions {

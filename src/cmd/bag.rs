@@ -1,7 +1,7 @@
 //! `protospread bag DIR`: a BagIt (RFC 8493) archive of a run.
 
 use crate::Ctx;
-use protospread_report::{bag, provenance};
+use protospread_report::{bag_contents, bagging_date, write_bag, Tool};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -15,29 +15,29 @@ const CARGO_LOCK: &[u8] = include_bytes!("../../Cargo.lock");
 /// Bagging-Date: --date, else SOURCE_DATE_EPOCH, else today's UTC date; with a pinned date the
 /// bag is byte-for-byte reproducible. Run `protospread run` first. See docs/report.md.
 #[derive(clap::Args, Debug, Default)]
-pub struct Args {
+pub(crate) struct Args {
     /// Folder to create (must not exist).
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Bagging-Date as YYYY-MM-DD (default: SOURCE_DATE_EPOCH's date, else today, UTC).
     #[arg(long)]
-    pub date: Option<String>,
+    pub(crate) date: Option<String>,
 }
 
-pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     let cfg = ctx.config()?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
     let sde = std::env::var("SOURCE_DATE_EPOCH").ok();
-    let (date, rule) = bag::bagging_date(args.date.as_deref(), sde.as_deref(), now)?;
-    let tool = provenance::Tool {
+    let (date, rule) = bagging_date(args.date.as_deref(), sde.as_deref(), now)?;
+    let tool = Tool {
         version: env!("CARGO_PKG_VERSION"),
         cargo_lock: CARGO_LOCK,
     };
-    let contents = provenance::bag_contents(&cfg, &ctx.config_path, &ctx.out, &tool, &date, rule)?;
+    let contents = bag_contents(&cfg, &ctx.config_path, &ctx.out, &tool, &date, rule)?;
     let (payload, info) = (contents.payload, contents.info);
-    let s = bag::write_bag(&args.dir, &payload, &info)?;
+    let s = write_bag(&args.dir, &payload, &info)?;
     ctx.emit(
         "bag",
         serde_json::json!({

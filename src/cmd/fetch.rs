@@ -11,9 +11,9 @@ use std::process::ExitCode;
 /// ([fetch] cache_dir), so a second run needs no network. HF_ENDPOINT overrides
 /// [fetch] hf_endpoint. On any error nothing under <out>/fetch/ changes. See docs/fetch.md.
 #[derive(clap::Args, Debug, Default)]
-pub struct Args {}
+pub(crate) struct Args {}
 
-pub fn run(ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
     let cfg = ctx.config()?;
     let opts = Options {
         progress: !ctx.quiet && std::io::stderr().is_terminal(),

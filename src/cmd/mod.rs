@@ -1,19 +1,19 @@
 //! One module per subcommand. Each exposes `Args` (clap) and `run(ctx, args)`.
 
-pub mod administer;
-pub mod aggregate;
-pub mod bag;
-pub mod fetch;
-pub mod report;
-pub mod score;
-pub mod simulate;
-pub mod sweep;
-pub mod verify;
+pub(crate) mod administer;
+pub(crate) mod aggregate;
+pub(crate) mod bag;
+pub(crate) mod fetch;
+pub(crate) mod report;
+pub(crate) mod score;
+pub(crate) mod simulate;
+pub(crate) mod sweep;
+pub(crate) mod verify;
 
 use crate::{Command, Ctx};
 use std::process::ExitCode;
 
-pub fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
+pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Run => run_all(ctx),
         // A single stage locks --out and replaces only its own folder, in one step.
@@ -69,7 +69,7 @@ fn with_out(
 /// All or nothing: the stages write a staging folder beside `--out`, which replaces `--out` in
 /// one step after the last stage and the top manifest (docs/reliability.md). A failed run
 /// leaves `--out` as it was.
-pub fn run_all(ctx: &Ctx) -> anyhow::Result<ExitCode> {
+pub(crate) fn run_all(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     with_out(ctx, run_all_claimed)
 }
 

@@ -9,12 +9,12 @@ use std::process::ExitCode;
 /// Markdown, plus report.md and a self-contained report.html with figures, into <out>/report/
 /// with SHA256SUMS. Prints the verdict and the headline tables as Markdown. See docs/report.md.
 #[derive(clap::Args, Debug, Default)]
-pub struct Args {}
+pub(crate) struct Args {}
 
 /// Tables printed after a run, in this order.
 const PRINTED: &[&str] = &["verdict", "protocol_vs_sampling", "range", "reruns"];
 
-pub fn run(ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
     let cfg = ctx.config()?;
     let s = protospread_report::run(&ctx.out, &cfg.report).context("report stage")?;
     let dir = ctx.out.join("report");
@@ -28,7 +28,7 @@ pub fn run(ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
         for name in PRINTED {
             if let Some(t) = s.tables.iter().find(|t| &t.name == name) {
                 ctx.say(format!("\n### {} ({}.csv)\n", t.title, t.name));
-                ctx.say(protospread_report::render::to_markdown(&t.table).trim_end());
+                ctx.say(protospread_report::to_markdown(&t.table).trim_end());
             }
         }
         ctx.say(format!(

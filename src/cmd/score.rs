@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Exit code when an unexplained row is not in the allow-list.
-pub const EXIT_PARITY: u8 = 2;
+pub(crate) const EXIT_PARITY: u8 = 2;
 
 /// Check that the scoring key reproduces the product's stored scores on every human row.
 ///
@@ -23,21 +23,21 @@ pub const EXIT_PARITY: u8 = 2;
 /// and out/score/SHA256SUMS. Exits with code 2 if an unexplained row is not listed in the
 /// allow-list ([score] allowlist in pipeline.toml). See docs/scoring-key.md and docs/norms.md.
 #[derive(clap::Args, Debug, Default)]
-pub struct Args {
+pub(crate) struct Args {
     /// Mutation check of one item, e.g. `big_five:17`: double its weight, and separately flip
     /// its reverse flag, and report how many reproduced rows then disagree. Writes nothing.
     #[arg(long, value_name = "TEST:ITEM")]
-    pub mutate: Option<String>,
+    pub(crate) mutate: Option<String>,
     /// Print how many rows each alternative rule (rounding, out-of-range answers, tie order,
     /// Big Five N direction) reproduces, next to the product rule. Writes nothing.
     #[arg(long)]
-    pub evidence: bool,
+    pub(crate) evidence: bool,
     /// Read the human CSVs (<DIR>/<instrument>.csv) instead of out/fetch/human/*.parquet.
     #[arg(long, value_name = "DIR")]
-    pub human_csv: Option<PathBuf>,
+    pub(crate) human_csv: Option<PathBuf>,
     /// Skip the mutation sweep over all 168 items (the sweep table is then empty).
     #[arg(long)]
-    pub no_sweep: bool,
+    pub(crate) no_sweep: bool,
 }
 
 fn load_inputs(ctx: &Ctx, args: &Args) -> anyhow::Result<Vec<HumanInput>> {
@@ -86,7 +86,7 @@ fn keys(ctx: &Ctx) -> anyhow::Result<(ScoringKey, Vec<ScoringKey>, Allowlist)> {
     Ok((key, legacy, allow))
 }
 
-pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     let (key, legacy, allowlist) = keys(ctx)?;
     let inputs = load_inputs(ctx, &args)?;
     if args.evidence {

@@ -16,25 +16,25 @@ use std::process::ExitCode;
 /// atomically). The committed study was written with
 /// `protospread simulate --seed 20250401 --out data/simulated`.
 #[derive(clap::Args, Debug, Default)]
-pub struct Args {
+pub(crate) struct Args {
     /// Seed of the generative model.
     #[arg(long, default_value_t = 20250401)]
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Scoring key giving each item's dimension and reverse flag (default: [score] key of
     /// pipeline.toml, or data/scoring_key.csv without a configuration file).
     #[arg(long, value_name = "CSV")]
-    pub key: Option<PathBuf>,
+    pub(crate) key: Option<PathBuf>,
     /// Instead of the simulated study, write a stored-answer Parquet file (format v1) of the
     /// study's design with at least N item answers (whole models of 2,184 item answers each),
     /// for benchmarks (scripts/bench.sh). Needs --parquet.
     #[arg(long, value_name = "N", requires = "parquet")]
-    pub answers: Option<u64>,
+    pub(crate) answers: Option<u64>,
     /// The Parquet file that --answers writes (replaced atomically).
     #[arg(long, value_name = "FILE.parquet", requires = "answers")]
-    pub parquet: Option<PathBuf>,
+    pub(crate) parquet: Option<PathBuf>,
 }
 
-pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     if let (Some(n), Some(file)) = (args.answers, &args.parquet) {
         let s = protospread_answers::bulk::write_bulk(file, n, args.seed)
             .with_context(|| format!("writing {}", file.display()))?;

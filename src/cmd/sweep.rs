@@ -6,18 +6,21 @@
 
 use crate::Ctx;
 use anyhow::Context;
-use protospread_sweep::{lmeval, tables, SweepSpec};
+use protospread_sweep::{
+    cells, fmt_pct, generate_lm_eval_tasks, installed_tasks_dir, plan_dictionary,
+    record_dictionary, Benchmark, SweepSpec,
+};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug, Default)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
-    pub command: Option<SweepCommand>,
+    pub(crate) command: Option<SweepCommand>,
 }
 
 #[derive(clap::Subcommand, Debug)]
-pub enum SweepCommand {
+pub(crate) enum SweepCommand {
     /// Write one lm-evaluation-harness task file per delimiter x {plain, named}, and a
     /// README with the exact `lm_eval` command, into the folder given by the global
     /// `--out DIR` (which must not exist or be empty).
@@ -34,58 +37,58 @@ pub enum SweepCommand {
 }
 
 #[derive(clap::Args, Debug)]
-pub struct DictionaryArgs {
+pub(crate) struct DictionaryArgs {
     /// API base up to and including `/v1`, e.g. http://127.0.0.1:8088/v1.
     #[arg(long)]
-    pub base_url: String,
+    pub(crate) base_url: String,
     /// Model id exactly as sent.
     #[arg(long)]
-    pub model: String,
+    pub(crate) model: String,
     /// Generator seed: the same seed gives the same documents.
     #[arg(long, default_value_t = 20251005)]
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Documents per delimiter and variant.
     #[arg(long, default_value_t = 20)]
-    pub n_docs: u32,
+    pub(crate) n_docs: u32,
     /// Delimiters by slug, comma-separated (e.g. nl,space,comma); default all of
     /// `[sweep] delimiters`. Each must be in `[sweep] delimiters`.
     #[arg(long, value_delimiter = ',')]
-    pub delimiters: Vec<String>,
+    pub(crate) delimiters: Vec<String>,
     /// Seconds one attempt may take.
     #[arg(long, default_value_t = 120)]
-    pub timeout: u64,
+    pub(crate) timeout: u64,
     /// Attempts after the first (HTTP 429/5xx, timeouts, connection errors).
     #[arg(long, default_value_t = 2)]
-    pub retries: u32,
+    pub(crate) retries: u32,
     /// Print the number of requests and the first request body; send nothing.
     #[arg(long)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
 }
 
 #[derive(clap::Args, Debug)]
-pub struct LmEvalArgs {
+pub(crate) struct LmEvalArgs {
     /// Benchmark: mmlu, arc_challenge or commonsense_qa.
     #[arg(long)]
-    pub task: String,
+    pub(crate) task: String,
     /// lm-eval's installed task folder (absolute); default: asked of `--python`
     /// (`import lm_eval.tasks`), an error if lm-eval is not installed there.
     #[arg(long)]
-    pub lm_eval_tasks: Option<PathBuf>,
+    pub(crate) lm_eval_tasks: Option<PathBuf>,
     /// The Python interpreter whose installed lm-eval names the task folder when
     /// `--lm-eval-tasks` is absent (e.g. a venv's bin/python).
     #[arg(long, default_value = "python3")]
-    pub python: String,
+    pub(crate) python: String,
 }
 
 #[derive(clap::Args, Debug)]
-pub struct IngestArgs {
+pub(crate) struct IngestArgs {
     /// lm-eval `--output_path` folders; default: `[sweep] lm_eval_runs`. Given folders need
     /// no pipeline.toml: without one, the sweep's delimiters are those the runs used and the
     /// other `[sweep]` settings are the defaults.
-    pub dirs: Vec<PathBuf>,
+    pub(crate) dirs: Vec<PathBuf>,
 }
 
-pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         None => anyhow::bail!("give a sweep subcommand: `protospread sweep lm-eval`, `sweep ingest` or `sweep dictionary` (see --help)"),
         Some(SweepCommand::LmEval(a)) => lm_eval(ctx, a),
@@ -105,7 +108,7 @@ fn lm_eval(ctx: &Ctx, a: LmEvalArgs) -> anyhow::Result<ExitCode> {
     let (_, spec) = spec(ctx)?;
     // The global `--out` names the task folder here (`sweep lm-eval --task T --out DIR`).
     let out_dir = &ctx.out;
-    let bench = lmeval::Benchmark::parse(&a.task)?;
+    let bench = Benchmark::parse(&a.task)?;
     if out_dir.exists() {
         let non_empty = std::fs::read_dir(out_dir)
             .with_context(|| format!("reading {}", out_dir.display()))?
@@ -120,9 +123,9 @@ fn lm_eval(ctx: &Ctx, a: LmEvalArgs) -> anyhow::Result<ExitCode> {
     }
     let tasks_dir = match a.lm_eval_tasks {
         Some(d) => d,
-        None => lmeval::installed_tasks_dir(&a.python)?,
+        None => installed_tasks_dir(&a.python)?,
     };
-    let generated = lmeval::generate(&spec, bench, &tasks_dir)?;
+    let generated = generate_lm_eval_tasks(&spec, bench, &tasks_dir)?;
     let mut staged = protospread_core::atomic::Staged::new();
     for f in &generated.files {
         staged.put(&out_dir.join(&f.rel_path), f.contents.as_bytes())?;
@@ -187,7 +190,7 @@ fn ingest_cmd(ctx: &Ctx, a: IngestArgs) -> anyhow::Result<ExitCode> {
         .filter(|t| spec.delimiters.contains(&t.delimiter))
         .cloned()
         .collect();
-    let cells = tables::cells(&known, &spec)?;
+    let cells = cells(&known, &spec)?;
     if ctx.json {
         let rows: Vec<_> = cells
             .iter()
@@ -246,7 +249,7 @@ fn ingest_cmd(ctx: &Ctx, a: IngestArgs) -> anyhow::Result<ExitCode> {
                 spec.delimiters[c.delim_index].slug,
                 c.correct,
                 c.n,
-                tables::fmt_pct(c.correct, c.n)
+                fmt_pct(c.correct, c.n)
             ));
         }
     }
@@ -263,7 +266,6 @@ fn ingest_cmd(ctx: &Ctx, a: IngestArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
-    use protospread_sweep::dictionary;
     let (_, spec) = spec(ctx)?;
     let out = ctx.out.clone();
     if out.extension().and_then(|e| e.to_str()) != Some("jsonl") {
@@ -298,7 +300,7 @@ fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
         }
         v
     };
-    let planned = dictionary::plan(
+    let planned = plan_dictionary(
         &a.model,
         a.seed,
         a.n_docs,
@@ -317,7 +319,7 @@ fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let client = protospread_administer::client::Client::new(
+    let client = protospread_administer::Client::new(
         &a.base_url,
         None,
         std::time::Duration::from_secs(a.timeout),
@@ -326,7 +328,7 @@ fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
     )
     .map_err(|e| anyhow::anyhow!(e))?;
     let chatty = !ctx.quiet && !ctx.json;
-    let summary = dictionary::record(
+    let summary = record_dictionary(
         &client,
         &planned,
         &a.model,

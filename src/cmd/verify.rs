@@ -2,7 +2,9 @@
 
 use crate::Ctx;
 use anyhow::Context;
-use protospread_report::verify::{self as v, Difference};
+use protospread_report::{
+    compare_inputs, compare_outputs, input_manifest, read_expected, update_checksums, Difference,
+};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -14,16 +16,16 @@ use std::process::ExitCode;
 /// folder. `--update` rewrites checksums/ from a fresh regeneration (do this on purpose only,
 /// and review the diff). See docs/report.md.
 #[derive(clap::Args, Debug, Default)]
-pub struct Args {
+pub(crate) struct Args {
     /// Rewrite checksums/ (inputs.sha256, outputs.sha256, tables/) from a fresh regeneration.
     #[arg(long)]
-    pub update: bool,
+    pub(crate) update: bool,
     /// The checksums folder (default: checksums/ next to the configuration file).
     #[arg(long)]
-    pub checksums: Option<PathBuf>,
+    pub(crate) checksums: Option<PathBuf>,
     /// Keep the regenerated folder even when everything matches.
     #[arg(long)]
-    pub keep: bool,
+    pub(crate) keep: bool,
 }
 
 fn fresh_dir() -> anyhow::Result<PathBuf> {
@@ -50,18 +52,18 @@ fn regenerate(ctx: &Ctx, out: &Path) -> anyhow::Result<ExitCode> {
     crate::cmd::run_all(&sub)
 }
 
-pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     let cfg = ctx.config()?;
     let checksums = args
         .checksums
         .clone()
         .unwrap_or_else(|| cfg.base_dir.join("checksums"));
-    let inputs = v::input_manifest(&cfg, &ctx.config_path).context("hashing the inputs")?;
+    let inputs = input_manifest(&cfg, &ctx.config_path).context("hashing the inputs")?;
     // Read before the temporary folder exists, so a bad checksums/ leaves nothing behind.
     let expected = if args.update {
         None
     } else {
-        Some(v::read_expected(&checksums)?)
+        Some(read_expected(&checksums)?)
     };
     let work = fresh_dir()?;
     let out = work.join("out");
@@ -74,7 +76,7 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
                 out.display()
             );
         }
-        let updated = v::update(&checksums, &inputs, &out);
+        let updated = update_checksums(&checksums, &inputs, &out);
         let _ = std::fs::remove_dir_all(&work);
         let (ni, no, nt) = updated?;
         ctx.say(format!(
@@ -85,7 +87,7 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     }
 
     let (exp_inputs, exp_outputs) = expected.expect("read above unless --update");
-    let mut diffs: Vec<Difference> = v::compare_inputs(&exp_inputs, &inputs);
+    let mut diffs: Vec<Difference> = compare_inputs(&exp_inputs, &inputs);
     let regen = regenerate(ctx, &out);
     let regen_error = match regen {
         Ok(code) if code == ExitCode::SUCCESS => None,
@@ -93,7 +95,7 @@ pub fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         Err(e) => Some(format!("{e:#}")),
     };
     if regen_error.is_none() {
-        match v::compare_outputs(&checksums, &exp_outputs, &out) {
+        match compare_outputs(&checksums, &exp_outputs, &out) {
             Ok(d) => diffs.extend(d),
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&work);

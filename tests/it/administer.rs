@@ -133,7 +133,7 @@ impl Server {
                     };
                     match behaviour(&req, nth, total) {
                         Resp::Send(status, headers, body) => {
-                            write_response(&mut stream, status, &headers, &body)
+                            write_response(&mut stream, status, &headers, &body);
                         }
                         Resp::StallThenOk(d) => {
                             std::thread::sleep(d);

@@ -86,7 +86,7 @@ fn every_command_prints_one_json_object() {
         );
     }
     // Paths name the folder the user gave, not the run's staging folder.
-    assert!(!Value::Object(m.clone()).to_string().contains(".tmp"));
+    assert!(!Value::Object(m).to_string().contains(".tmp"));
 
     // Every Parquet output carries the run's provenance in its key-value metadata.
     let config_sha = protospread_core::hash::sha256_file(&d.join("pipeline.toml")).unwrap();

@@ -533,7 +533,7 @@ fn hugging_face_layout_via_hf_endpoint() {
         v["inputs"][0]["source"],
         format!("http://{}{want}", server.addr)
     );
-    assert_eq!(*server.paths.lock().unwrap(), vec![want.clone()]);
+    assert_eq!(*server.paths.lock().unwrap(), vec![want]);
 
     // Without HF_ENDPOINT the configured endpoint is used.
     let env2 = Env::new();

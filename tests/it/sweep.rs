@@ -790,8 +790,10 @@ mod dictionary {
     use arrow::datatypes::{Float64Type, Int64Type};
     use arrow::record_batch::RecordBatch;
     use protospread_core::config::{Config, SweepVariant};
-    use protospread_sweep::delimiter::Delimiter;
-    use protospread_sweep::dictionary::{self as dict, Record};
+    use protospread_sweep::{
+        plan_dictionary, score_dictionary_reply, Delimiter, DictionaryRecord as Record,
+        DictionaryRequest,
+    };
     use std::io::{BufRead, BufReader, Read, Write};
     use std::net::TcpListener;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -807,9 +809,9 @@ mod dictionary {
     fn generator_is_deterministic_and_the_same_for_every_delimiter() {
         let ds = delims(&["\n", ";"]);
         let v = [SweepVariant::Plain, SweepVariant::Named];
-        let a = dict::plan("m", 11, 5, &ds, &v, TEMPLATE);
-        let b = dict::plan("m", 11, 5, &ds, &v, TEMPLATE);
-        let bodies = |p: &[dict::Planned]| p.iter().map(|x| x.body.clone()).collect::<Vec<_>>();
+        let a = plan_dictionary("m", 11, 5, &ds, &v, TEMPLATE);
+        let b = plan_dictionary("m", 11, 5, &ds, &v, TEMPLATE);
+        let bodies = |p: &[DictionaryRequest]| p.iter().map(|x| x.body.clone()).collect::<Vec<_>>();
         assert_eq!(bodies(&a), bodies(&b));
         assert_eq!(a.len(), 5 * 2 * 2);
         // Every delimiter x variant of a document shows the same pairs and query.
@@ -818,7 +820,7 @@ mod dictionary {
             assert!(chunk.iter().all(|p| p.doc.hash() == chunk[0].doc.hash()));
         }
         assert_ne!(
-            bodies(&dict::plan("m", 12, 5, &ds, &v, TEMPLATE)),
+            bodies(&plan_dictionary("m", 12, 5, &ds, &v, TEMPLATE)),
             bodies(&a)
         );
         // The binary's dry run prints the same first body on every run.
@@ -866,14 +868,14 @@ mod dictionary {
             ("five hundred twelve", "512", false),
             ("", "512", false),
         ] {
-            assert_eq!(dict::score(reply, expected), want, "{reply:?}");
+            assert_eq!(score_dictionary_reply(reply, expected), want, "{reply:?}");
         }
     }
 
     /// Records for `plan` where the reply is right exactly when `right(doc, delimiter index,
     /// variant)`.
     fn records(
-        plan: &[dict::Planned],
+        plan: &[DictionaryRequest],
         ds: &[Delimiter],
         right: impl Fn(u32, usize, SweepVariant) -> bool,
     ) -> Vec<Record> {
@@ -946,7 +948,7 @@ mod dictionary {
         let dir = tempfile::tempdir().unwrap();
         let ds = delims(&["\n", ";"]);
         let v = [SweepVariant::Plain, SweepVariant::Named];
-        let plan = dict::plan("m", 3, 10, &ds, &v, TEMPLATE);
+        let plan = plan_dictionary("m", 3, 10, &ds, &v, TEMPLATE);
         let right = |doc: u32, di: usize, var: SweepVariant| {
             let k = match (di, var) {
                 (0, _) => 8,
@@ -987,7 +989,7 @@ mod dictionary {
         let dir = tempfile::tempdir().unwrap();
         let ds = delims(&["\n", ";"]);
         let v = [SweepVariant::Plain, SweepVariant::Named];
-        let plan = dict::plan("m", 3, 4, &ds, &v, TEMPLATE);
+        let plan = plan_dictionary("m", 3, 4, &ds, &v, TEMPLATE);
         let good = records(&plan, &ds, |d, _, _| d % 2 == 0);
         let path = dir.path().join("d.jsonl");
         let err = |rs: &[Record], extra: &str| {

@@ -36,7 +36,7 @@ impl std::fmt::Debug for Client {
 }
 
 /// `base_url` + `/chat/completions`; the base is e.g. `http://127.0.0.1:8088/v1`.
-pub fn chat_url(base_url: &str) -> Result<String, String> {
+pub(crate) fn chat_url(base_url: &str) -> Result<String, String> {
     let b = base_url.trim_end_matches('/');
     if !(b.starts_with("http://") || b.starts_with("https://")) {
         return Err(format!(
@@ -195,7 +195,7 @@ impl Client {
 const REDACTED: &str = "<redacted>";
 
 /// `text` with every occurrence of `key` replaced by `<redacted>`.
-pub fn redact_key(text: &str, key: Option<&str>) -> String {
+pub(crate) fn redact_key(text: &str, key: Option<&str>) -> String {
     match key {
         Some(k) if !k.is_empty() => text.replace(k, REDACTED),
         _ => text.to_string(),
@@ -204,7 +204,7 @@ pub fn redact_key(text: &str, key: Option<&str>) -> String {
 
 /// `text` with `key`, every `Bearer` token and every `Authorization` value replaced by
 /// `<redacted>` (a server may echo request headers in an error body).
-pub fn redact(text: &str, key: Option<&str>) -> String {
+pub(crate) fn redact(text: &str, key: Option<&str>) -> String {
     let s = redact_key(text, key);
     let s = redact_after(&s, "bearer", |b| {
         b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b)
@@ -256,7 +256,7 @@ fn snippet(text: &str) -> String {
 }
 
 /// Read a 2xx chat-completions body: the reply is `choices[0].message.content`.
-pub fn parse_response(text: &str) -> Outcome {
+pub(crate) fn parse_response(text: &str) -> Outcome {
     let v: serde_json::Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {

@@ -23,10 +23,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Tests of the study whose item texts are not public: administering them needs a user file.
-pub const NO_PUBLIC_TEXTS: [&str; 3] = ["riasec", "dark_triad", "multiple_intelligences"];
+pub(crate) const NO_PUBLIC_TEXTS: [&str; 3] = ["riasec", "dark_triad", "multiple_intelligences"];
 
 /// Number of answer options every instrument of the study has.
-pub const OPTION_COUNT: usize = 5;
+pub(crate) const OPTION_COUNT: usize = 5;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -137,7 +137,7 @@ impl Instrument {
                 )));
             }
             if it.text.trim().is_empty() {
-                return Err(bad(format!("items[{row}]: item {} has an empty text", n)));
+                return Err(bad(format!("items[{row}]: item {n} has an empty text")));
             }
             if items[n - 1].is_some() {
                 return Err(bad(format!("items[{row}]: item {n} is given twice")));

@@ -2,20 +2,26 @@
 //! chat-completions endpoint under the study's conditions, and record every request exactly as
 //! sent, with its raw reply, in the stored-answer format (docs/administer.md).
 //!
-//! - [`instrument`]: instrument files (item texts, options, instructions P1/P2).
-//! - [`plan`]: conditions, the exact request bodies, item-order shuffles, request seeds.
-//! - [`client`]: the HTTP client with timeouts and retries.
-//! - [`record`]: the stored record (JSONL) and the append-only resume store.
-//! - [`resume`]: the resume rule and append-per-reply store for any recorder (sweep dictionary).
+//! - `instrument`: instrument files (item texts, options, instructions P1/P2).
+//! - `plan`: conditions, the exact request bodies, item-order shuffles, request seeds.
+//! - `client`: the HTTP client with timeouts and retries.
+//! - `record`: the stored record (JSONL) and the append-only resume store.
+//! - `resume`: the resume rule and append-per-reply store for any recorder (sweep dictionary).
 //! - [`administer`]: runs a plan with bounded concurrency, skipping answered requests.
 
-pub mod client;
-pub mod instrument;
-pub mod plan;
-pub mod record;
-pub mod resume;
+mod client;
+mod instrument;
+mod plan;
+mod record;
+mod resume;
 
-use record::{Appender, Record, RunLabels};
+pub use client::Client;
+pub use instrument::{missing_instrument, Instrument};
+pub use plan::{conditions, plan, Condition, Message, Planned};
+pub use record::{Outcome, Record, RunLabels};
+pub use resume::{run_resumable, Resumed, StoredRequest};
+
+use record::Appender;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,31 +31,54 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// Errors of the administer layer.
 #[derive(Debug, thiserror::Error)]
 pub enum AdministerError {
+    /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {
+        /// The file or folder concerned.
         path: PathBuf,
+        /// The underlying I/O error.
         #[source]
         source: std::io::Error,
     },
     /// An instrument file is unreadable or invalid.
+    /// An instrument file that does not load.
     #[error("instrument file {}: {message}", path.display())]
-    Instrument { path: PathBuf, message: String },
+    Instrument {
+        /// The instrument file.
+        path: PathBuf,
+        /// What is wrong, for the user.
+        message: String,
+    },
     /// A test was asked for without an instrument file for it.
+    /// No instrument file for a test of the plan.
     #[error("test '{test}': {message}")]
-    NoInstrument { test: String, message: String },
+    NoInstrument {
+        /// The test name.
+        test: String,
+        /// What is wrong, for the user.
+        message: String,
+    },
     /// Settings that cannot be administered.
     #[error("{0}")]
     Config(String),
     /// The output file holds a line that is not a record, or a record that conflicts.
     #[error("{}: line {line}: {message}", path.display())]
     Store {
+        /// The answers file.
         path: PathBuf,
+        /// 1-based line of the record.
         line: usize,
+        /// What is wrong, for the user.
         message: String,
     },
     /// Another run holds the output file's lock.
+    /// Another process holds the lock on this answers file.
     #[error("{}: another `protospread administer` is writing this file; wait for it to finish (two runs on one file would lose records)", path.display())]
-    Locked { path: PathBuf },
+    Locked {
+        /// The locked answers file.
+        path: PathBuf,
+    },
+    /// An error of the shared layer.
     #[error(transparent)]
     Core(#[from] protospread_core::CoreError),
 }

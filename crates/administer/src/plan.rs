@@ -12,20 +12,22 @@ use serde::Serialize;
 // The stored-answer format owns the vocabulary; the writer uses the reader's definitions so
 // the two cannot drift apart.
 /// One item per request or the whole test in one request.
-pub use protospread_answers::format::Mode;
+pub(crate) use protospread_answers::format::Mode;
 /// The built-in conditions in the study's order.
-pub use protospread_answers::format::CONDITIONS as BUILTIN;
+pub(crate) use protospread_answers::format::CONDITIONS as BUILTIN;
 
 /// How a condition administers a test.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Condition {
     /// Name as stored (`S0`, `BS3`, ...).
     pub name: String,
+    /// One question per request or the whole test in one request.
     pub mode: Mode,
     /// Options shown in reverse order (option 1 = the last human option).
     pub reversed: bool,
     /// Instruction id (`P1`, `P2`).
     pub instruction: String,
+    /// Sampling temperature sent with every request of the condition.
     pub temperature: f64,
     /// Independent samples of each request (1 except ST1).
     pub samples: u32,
@@ -34,7 +36,7 @@ pub struct Condition {
 }
 
 /// The condition named `name` with the parameters of `sec`.
-pub fn builtin(name: &str, sec: &AdministerSection) -> Result<Condition, AdministerError> {
+pub(crate) fn builtin(name: &str, sec: &AdministerSection) -> Result<Condition, AdministerError> {
     let c = |mode, reversed, instruction: &str, temperature, samples, shuffle_seed| Condition {
         name: name.to_string(),
         mode,
@@ -113,7 +115,7 @@ fn splitmix64(state: &mut u64) -> u64 {
 
 /// Human item numbers 1..=n in the order shown under `seed`: a Fisher-Yates shuffle that, for
 /// i = n-1 down to 1, swaps position i with position `splitmix64() % (i + 1)`.
-pub fn shuffled_order(n: usize, seed: u64) -> Vec<u32> {
+pub(crate) fn shuffled_order(n: usize, seed: u64) -> Vec<u32> {
     let mut order: Vec<u32> = (1..=n as u32).collect();
     let mut state = seed;
     for i in (1..n).rev() {
@@ -126,7 +128,9 @@ pub fn shuffled_order(n: usize, seed: u64) -> Vec<u32> {
 /// One chat message as sent.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Message {
+    /// `system` or `user`.
     pub role: String,
+    /// The message text.
     pub content: String,
 }
 
@@ -147,20 +151,29 @@ struct Body<'a> {
 pub struct Planned {
     /// `model|test|condition|sample|item` (`whole` for whole-test requests).
     pub key: String,
+    /// Test (instrument) name.
     pub test: String,
+    /// Condition code (S0, ST1, BS1...).
     pub condition: String,
     /// 1-based sample index.
     pub sample: u32,
+    /// One item per request or the whole test.
     pub mode: Mode,
     /// Human item number (single mode).
     pub item: Option<u32>,
     /// Human item numbers in the order shown (whole mode).
     pub item_order: Option<Vec<u32>>,
+    /// Seed of the item-order shuffle (BS1..BS4), else none.
     pub order_seed: Option<u64>,
+    /// Options shown in reversed order.
     pub reversed: bool,
+    /// Instruction variant (`P1` or `P2`).
     pub instruction: String,
+    /// Sampling temperature.
     pub temperature: f64,
+    /// `max_tokens` sent in the body.
     pub max_tokens: u32,
+    /// Seed sent in the body, if any.
     pub seed: Option<u64>,
     /// The exact request body bytes (UTF-8 JSON).
     pub body: String,
@@ -202,7 +215,7 @@ fn instruction<'a>(
 }
 
 /// The user message of a single-item request.
-pub fn single_message(
+pub(crate) fn single_message(
     inst: &Instrument,
     item: u32,
     reversed: bool,
@@ -217,7 +230,7 @@ pub fn single_message(
 }
 
 /// The user message of a whole-test request; statements numbered 1..N in the shown order.
-pub fn whole_message(
+pub(crate) fn whole_message(
     inst: &Instrument,
     order: &[u32],
     reversed: bool,
@@ -240,7 +253,7 @@ pub fn whole_message(
 /// The per-request seed: the first 8 hex digits of sha256("test|condition|sample|item") as an
 /// integer (below 2^32, so every server accepts it). The model id is left out so that every
 /// model gets the same seeds.
-pub fn request_seed(test: &str, condition: &str, sample: u32, item: &str) -> u64 {
+pub(crate) fn request_seed(test: &str, condition: &str, sample: u32, item: &str) -> u64 {
     let h = protospread_core::hash::sha256_hex(
         format!("{test}|{condition}|{sample}|{item}").as_bytes(),
     );

@@ -13,21 +13,27 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Version of the stored-answer format written.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 /// One request and its outcome. The first 18 fields are the stored-answer format v1
 /// (docs/stored-answers.md); the rest record the request exactly as sent and what came back.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Record {
+    /// Stored-answer format version (always 1).
     pub format_version: u32,
+    /// Study name.
     pub study: String,
     /// Model id exactly as sent in the request body.
     pub model: String,
+    /// `api`, `cli` or `local`.
     pub arm: String,
+    /// Cohort the model belongs to.
     pub cohort: String,
+    /// Condition code (S0, ST1, BS1...).
     pub condition: String,
     /// 1-based sample index (ST1 has 1..=3, every other condition 1).
     pub sample: u32,
+    /// Test (instrument) name.
     pub test: String,
     /// `single` or `whole`.
     pub mode: String,
@@ -41,11 +47,13 @@ pub struct Record {
     pub option_order: String,
     /// `P1` or `P2`.
     pub instruction: String,
+    /// Sampling temperature sent.
     pub temperature: f64,
     /// The reply text as received (`choices[0].message.content`); empty when the request failed.
     pub reply: String,
     /// Why the request failed after its retries; null for an answered request.
     pub error: Option<String>,
+    /// Provenance label of the run (e.g. `recorded`).
     pub label: String,
     // --- recording columns: extension keys (`x_` prefix), carried but not imported ---
     /// `model|test|condition|sample|item` (`whole` for whole-test requests): unique per request.
@@ -60,6 +68,7 @@ pub struct Record {
     /// Seed sent in the body, if any.
     #[serde(rename = "x_seed")]
     pub seed: Option<u64>,
+    /// `max_tokens` sent in the body.
     #[serde(rename = "x_max_tokens")]
     pub max_tokens: u32,
     /// The URL the request was POSTed to.
@@ -101,30 +110,45 @@ impl Record {
 /// Identity of the run written into every record.
 #[derive(Debug, Clone)]
 pub struct RunLabels {
+    /// Study name.
     pub study: String,
+    /// Model id as sent.
     pub model: String,
+    /// `api`, `cli` or `local`.
     pub arm: String,
+    /// Cohort the model belongs to.
     pub cohort: String,
+    /// Provenance label of the run.
     pub label: String,
+    /// The URL requests are POSTed to.
     pub endpoint: String,
 }
 
 /// What came back for one request.
 #[derive(Debug, Clone, Default)]
 pub struct Outcome {
+    /// The reply text, when the request was answered.
     pub reply: Option<String>,
+    /// Why the request failed after its retries.
     pub error: Option<String>,
+    /// `model` of the response body.
     pub response_model: Option<String>,
+    /// `usage` of the response body, as received.
     pub usage: Option<serde_json::Value>,
+    /// `choices[0].finish_reason`.
     pub finish_reason: Option<String>,
+    /// `system_fingerprint` of the response body.
     pub system_fingerprint: Option<String>,
+    /// HTTP status of the last attempt.
     pub http_status: Option<u16>,
+    /// Attempts made (1 + retries).
     pub attempts: u32,
+    /// Wall time of all attempts, in milliseconds.
     pub elapsed_ms: u64,
 }
 
 /// Build the record of `p` with outcome `o`.
-pub fn make_record(p: &Planned, labels: &RunLabels, o: Outcome, now_ms: u64) -> Record {
+pub(crate) fn make_record(p: &Planned, labels: &RunLabels, o: Outcome, now_ms: u64) -> Record {
     Record {
         format_version: FORMAT_VERSION,
         study: labels.study.clone(),
@@ -168,11 +192,11 @@ pub fn make_record(p: &Planned, labels: &RunLabels, o: Outcome, now_ms: u64) -> 
 
 /// The records already in an output file.
 #[derive(Debug, Default)]
-pub struct Existing {
+pub(crate) struct Existing {
     /// All records in file order.
-    pub records: Vec<Record>,
+    pub(crate) records: Vec<Record>,
     /// Bytes of an incomplete last line (a run killed mid-write) that were cut off.
-    pub truncated_bytes: usize,
+    pub(crate) truncated_bytes: usize,
 }
 
 /// Read an output file for resuming. A missing or empty file is empty.
@@ -181,7 +205,7 @@ pub struct Existing {
 /// incomplete last line (no newline, as a kill mid-write leaves it) only after at least one
 /// record or when it is the start of a record. Anything else is refused before the file is
 /// touched. Only then is an incomplete last line cut off, so appends start on a fresh line.
-pub fn load_existing(path: &Path) -> Result<Existing, AdministerError> {
+pub(crate) fn load_existing(path: &Path) -> Result<Existing, AdministerError> {
     let io = |e: std::io::Error| AdministerError::Io {
         path: path.to_path_buf(),
         source: e,
@@ -248,13 +272,13 @@ pub fn load_existing(path: &Path) -> Result<Existing, AdministerError> {
 
 /// The exclusive lock of an output file, held while a run appends to it and rewrites it.
 #[derive(Debug)]
-pub struct OutputLock {
+pub(crate) struct OutputLock {
     _file: std::fs::File,
 }
 
 /// Lock `path` (created empty if missing) for this process; a second run on the same file is
 /// refused instead of interleaving records.
-pub fn lock_output(path: &Path) -> Result<OutputLock, AdministerError> {
+pub(crate) fn lock_output(path: &Path) -> Result<OutputLock, AdministerError> {
     let io = |e: std::io::Error| AdministerError::Io {
         path: path.to_path_buf(),
         source: e,
@@ -281,7 +305,7 @@ pub fn lock_output(path: &Path) -> Result<OutputLock, AdministerError> {
 }
 
 /// One record per request key: the first answered record, else the last failure.
-pub fn latest_by_key(records: Vec<Record>) -> BTreeMap<String, Record> {
+pub(crate) fn latest_by_key(records: Vec<Record>) -> BTreeMap<String, Record> {
     let mut out: BTreeMap<String, Record> = BTreeMap::new();
     for r in records {
         match out.get(&r.request_key) {
@@ -295,14 +319,14 @@ pub fn latest_by_key(records: Vec<Record>) -> BTreeMap<String, Record> {
 }
 
 /// Appends records one line at a time, flushed and synced, so a kill loses nothing written.
-pub struct Appender {
+pub(crate) struct Appender {
     path: PathBuf,
     file: std::fs::File,
 }
 
 impl Appender {
     /// Open (create) `path` for appending.
-    pub fn open(path: &Path) -> Result<Self, AdministerError> {
+    pub(crate) fn open(path: &Path) -> Result<Self, AdministerError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| AdministerError::Io {
                 path: dir.to_path_buf(),
@@ -324,7 +348,7 @@ impl Appender {
     }
 
     /// Append one record as one line (a single write call) and sync it to disk.
-    pub fn append(&mut self, r: &Record) -> Result<(), AdministerError> {
+    pub(crate) fn append(&mut self, r: &Record) -> Result<(), AdministerError> {
         let mut line = serde_json::to_string(r).expect("record serializes");
         line.push('\n');
         let io = |e| AdministerError::Io {
@@ -338,7 +362,7 @@ impl Appender {
 }
 
 /// Rewrite `path` atomically with `records` one per line, in the given order.
-pub fn write_all(path: &Path, records: &[Record]) -> Result<(), AdministerError> {
+pub(crate) fn write_all(path: &Path, records: &[Record]) -> Result<(), AdministerError> {
     let mut text = String::new();
     for r in records {
         text.push_str(&serde_json::to_string(r).expect("record serializes"));

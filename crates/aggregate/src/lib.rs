@@ -33,10 +33,23 @@ pub use table::Table;
 /// Errors of the aggregate stage; each names the file it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum AggregateError {
+    /// An input table that is missing or malformed.
     #[error("{path}: {message}")]
-    Input { path: PathBuf, message: String },
+    Input {
+        /// The input file.
+        path: PathBuf,
+        /// What is wrong, for the user.
+        message: String,
+    },
+    /// A DataFusion plan failed.
     #[error("{path}: query failed: {message}")]
-    Engine { path: PathBuf, message: String },
+    Engine {
+        /// The file the plan reads or writes.
+        path: PathBuf,
+        /// DataFusion's message.
+        message: String,
+    },
+    /// An `[aggregate]` setting that cannot be used.
     #[error("[aggregate] in the configuration: {0}")]
     Config(String),
     /// An input's `headline_arm` names an arm its stored answers do not have.
@@ -44,12 +57,17 @@ pub enum AggregateError {
         "input {input:?}: headline_arm {arm:?} is not an arm of this source (its arms: {arms})"
     )]
     HeadlineArm {
+        /// The input's name in pipeline.toml.
         input: String,
+        /// The arm it names.
         arm: String,
+        /// The arms its stored answers have, comma-separated.
         arms: String,
     },
+    /// An error of the shared layer.
     #[error(transparent)]
     Core(#[from] protospread_core::CoreError),
+    /// An error of the DataFusion session.
     #[error(transparent)]
     Session(#[from] protospread_engine::EngineError),
 }

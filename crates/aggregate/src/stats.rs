@@ -277,7 +277,7 @@ fn variance_gt_udf(a: &[ArrayRef]) -> DfResult<ArrayRef> {
 /// Register the formulas as scalar functions (`ps_sd_z`, `ps_mean_z`, `ps_z`, `ps_diff_z`,
 /// `ps_shift_z`, `ps_ratio`, `ps_ratio_rule`, `ps_variance_gt`). Integer arguments are BIGINT,
 /// human mean and SD DOUBLE; any null argument gives a null.
-pub fn register(ctx: &SessionContext) {
+pub(crate) fn register(ctx: &SessionContext) {
     use DataType::{Boolean, Float64 as F, Int64 as I, Utf8};
     let six = || vec![I, I, I, I, I, I];
     for f in [

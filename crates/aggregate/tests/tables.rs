@@ -465,12 +465,12 @@ fn group_tables_match_an_independent_computation() {
         close(f(r, "median_range_z")[k], median_other(&rs), "median range");
         close(
             f(r, "min_range_z")[k],
-            rs.iter().cloned().reduce(f64::min),
+            rs.iter().copied().reduce(f64::min),
             "min range",
         );
         close(
             f(r, "max_range_z")[k],
-            rs.iter().cloned().reduce(f64::max),
+            rs.iter().copied().reduce(f64::max),
             "max range",
         );
         assert_eq!(
@@ -530,7 +530,7 @@ fn group_tables_match_an_independent_computation() {
         close(f(rr, "median_diff_z")[k], median_other(&d), "rerun median");
         close(
             f(rr, "max_diff_z")[k],
-            d.iter().cloned().reduce(f64::max),
+            d.iter().copied().reduce(f64::max),
             "rerun max",
         );
         assert_eq!(
@@ -906,7 +906,7 @@ fn bad_inputs_are_named() {
     // Missing column.
     let sb = fixture::scores_batch(&scores);
     let idx = sb.schema().index_of("z").unwrap();
-    let mut sb2 = sb.clone();
+    let mut sb2 = sb;
     sb2.remove_column(idx);
     protospread_core::pq::write(
         &dir.path().join("scale_scores.parquet"),

@@ -30,6 +30,7 @@ pub const BULK_STUDY: &str = "questionnaire-protocol-sensitivity-bulk";
 /// What [`write_bulk`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BulkSummary {
+    /// Models written.
     pub models: u64,
     /// Records (requests).
     pub requests: u64,

@@ -63,12 +63,16 @@ pub const COLUMNS: [&str; 18] = [
 /// How the model was reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Arm {
+    /// A model behind an API with temperature control.
     Api,
+    /// A command-line tool (no temperature control).
     Cli,
+    /// A locally run model.
     Local,
 }
 
 impl Arm {
+    /// The spelling in the stored-answer format.
     pub fn as_str(self) -> &'static str {
         match self {
             Arm::Api => "api",
@@ -76,6 +80,7 @@ impl Arm {
             Arm::Local => "local",
         }
     }
+    /// Parses the stored-answer spelling; `None` for anything else.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "api" => Some(Arm::Api),
@@ -89,17 +94,21 @@ impl Arm {
 /// One item per request, or the whole test in one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Mode {
+    /// One item per request.
     Single,
+    /// The whole test in one request.
     Whole,
 }
 
 impl Mode {
+    /// The spelling in the stored-answer format.
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Single => "single",
             Mode::Whole => "whole",
         }
     }
+    /// Parses the stored-answer spelling; `None` for anything else.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "single" => Some(Mode::Single),
@@ -119,12 +128,14 @@ pub enum OptionOrder {
 }
 
 impl OptionOrder {
+    /// The spelling in the stored-answer format.
     pub fn as_str(self) -> &'static str {
         match self {
             OptionOrder::Human => "human",
             OptionOrder::Reversed => "reversed",
         }
     }
+    /// Parses the stored-answer spelling; `None` for anything else.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "human" => Some(OptionOrder::Human),
@@ -166,9 +177,11 @@ impl Vocabulary {
             instructions,
         }
     }
+    /// Whether `c` is a known condition code.
     pub fn has_condition(&self, c: &str) -> bool {
         self.conditions.iter().any(|x| x == c)
     }
+    /// Whether `c` is a known instruction variant.
     pub fn has_instruction(&self, c: &str) -> bool {
         self.instructions.iter().any(|x| x == c)
     }
@@ -181,22 +194,33 @@ impl Vocabulary {
 /// One stored-answer record (one request), normalized.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredRecord {
+    /// Stored-answer format version (always 1).
     pub format_version: i32,
+    /// Study name.
     pub study: String,
+    /// Model id.
     pub model: String,
+    /// How the model was run.
     pub arm: Arm,
     /// `None` when the cell was empty.
     pub cohort: Option<String>,
+    /// Condition code (S0, ST1, BS1...).
     pub condition: String,
+    /// 1-based sample index.
     pub sample: i32,
+    /// Test (instrument) name.
     pub test: String,
+    /// One item per request or the whole test.
     pub mode: Mode,
     /// Human item number, single mode only.
     pub item: Option<i32>,
     /// Human item numbers in the order shown, whole mode only.
     pub item_order: Option<Vec<i32>>,
+    /// Seed of the item-order shuffle, else none.
     pub order_seed: Option<i64>,
+    /// Order in which the options were shown.
     pub option_order: OptionOrder,
+    /// Instruction variant (`P1` or `P2`).
     pub instruction: String,
     /// `None` when the harness could not set a temperature (e.g. the cli arm).
     pub temperature: Option<f64>,
@@ -204,6 +228,7 @@ pub struct StoredRecord {
     pub reply: String,
     /// Why the request failed; `Some` marks a failed request.
     pub error: Option<String>,
+    /// Provenance label, if given.
     pub label: Option<String>,
 }
 

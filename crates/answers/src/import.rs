@@ -49,8 +49,11 @@ pub const EXTENSION_PREFIX: &str = "x_";
 /// Which file format a path holds, by extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {
+    /// Comma-separated values with a header row.
     Csv,
+    /// One JSON object per line.
     Jsonl,
+    /// A Parquet file with the stored-answer schema.
     Parquet,
 }
 

@@ -26,7 +26,9 @@ pub enum AnswersError {
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {
+        /// The file or folder concerned.
         path: PathBuf,
+        /// The underlying I/O error.
         #[source]
         source: std::io::Error,
     },
@@ -34,21 +36,38 @@ pub enum AnswersError {
     /// not a row); `line` is the line of the file where the record starts, when known.
     #[error("{}: row {row}{}, column {column}: {message}", file.display(), line.map(|l| format!(" (line {l})")).unwrap_or_default())]
     Record {
+        /// The file.
         file: PathBuf,
+        /// 1-based data row.
         row: usize,
+        /// 1-based line in the file, when the format has lines.
         line: Option<usize>,
+        /// The column (field) name.
         column: String,
+        /// What is wrong, for the user.
         message: String,
     },
     /// The file as a whole is unusable (unknown extension, missing column, not UTF-8...).
+    /// A problem with a whole file.
     #[error("{}: {message}", file.display())]
-    File { file: PathBuf, message: String },
+    File {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong, for the user.
+        message: String,
+    },
     /// Error from the shared layer (Parquet, atomic writes, manifests).
     #[error(transparent)]
     Core(#[from] protospread_core::CoreError),
     /// Scoring failed (e.g. a test without rows in the scoring key).
+    /// Scoring failed.
     #[error("scoring {what}: {message}")]
-    Score { what: String, message: String },
+    Score {
+        /// What was being scored.
+        what: String,
+        /// What is wrong, for the user.
+        message: String,
+    },
     /// Arrow array construction failed (a bug, not bad input).
     #[error("arrow: {0}")]
     Arrow(String),

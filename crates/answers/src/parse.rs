@@ -21,11 +21,17 @@ use crate::format::{OptionOrder, OPTIONS};
 /// Outcome of reading one item's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Status {
+    /// A readable answer within the scale.
     Ok,
+    /// The reply holds no number.
     NotANumber,
+    /// The number is outside the option range.
     OutOfRange,
+    /// The whole-test reply has no answer for this item.
     MissingInWhole,
+    /// The whole-test reply answers this item twice.
     DuplicateInWhole,
+    /// The request failed; there is no reply.
     RequestFailed,
 }
 
@@ -57,7 +63,9 @@ impl Status {
 /// `i32::MAX` for absurdly long numbers), `None` otherwise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reading {
+    /// The option number read, if any.
     pub option: Option<i32>,
+    /// How the reply was read.
     pub status: Status,
 }
 

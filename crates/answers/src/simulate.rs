@@ -24,6 +24,7 @@ pub const LABEL: &str = "simulated";
 pub const STUDY: &str = "questionnaire-protocol-sensitivity-simulated";
 /// File names written by [`write`].
 pub const ANSWERS_FILE: &str = "simulated_answers.jsonl";
+/// File name of the planted truth (JSON).
 pub const TRUTH_FILE: &str = "simulated_truth.json";
 
 /// Item order seeds of BS1..BS4 (the same for every model and test).
@@ -33,13 +34,17 @@ pub const SHUFFLE_SEEDS: [(&str, i64); 4] = [("BS1", 1), ("BS2", 2), ("BS3", 3),
 pub mod params {
     /// Trait level of a model on a scale, keyed 0..4 units: uniform on [LO, HI].
     pub const TRAIT_LO: f64 = 0.8;
+    /// Upper bound of the trait level.
     pub const TRAIT_HI: f64 = 3.2;
     /// Per model and item deviation from the trait level.
     pub const ITEM_SD: f64 = 0.5;
     /// Condition shifts per model, test and scale.
     pub const SR_SD: f64 = 0.3;
+    /// Condition shift SD of the single-item paraphrase (SP).
     pub const SP_SD: f64 = 0.5;
+    /// Condition shift SD of the whole-test mode.
     pub const WHOLE_SD: f64 = 0.6;
+    /// Condition shift SD of the item shuffles (BS1..BS4).
     pub const SHUFFLE_SD: f64 = 0.35;
     /// Option-order bias (towards lower option numbers), uniform on [0, BIAS_MAX].
     pub const BIAS_MAX: f64 = 0.5;
@@ -52,9 +57,13 @@ pub mod params {
 /// Scoring direction of one item, as the scoring key gives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ItemInfo {
+    /// Test (instrument) name.
     pub test: String,
+    /// Human item number.
     pub item: i32,
+    /// Dimension the item scores.
     pub dimension: String,
+    /// Whether the item is reverse-keyed.
     pub reverse: bool,
 }
 
@@ -97,8 +106,11 @@ pub fn item_map(key: &impl ItemKey) -> Result<Vec<ItemInfo>, AnswersError> {
 /// A simulated model and what is planted in it.
 #[derive(Debug, Clone, Serialize)]
 pub struct SimModel {
+    /// Model id.
     pub model: String,
+    /// `api`, `cli` or `local`.
     pub arm: String,
+    /// Cohort, if any.
     pub cohort: Option<String>,
     /// Option-order bias: the latent option number is lowered by this much.
     pub option_bias: f64,
@@ -119,8 +131,11 @@ pub struct SimModel {
 /// Planted truth for one model and scale.
 #[derive(Debug, Clone, Serialize)]
 pub struct SimScale {
+    /// Model id.
     pub model: String,
+    /// Test name.
     pub test: String,
+    /// Dimension (scale).
     pub dimension: String,
     /// Trait level in keyed 0..4 item units.
     #[serde(rename = "trait")]
@@ -133,32 +148,49 @@ pub struct SimScale {
 /// condition shifts, option-order bias and noise.
 #[derive(Debug, Clone, Serialize)]
 pub struct SimItem {
+    /// Model id.
     pub model: String,
+    /// Test name.
     pub test: String,
+    /// Human item number.
     pub item: i32,
+    /// Latent keyed level of the item.
     pub level: f64,
 }
 
 /// One planted non-ok reading: the parser must report exactly these.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Planted {
+    /// Model id.
     pub model: String,
+    /// Condition code.
     pub condition: String,
+    /// 1-based sample index.
     pub sample: i32,
+    /// Test name.
     pub test: String,
+    /// Human item number.
     pub item: i32,
+    /// Status the parser must report.
     pub status: String,
 }
 
 /// Everything planted; written as the truth file.
 #[derive(Debug, Clone, Serialize)]
 pub struct Truth {
+    /// Generator name and version.
     pub generator: String,
+    /// Seed of the generator.
     pub seed: u64,
+    /// Label of every simulated record.
     pub label: String,
+    /// Study name of every simulated record.
     pub study: String,
+    /// Generative-model parameters by name.
     pub params: BTreeMap<String, f64>,
+    /// Every simulated model.
     pub models: Vec<SimModel>,
+    /// Planted condition shifts per model and scale.
     pub scales: Vec<SimScale>,
     /// Keyed latent level of every item of every model.
     pub items: Vec<SimItem>,
@@ -166,6 +198,7 @@ pub struct Truth {
     pub planted: Vec<Planted>,
     /// Count of `planted` by status.
     pub planted_counts: BTreeMap<String, usize>,
+    /// Records written.
     pub records: usize,
 }
 
@@ -200,8 +233,11 @@ struct OutRecord<'a> {
 
 /// The generated files.
 pub struct SimOutput {
+    /// The stored answers (JSON Lines).
     pub answers_jsonl: Vec<u8>,
+    /// The truth file (JSON).
     pub truth_json: Vec<u8>,
+    /// The planted truth.
     pub truth: Truth,
 }
 
@@ -470,7 +506,7 @@ pub fn generate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, AnswersError
                                     test: t.to_string(),
                                     item: it.item,
                                     status: status.as_str().to_string(),
-                                })
+                                });
                             };
                             if cond == "SP" && unreadable_sp.contains(&(t, it.item)) {
                                 let v = crate::parse::option_to_value(opt, order)

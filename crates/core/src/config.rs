@@ -20,20 +20,28 @@ pub struct Config {
     /// Every input file, each with its source and expected sha256.
     #[serde(default)]
     pub inputs: Vec<Input>,
+    /// `[fetch]`.
     #[serde(default)]
     pub fetch: FetchSection,
+    /// `[score]`.
     #[serde(default)]
     pub score: ScoreSection,
+    /// `[answers]`.
     #[serde(default)]
     pub answers: AnswersSection,
+    /// `[aggregate]`.
     #[serde(default)]
     pub aggregate: AggregateSection,
+    /// `[report]`.
     #[serde(default)]
     pub report: ReportSection,
+    /// `[engine]`.
     #[serde(default)]
     pub engine: EngineSection,
+    /// `[administer]`.
     #[serde(default)]
     pub administer: AdministerSection,
+    /// `[sweep]`.
     #[serde(default)]
     pub sweep: SweepSection,
     /// Folder holding the configuration file; relative paths are resolved against it.
@@ -41,10 +49,13 @@ pub struct Config {
     pub base_dir: PathBuf,
 }
 
+/// `[study]`: what the run is about.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Study {
+    /// Study name, recorded in every output.
     pub name: String,
+    /// One-line description of the study.
     #[serde(default)]
     pub description: String,
 }
@@ -76,16 +87,21 @@ pub struct HfSource {
 /// Where an input comes from: exactly one of `path`, `url`, `hf` is set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
+    /// A local file.
     Local(PathBuf),
+    /// An http(s) URL.
     Http(String),
+    /// A file of a Hugging Face dataset repository at a pinned commit.
     HuggingFace(HfSource),
 }
 
+/// One `[[inputs]]` entry: a file the pipeline reads, pinned by sha256.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
     /// Unique name; also the stem of the fetched file in the cache and output folder.
     pub name: String,
+    /// What the file is for.
     pub role: InputRole,
     /// For `role = "human"`: the instrument (see `instruments::ALL`).
     #[serde(default)]
@@ -93,10 +109,13 @@ pub struct Input {
     /// Label carried into every table built from this input (e.g. "simulated").
     #[serde(default)]
     pub label: Option<String>,
+    /// Local path.
     #[serde(default)]
     pub path: Option<PathBuf>,
+    /// http(s) URL.
     #[serde(default)]
     pub url: Option<String>,
+    /// Hugging Face dataset file.
     #[serde(default)]
     pub hf: Option<HfSource>,
     /// Expected sha256 of the file's bytes, 64 lowercase hex.

@@ -44,6 +44,7 @@ pub fn is_sha256_hex(s: &str) -> bool {
 /// A sorted map from relative path (with `/`) to sha256.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Manifest {
+    /// sha256 by relative path.
     pub entries: BTreeMap<String, String>,
 }
 
@@ -153,16 +154,23 @@ impl Manifest {
 /// One difference between an expected and an actual manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ManifestDiff {
+    /// In the manifest, not on disk.
     Missing(String),
+    /// On disk, not in the manifest.
     Extra(String),
+    /// Present in both with different hashes.
     Changed {
+        /// Relative path.
         path: String,
+        /// Hash in the manifest.
         expected: String,
+        /// Hash of the file on disk.
         actual: String,
     },
 }
 
 impl ManifestDiff {
+    /// The relative path the difference concerns.
     pub fn path(&self) -> &str {
         match self {
             ManifestDiff::Missing(p) | ManifestDiff::Extra(p) => p,

@@ -24,6 +24,7 @@ pub struct Instrument {
     pub text_scores: &'static [&'static str],
     /// Number of items `q1..qN`.
     pub items: usize,
+    /// How the items are answered.
     pub item_kind: ItemKind,
     /// True for the four instruments of the questionnaire study.
     pub in_study: bool,
@@ -48,11 +49,13 @@ impl Instrument {
         c
     }
 
+    /// File name of the instrument's human-response CSV.
     pub fn file_name(&self) -> String {
         format!("{}.csv", self.name)
     }
 }
 
+/// Big Five personality test.
 pub const BIG_FIVE: Instrument = Instrument {
     name: "big_five",
     dimensions: &["A", "C", "E", "N", "O"],
@@ -62,6 +65,7 @@ pub const BIG_FIVE: Instrument = Instrument {
     in_study: true,
 };
 
+/// RIASEC (Holland codes) test.
 pub const RIASEC: Instrument = Instrument {
     name: "riasec",
     dimensions: &["A", "C", "E", "I", "R", "S"],
@@ -71,6 +75,7 @@ pub const RIASEC: Instrument = Instrument {
     in_study: true,
 };
 
+/// Dark Triad test.
 pub const DARK_TRIAD: Instrument = Instrument {
     name: "dark_triad",
     dimensions: &["machiavellianism", "narcissism", "psychopathy"],
@@ -80,6 +85,7 @@ pub const DARK_TRIAD: Instrument = Instrument {
     in_study: true,
 };
 
+/// Multiple intelligences test.
 pub const MULTIPLE_INTELLIGENCES: Instrument = Instrument {
     name: "multiple_intelligences",
     dimensions: &[
@@ -98,6 +104,7 @@ pub const MULTIPLE_INTELLIGENCES: Instrument = Instrument {
     in_study: true,
 };
 
+/// Career match test.
 pub const CAREER_MATCH: Instrument = Instrument {
     name: "career_match",
     dimensions: &["A", "C", "E", "I", "R", "S"],
@@ -107,6 +114,7 @@ pub const CAREER_MATCH: Instrument = Instrument {
     in_study: false,
 };
 
+/// DISC test.
 pub const DISC: Instrument = Instrument {
     name: "disc",
     dimensions: &["C", "D", "I", "S"],
@@ -116,6 +124,7 @@ pub const DISC: Instrument = Instrument {
     in_study: false,
 };
 
+/// Enneagram test.
 pub const ENNEAGRAM: Instrument = Instrument {
     name: "enneagram",
     dimensions: &["1", "2", "3", "4", "5", "6", "7", "8", "9"],
@@ -125,6 +134,7 @@ pub const ENNEAGRAM: Instrument = Instrument {
     in_study: false,
 };
 
+/// Emotional intelligence (EQ) test.
 pub const EQ: Instrument = Instrument {
     name: "eq",
     dimensions: &[
@@ -139,6 +149,7 @@ pub const EQ: Instrument = Instrument {
     in_study: false,
 };
 
+/// MBTI-style type test.
 pub const MBTI: Instrument = Instrument {
     name: "mbti",
     dimensions: &["AT", "EI", "JP", "SN", "TF"],

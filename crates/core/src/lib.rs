@@ -23,31 +23,56 @@ use std::path::PathBuf;
 /// Errors of the shared layer. Each names the file it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum CoreError {
+    /// A file-system error.
     #[error("{path}: {source}")]
     Io {
+        /// The file or folder concerned.
         path: PathBuf,
+        /// The underlying I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// A configuration file that does not parse or check.
     #[error("{path}: {message}")]
-    Config { path: PathBuf, message: String },
+    Config {
+        /// The configuration file.
+        path: PathBuf,
+        /// What is wrong, for the user.
+        message: String,
+    },
+    /// A Parquet file that cannot be read or written.
     #[error("{path}: parquet: {message}")]
-    Parquet { path: PathBuf, message: String },
+    Parquet {
+        /// The Parquet file.
+        path: PathBuf,
+        /// The Parquet library's message.
+        message: String,
+    },
     /// A file-system error from `fs_err`, whose message names the path.
     #[error(transparent)]
     Fs(#[from] std::io::Error),
     /// protospread will not write here (a folder it did not create, a locked folder...).
     #[error("{path}: {message}")]
-    Refused { path: PathBuf, message: String },
+    Refused {
+        /// The file or folder concerned.
+        path: PathBuf,
+        /// Why protospread refuses.
+        message: String,
+    },
+    /// A manifest line that does not parse.
     #[error("{path}: line {line}: {message}")]
     Manifest {
+        /// The manifest file.
         path: PathBuf,
+        /// 1-based line.
         line: usize,
+        /// What is wrong, for the user.
         message: String,
     },
 }
 
 impl CoreError {
+    /// An I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         CoreError::Io {
             path: path.into(),
@@ -56,4 +81,5 @@ impl CoreError {
     }
 }
 
+/// Result with [`CoreError`] by default.
 pub type Result<T, E = CoreError> = std::result::Result<T, E>;

@@ -330,7 +330,7 @@ fn resolved(path: &Path) -> PathBuf {
             .map(|c| c.join(path))
             .unwrap_or_else(|_| path.to_path_buf())
     };
-    let mut existing = abs.clone();
+    let mut existing = abs;
     let mut rest = Vec::new();
     while !existing.exists() {
         match (existing.file_name(), existing.parent()) {
@@ -477,6 +477,7 @@ pub fn exchange(a: &Path, b: &Path) -> Result<()> {
         let cb = CString::new(b.as_os_str().as_bytes())
             .map_err(|e| CoreError::io(b, std::io::Error::other(e)))?;
         // SAFETY: both paths are valid NUL-terminated strings that outlive the call.
+        #[allow(unsafe_code, reason = "renameat2 has no safe wrapper in std or libc")]
         let rc = unsafe {
             libc::renameat2(
                 libc::AT_FDCWD,

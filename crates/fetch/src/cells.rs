@@ -7,13 +7,18 @@ use std::fmt;
 
 /// Why a cell is not an integer of the column's type.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IntError {
+pub(crate) enum IntError {
     /// Not of the form `[+-]?[0-9]+` (letters, blanks, spaces, decimals...).
     NotInteger,
     /// Digits, but not the canonical spelling: a `+` sign, a leading zero, or `-0`.
     NotCanonical,
     /// A canonical integer outside `min..=max`.
-    OutOfRange { min: i128, max: i128 },
+    OutOfRange {
+        /// Smallest allowed value.
+        min: i128,
+        /// Largest allowed value.
+        max: i128,
+    },
 }
 
 impl fmt::Display for IntError {
@@ -33,7 +38,7 @@ impl fmt::Display for IntError {
 /// and more digits. No spaces, no `+`, no leading zeros. The value must fit `T`.
 ///
 /// Equivalently: `s` is accepted with value `v` exactly when `v.to_string() == s`.
-pub fn parse_int<T>(s: &str) -> Result<T, IntError>
+pub(crate) fn parse_int<T>(s: &str) -> Result<T, IntError>
 where
     T: TryFrom<i128> + Bounded,
 {
@@ -67,8 +72,10 @@ where
 }
 
 /// Bounds of the integer column types, for error messages.
-pub trait Bounded {
+pub(crate) trait Bounded {
+    /// Smallest value of the type.
     const MIN_I128: i128;
+    /// Largest value of the type.
     const MAX_I128: i128;
 }
 
@@ -89,7 +96,7 @@ bounded!(i8, i16, i32, i64);
 /// year 0000-9999); hour 00-23, minute 00-59, second 00-59 (no leap second); offset hours
 /// 00-23, minutes 00-59. A fraction of n digits means n decimal places of a second, so
 /// `.06` is 60000 µs; more than 6 digits is refused rather than rounded.
-pub fn parse_timestamp_micros(s: &str) -> Result<i64, String> {
+pub(crate) fn parse_timestamp_micros(s: &str) -> Result<i64, String> {
     let b = s.as_bytes();
     let shape = || {
         format!(

@@ -10,40 +10,42 @@ use std::path::Path;
 use std::time::Duration;
 
 /// Redirect hops followed within one attempt before giving up.
-pub const MAX_REDIRECTS: usize = 5;
+pub(crate) const MAX_REDIRECTS: usize = 5;
 
 /// Delay before retry `n` (1-based): 250 ms, 500 ms, 1 s, 2 s, then 4 s each.
-pub fn backoff(n: u32) -> Duration {
+pub(crate) fn backoff(n: u32) -> Duration {
     Duration::from_millis(250u64 << (n.saturating_sub(1)).min(4))
 }
 
 /// How downloads behave; built from `[fetch]`.
 #[derive(Debug, Clone)]
-pub struct HttpSettings {
+pub(crate) struct HttpSettings {
     /// Connect timeout, time to the response headers, and the longest pause between two
     /// reads of the body.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Attempts after the first for retryable failures.
-    pub retries: u32,
+    pub(crate) retries: u32,
     /// Hosts (lower case) a redirect may lead to besides the URL's own host.
-    pub allowed_redirect_hosts: Vec<String>,
+    pub(crate) allowed_redirect_hosts: Vec<String>,
     /// Draw a progress bar on stderr.
-    pub progress: bool,
+    pub(crate) progress: bool,
 }
 
 /// The parts of an absolute http(s) URL that the redirect policy needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UrlParts {
-    pub scheme: String,
+pub(crate) struct UrlParts {
+    /// `http` or `https`.
+    pub(crate) scheme: String,
     /// Lower-cased host, without port.
-    pub host: String,
+    pub(crate) host: String,
     /// `scheme://authority`, as written.
-    pub origin: String,
-    pub path_and_query: String,
+    pub(crate) origin: String,
+    /// Path and query, starting with `/`.
+    pub(crate) path_and_query: String,
 }
 
 /// Split an absolute `http://` or `https://` URL.
-pub fn url_parts(url: &str) -> Result<UrlParts, String> {
+pub(crate) fn url_parts(url: &str) -> Result<UrlParts, String> {
     let uri: ureq::http::Uri = url
         .parse()
         .map_err(|e| format!("`{url}` is not a valid URL: {e}"))?;
@@ -75,7 +77,7 @@ pub fn url_parts(url: &str) -> Result<UrlParts, String> {
 }
 
 /// Resolve a `Location` header against the URL that answered with it.
-pub fn resolve_location(base: &str, location: &str) -> Result<String, String> {
+pub(crate) fn resolve_location(base: &str, location: &str) -> Result<String, String> {
     let lower = location.to_ascii_lowercase();
     if lower.starts_with("http://") || lower.starts_with("https://") {
         return Ok(location.to_string());
@@ -135,7 +137,7 @@ enum Failure {
 
 /// Download `url` into `tmp` (created or truncated). Returns the number of bytes written.
 /// `tmp` may hold a partial body on error; the caller removes it.
-pub fn download(
+pub(crate) fn download(
     input: &str,
     url: &str,
     tmp: &Path,
@@ -227,7 +229,7 @@ fn attempt_once(
         if status != 200 {
             let e = FetchError::HttpStatus {
                 input: input.to_string(),
-                url: url.clone(),
+                url,
                 status,
                 reason: resp
                     .status()

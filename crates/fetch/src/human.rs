@@ -22,12 +22,21 @@ pub enum CsvPlace {
     /// The whole file (e.g. it is empty).
     File,
     /// The header row, at a 1-based column.
-    Header { column: usize, name: Option<String> },
+    Header {
+        /// 1-based column.
+        column: usize,
+        /// Header name, if the cell has one.
+        name: Option<String>,
+    },
     /// A data row: 1-based among data rows, its starting line in the file, and the column.
     Row {
+        /// 1-based data row.
         row: usize,
+        /// 1-based line where the row starts.
         line: u64,
+        /// 1-based column.
         column: usize,
+        /// Column name.
         name: String,
     },
 }
@@ -35,8 +44,11 @@ pub enum CsvPlace {
 /// A CSV import error naming file, row (and line) and column.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CsvError {
+    /// The CSV file.
     pub file: PathBuf,
+    /// Where in the file.
     pub place: CsvPlace,
+    /// What is wrong, for the user.
     pub message: String,
 }
 
@@ -83,7 +95,9 @@ pub struct ExcludedRow {
 /// A human CSV as one record batch, and the rows left out of it.
 #[derive(Debug, Clone)]
 pub struct HumanImport {
+    /// The imported rows.
     pub batch: RecordBatch,
+    /// Rows set aside, with the reason.
     pub excluded: Vec<ExcludedRow>,
 }
 

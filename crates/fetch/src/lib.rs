@@ -17,9 +17,9 @@
 //!
 //! Everything is described for users in `docs/fetch.md`.
 
-pub mod cells;
-pub mod http;
-pub mod human;
+mod cells;
+mod http;
+mod human;
 
 pub use human::{
     import_human_csv, import_human_csv_reporting, CsvError, CsvPlace, ExcludedRow, HumanImport,
@@ -40,64 +40,102 @@ use std::time::Duration;
 pub enum FetchError {
     /// A problem with how the input is declared or can be located.
     #[error("input '{input}': {message}")]
-    Input { input: String, message: String },
+    Input {
+        /// Input name.
+        input: String,
+        /// What is wrong, for the user.
+        message: String,
+    },
     /// A file could not be read or written.
     #[error("input '{input}': {}: {error}", .path.display())]
     Io {
+        /// Input name.
         input: String,
+        /// The file.
         path: PathBuf,
+        /// The underlying I/O error.
         error: std::io::Error,
     },
     /// The bytes do not have the sha256 that pipeline.toml pins.
     #[error("input '{input}': sha256 mismatch for {location}: expected {expected}, got {actual}")]
     HashMismatch {
+        /// Input name.
         input: String,
+        /// Path or URL of the bytes.
         location: String,
+        /// sha256 pinned in pipeline.toml.
         expected: String,
+        /// sha256 of the bytes.
         actual: String,
     },
     /// The server answered with an error status (after retries for 408, 429 and 5xx).
     #[error("input '{input}': GET {url}: HTTP {status} {reason}{}", attempts_note(.attempts))]
     HttpStatus {
+        /// Input name.
         input: String,
+        /// The URL requested.
         url: String,
+        /// HTTP status.
         status: u16,
+        /// Reason phrase.
         reason: String,
+        /// Attempts made.
         attempts: u32,
     },
     /// Fewer (or more) bytes arrived than Content-Length announced.
     #[error("input '{input}': GET {url}: truncated body: received {received} of {expected} bytes ({why}){}", attempts_note(.attempts))]
     Truncated {
+        /// Input name.
         input: String,
+        /// The URL requested.
         url: String,
+        /// Bytes received.
         received: u64,
+        /// Bytes announced by Content-Length.
         expected: u64,
+        /// How the body ended.
         why: String,
+        /// Attempts made.
         attempts: u32,
     },
     /// Connection failures and timeouts.
     #[error("input '{input}': GET {url}: {message}{}", attempts_note(.attempts))]
     Network {
+        /// Input name.
         input: String,
+        /// The URL requested.
         url: String,
+        /// The transport error.
         message: String,
+        /// Attempts made.
         attempts: u32,
     },
     /// A redirect the policy refuses (another host, or https to http).
     #[error("input '{input}': GET {url}: refusing redirect {reason}: {location}")]
     Redirect {
+        /// Input name.
         input: String,
+        /// The URL requested.
         url: String,
+        /// Where the redirect points.
         location: String,
+        /// Why it is refused.
         reason: String,
     },
     /// A human-response CSV that does not import; names file, row, line and column.
     #[error("input '{input}': {error}")]
-    Csv { input: String, error: CsvError },
+    Csv {
+        /// Input name.
+        input: String,
+        /// Where and why the import failed.
+        error: CsvError,
+    },
     /// The stored-answer importer refused the file (names file, row and column).
     #[error("input '{input}': {error}")]
     Answers {
+        /// Input name.
         input: String,
+        /// The importer's error.
         #[source]
         error: Box<protospread_answers::AnswersError>,
     },
@@ -231,7 +269,9 @@ pub struct Verified {
     pub path: PathBuf,
     /// What errors and summaries call the file: the path as configured, or the URL.
     pub display: String,
+    /// Size in bytes.
     pub size: u64,
+    /// Where the bytes came from.
     pub origin: Origin,
 }
 
@@ -458,6 +498,7 @@ pub fn import_answers_input(
 /// What one input became.
 #[derive(Debug, Clone, Serialize)]
 pub struct InputSummary {
+    /// Input name.
     pub name: String,
     /// `human`, `answers` or `other`.
     pub role: String,
@@ -465,8 +506,11 @@ pub struct InputSummary {
     pub instrument: Option<String>,
     /// Path as configured, or URL.
     pub source: String,
+    /// sha256 of the bytes.
     pub sha256: String,
+    /// Size in bytes.
     pub bytes: u64,
+    /// Where the bytes came from.
     pub origin: Origin,
     /// Rows written (human and answers inputs).
     pub rows: Option<usize>,

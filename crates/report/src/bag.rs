@@ -13,33 +13,39 @@ use std::path::{Path, PathBuf};
 /// Where a payload file's bytes come from.
 #[derive(Debug, Clone)]
 pub enum Content {
+    /// Copy this file.
     File(PathBuf),
+    /// Write these bytes.
     Bytes(Vec<u8>),
 }
 
 /// One payload file: its path below `data/` (with `/`) and its content.
 #[derive(Debug, Clone)]
 pub struct PayloadFile {
+    /// Path inside `data/`, with `/` separators.
     pub path: String,
+    /// What to write there.
     pub content: Content,
 }
 
 /// What [`write_bag`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BagSummary {
+    /// Payload files written.
     pub files: usize,
+    /// Payload size in bytes.
     pub octets: u64,
 }
 
 /// RFC 8493 section 2.1.3: in manifests, `%`, CR and LF in a path are percent-encoded.
-pub fn encode_path(p: &str) -> String {
+pub(crate) fn encode_path(p: &str) -> String {
     p.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
 }
 
 /// `YYYY-MM-DD` of a count of days since 1970-01-01 (proleptic Gregorian calendar).
-pub fn civil_date(days: i64) -> String {
+pub(crate) fn civil_date(days: i64) -> String {
     // Howard Hinnant's days-to-civil algorithm.
     let z = days + 719_468;
     let era = z.div_euclid(146_097);

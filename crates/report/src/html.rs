@@ -12,7 +12,7 @@ const PALETTE: &[&str] = &[
 ];
 
 /// Escape text for HTML element content and attribute values.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -642,7 +642,7 @@ fn recorded_section(tables: &[Rendered]) -> Result<String, String> {
 }
 
 /// The whole HTML report.
-pub fn report(title: &str, tables: &[Rendered]) -> Result<String, ReportError> {
+pub(crate) fn report(title: &str, tables: &[Rendered]) -> Result<String, ReportError> {
     let mut s = String::new();
     let _ = write!(
         s,
@@ -753,7 +753,7 @@ mod tests {
         assert_eq!(svg.matches("<title>").count(), 3);
         assert!(svg.contains("<title>nl plain: 3/12 = 25.00% (95% CI 1.00 to 50.00)</title>"));
         // A table without the provenance columns is refused, not drawn without them.
-        let mut bad = t.clone();
+        let mut bad = t;
         bad.header[0] = "origin".into();
         assert!(sweep_points(&bad).unwrap_err().contains("`source`"));
     }

@@ -2,16 +2,24 @@
 //! HTML report; plus `verify` (compare a regeneration with committed checksums) and `bag`
 //! (a BagIt archive, RFC 8493).
 //!
-//! The report stage renders Parquet tables generically ([`render`]): every table of
+//! The report stage renders Parquet tables generically (`render`): every table of
 //! `out/aggregate/` and the tables listed in `[report] tables` (by default the score stage's
 //! parity, mutation-sweep and norms tables). One float formatting rule
-//! ([`render::fmt_float`]) is used for every figure. See docs/report.md.
+//! (`fmt_float`) is used for every figure. See docs/report.md.
 
-pub mod bag;
-pub mod html;
-pub mod provenance;
-pub mod render;
-pub mod verify;
+mod bag;
+mod html;
+mod provenance;
+mod render;
+mod verify;
+
+pub use bag::{bagging_date, write_bag, BagSummary, Content, PayloadFile};
+pub use provenance::{bag_contents, BagContents, Tool};
+pub use render::{to_markdown, TextTable};
+pub use verify::{
+    compare_inputs, compare_outputs, first_csv_difference, input_manifest, read_expected,
+    update as update_checksums, Difference,
+};
 
 use protospread_core::config::ReportSection;
 use std::path::{Path, PathBuf};
@@ -19,10 +27,18 @@ use std::path::{Path, PathBuf};
 /// Errors of the report, verify and bag code; each names the file it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
+    /// A table that cannot be read or rendered.
     #[error("{path}: {message}")]
-    Table { path: PathBuf, message: String },
+    Table {
+        /// The table file.
+        path: PathBuf,
+        /// What is wrong, for the user.
+        message: String,
+    },
+    /// A command-line usage error.
     #[error("{0}")]
     Usage(String),
+    /// An error of the shared layer.
     #[error(transparent)]
     Core(#[from] protospread_core::CoreError),
 }
@@ -67,16 +83,20 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
 pub struct Rendered {
     /// File stem of the outputs (`<name>.csv`, `<name>.md`).
     pub name: String,
+    /// Title from [`CATALOG`] (or the file name).
     pub title: String,
+    /// One-line description from [`CATALOG`].
     pub description: String,
     /// Parquet file it was rendered from, relative to the output folder.
     pub from: String,
+    /// The table's cells as text.
     pub table: render::TextTable,
 }
 
 /// What the report stage wrote.
 #[derive(Debug, Clone)]
 pub struct Summary {
+    /// Every rendered table, in report order.
     pub tables: Vec<Rendered>,
     /// Files written, relative to the report folder, sorted.
     pub files: Vec<String>,

@@ -20,7 +20,9 @@ pub struct Tool<'a> {
 /// A bag's payload and `bag-info.txt` entries (before `Payload-Oxum`).
 #[derive(Debug, Clone)]
 pub struct BagContents {
+    /// Files under `data/`.
     pub payload: Vec<PayloadFile>,
+    /// `bag-info.txt` entries, in order.
     pub info: Vec<(String, String)>,
 }
 
@@ -33,11 +35,14 @@ fn usage(m: impl Into<String>) -> ReportError {
 /// stage). Every listed file must exist and match, and every other file (except the download
 /// cache `cache_top`, manifests and protospread's hidden files) must be listed. No symlink is
 /// followed: a symlink anywhere below `out` is refused.
-pub fn checked_outputs(out: &Path, cache_top: Option<&str>) -> Result<Vec<PathBuf>, ReportError> {
+pub(crate) fn checked_outputs(
+    out: &Path,
+    cache_top: Option<&str>,
+) -> Result<Vec<PathBuf>, ReportError> {
     let top = out.join(MANIFEST_NAME);
     let mut expected = Manifest::default();
     let mut origin: std::collections::BTreeMap<String, PathBuf> = Default::default();
-    let mut manifests = vec![(top.clone(), String::new())];
+    let mut manifests = vec![(top, String::new())];
     for s in protospread_core::outdir::STAGE_DIRS {
         manifests.push((out.join(s).join(MANIFEST_NAME), format!("{s}/")));
     }
@@ -213,9 +218,7 @@ pub fn bag_contents(
             let (source, revision) = match i.source() {
                 Ok(Source::Local(p)) => (format!("path:{}", p.display()), None),
                 Ok(Source::Http(u)) => (format!("url:{u}"), None),
-                Ok(Source::HuggingFace(h)) => {
-                    (format!("hf:{}/{}", h.repo, h.file), Some(h.commit.clone()))
-                }
+                Ok(Source::HuggingFace(h)) => (format!("hf:{}/{}", h.repo, h.file), Some(h.commit)),
                 Err(e) => (format!("invalid: {e}"), None),
             };
             serde_json::json!({

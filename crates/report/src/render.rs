@@ -14,7 +14,7 @@ use arrow::record_batch::RecordBatch;
 use std::path::Path;
 
 /// The one float formatting rule of every table (see the module documentation).
-pub fn fmt_float(x: f64) -> String {
+pub(crate) fn fmt_float(x: f64) -> String {
     if x.is_nan() {
         return "NaN".to_string();
     }
@@ -32,8 +32,11 @@ pub fn fmt_float(x: f64) -> String {
 /// A table as strings: the header, the rows, and which columns are numeric (right-aligned).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TextTable {
+    /// Column names.
     pub header: Vec<String>,
+    /// Whether each column is numeric (right-aligned).
     pub numeric: Vec<bool>,
+    /// Cells, row by row.
     pub rows: Vec<Vec<String>>,
 }
 
@@ -82,7 +85,7 @@ fn is_numeric(t: &DataType) -> bool {
 }
 
 /// Render record batches (any schema of the supported types) to a text table.
-pub fn to_text(
+pub(crate) fn to_text(
     path: &Path,
     batches: &[RecordBatch],
     schema: &arrow::datatypes::Schema,
@@ -111,13 +114,13 @@ pub fn to_text(
 }
 
 /// Read a Parquet file and render it.
-pub fn read_table(path: &Path) -> Result<TextTable, ReportError> {
+pub(crate) fn read_table(path: &Path) -> Result<TextTable, ReportError> {
     let (schema, batches) = protospread_core::pq::read(path)?;
     to_text(path, &batches, &schema)
 }
 
 /// Canonical CSV: RFC 4180 quoting where needed, `\n` line ends, header first.
-pub fn to_csv(t: &TextTable) -> Vec<u8> {
+pub(crate) fn to_csv(t: &TextTable) -> Vec<u8> {
     let mut w = csv::WriterBuilder::new()
         .terminator(csv::Terminator::Any(b'\n'))
         .from_writer(Vec::new());
@@ -129,7 +132,7 @@ pub fn to_csv(t: &TextTable) -> Vec<u8> {
 }
 
 /// Parse canonical CSV back (for comparisons in `verify`).
-pub fn parse_csv(bytes: &[u8]) -> Result<Vec<Vec<String>>, csv::Error> {
+pub(crate) fn parse_csv(bytes: &[u8]) -> Result<Vec<Vec<String>>, csv::Error> {
     let mut r = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)

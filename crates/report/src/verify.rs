@@ -20,11 +20,11 @@ use protospread_core::hash::{self, Manifest, ManifestDiff};
 use std::path::{Path, PathBuf};
 
 /// Name of the input manifest in the checksums folder.
-pub const INPUTS: &str = "inputs.sha256";
+pub(crate) const INPUTS: &str = "inputs.sha256";
 /// Name of the output manifest in the checksums folder.
-pub const OUTPUTS: &str = "outputs.sha256";
+pub(crate) const OUTPUTS: &str = "outputs.sha256";
 /// Folder of the committed canonical tables in the checksums folder.
-pub const TABLES: &str = "tables";
+pub(crate) const TABLES: &str = "tables";
 
 /// One difference found by [`compare`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,7 +67,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ReportError> {
 /// Every input file of a configuration: files under `<base>/data/`, the configuration file,
 /// and local inputs outside `data/`. Returned as (path relative to base, absolute path),
 /// sorted by relative path.
-pub fn input_files(
+pub(crate) fn input_files(
     cfg: &Config,
     config_path: &Path,
 ) -> Result<Vec<(String, PathBuf)>, ReportError> {
@@ -119,7 +119,7 @@ pub fn input_manifest(cfg: &Config, config_path: &Path) -> Result<Manifest, Repo
 }
 
 /// The manifest of the outputs: every file under `out` except `cache/` and `SHA256SUMS`.
-pub fn output_manifest(out: &Path) -> Result<Manifest, ReportError> {
+pub(crate) fn output_manifest(out: &Path) -> Result<Manifest, ReportError> {
     Ok(Manifest::from_dir_excluding(out, &["cache"])?)
 }
 

@@ -80,8 +80,7 @@ fn tables_match_committed_snapshots() {
         match std::fs::read(&snap) {
             Ok(want) if want == got => {}
             Ok(want) => {
-                let w = protospread_report::verify::first_csv_difference(&want, &got)
-                    .unwrap_or_default();
+                let w = protospread_report::first_csv_difference(&want, &got).unwrap_or_default();
                 mismatched.push(format!("{n}: {w}"));
             }
             Err(_) => mismatched.push(format!("{n}: no snapshot (run with UPDATE_SNAPSHOTS=1)")),

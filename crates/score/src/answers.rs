@@ -32,70 +32,114 @@ use std::sync::Arc;
 
 /// File names written into the score stage's folder.
 pub const PARSED_FILE: &str = "parsed_answers.parquet";
+/// File name of the scale-score table.
 pub const SCALES_FILE: &str = "scale_scores.parquet";
 
 /// One row of `parsed_answers.parquet`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParsedRow {
+    /// Input name the record came from.
     pub source: String,
+    /// Provenance label.
     pub label: String,
+    /// Study name.
     pub study: String,
+    /// Model id.
     pub model: String,
+    /// `api`, `cli` or `local`.
     pub arm: String,
+    /// Cohort, if any.
     pub cohort: Option<String>,
+    /// Condition code.
     pub condition: String,
+    /// 1-based sample index.
     pub sample: i32,
+    /// Test name.
     pub test: String,
+    /// `single` or `whole`.
     pub mode: String,
+    /// Human item number.
     pub item: i32,
+    /// 1-based position at which the item was shown (whole mode).
     pub shown_position: Option<i32>,
+    /// Option number read from the reply.
     pub option_replied: Option<i32>,
+    /// Keyed value of the answer.
     pub value: Option<i32>,
+    /// How the reply was read.
     pub status: Status,
 }
 
 /// One row of `scale_scores.parquet`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScaleRow {
+    /// Input name the records came from.
     pub source: String,
+    /// Provenance label.
     pub label: String,
+    /// Study name.
     pub study: String,
+    /// Model id.
     pub model: String,
+    /// `api`, `cli` or `local`.
     pub arm: String,
+    /// Cohort, if any.
     pub cohort: Option<String>,
+    /// Condition code.
     pub condition: String,
+    /// 1-based sample index.
     pub sample: i32,
+    /// Test name.
     pub test: String,
+    /// Dimension (scale).
     pub dimension: String,
+    /// Sampling temperature of the condition.
     pub temperature: Option<f64>,
+    /// Scale score, if the scale is complete.
     pub score: Option<f64>,
+    /// Every item of the scale was answered.
     pub complete: bool,
+    /// Items of the scale.
     pub n_items: i32,
+    /// Items answered.
     pub n_answered: i32,
+    /// Score in human SDs.
     pub z: Option<f64>,
+    /// Percentile among the human scores.
     pub percentile: Option<f64>,
+    /// The administration gave the same option to every item.
     pub constant_answers: bool,
 }
 
 /// What one source produced.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SourceSummary {
+    /// Input name.
     pub source: String,
+    /// Provenance label.
     pub label: String,
+    /// Records read.
     pub records: usize,
+    /// Administrations (model, condition, sample, test).
     pub administrations: usize,
+    /// Administrations with constant answers.
     pub constant_administrations: usize,
     /// Parsed item rows by status name.
     pub statuses: BTreeMap<&'static str, usize>,
+    /// Scale rows written.
     pub scale_rows: usize,
+    /// Scale rows with every item answered.
     pub complete_scale_rows: usize,
 }
 
 /// What the stored-answer part wrote.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Summary {
+    /// Per source.
     pub sources: Vec<SourceSummary>,
+    /// Rows of the parsed-answers table.
     pub parsed_rows: usize,
+    /// Rows of the scale-score table.
     pub scale_rows: usize,
 }
 
@@ -707,9 +751,13 @@ fn score_registered(
 /// What [`score_in_memory`] returns: the three tables as batches, and the summary.
 #[derive(Debug, Clone)]
 pub struct InMemory {
+    /// Parsed-answer batches.
     pub parsed: Vec<RecordBatch>,
+    /// Scale-score batches.
     pub scales: Vec<RecordBatch>,
+    /// Reply-rerun batches.
     pub reruns: Vec<RecordBatch>,
+    /// What the source produced.
     pub summary: SourceSummary,
 }
 

@@ -51,8 +51,11 @@ pub enum Ties {
 /// One variant of the rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rule {
+    /// How fractional scores are rounded.
     pub rounding: Rounding,
+    /// What happens to values outside the scale.
     pub out_of_range: OutOfRange,
+    /// How ties between dimensions are broken.
     pub ties: Ties,
     /// Flip the reverse flag of every item of Big Five `N` (N as Emotional Stability).
     pub big_five_n_as_stability: bool,

@@ -15,6 +15,7 @@ use std::path::Path;
 pub struct HumanRow {
     /// The file's anonymous sequential `id`.
     pub id: i64,
+    /// Top result as the site reported it.
     pub top_result: String,
     /// `score_<dim>` in the instrument's dimension order.
     pub scores: Vec<i32>,

@@ -41,15 +41,20 @@ pub struct KeyItem {
     pub item: usize,
     /// Index into [`TestKey::dims`].
     pub dim: usize,
+    /// Reverse-keyed item.
     pub reverse: bool,
+    /// Weight of the item in its dimension.
     pub weight: f64,
+    /// Lowest option value.
     pub scale_min: u8,
+    /// Highest option value.
     pub scale_max: u8,
 }
 
 /// One dimension of a test's key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DimRule {
+    /// Dimension name.
     pub name: String,
     /// Place in the tie order of `top_result`: the lower rank wins a tie.
     pub tie_rank: u32,
@@ -60,10 +65,15 @@ pub struct DimRule {
 /// The key of one test: items in item order, dimensions in the instrument's column order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TestKey {
+    /// Test name.
     pub test: String,
+    /// Items in human order.
     pub items: Vec<KeyItem>,
+    /// Dimensions and how they are scored.
     pub dims: Vec<DimRule>,
+    /// Dimensions in the reported top result.
     pub top_n: usize,
+    /// Unit of the scores.
     pub unit: Unit,
 }
 
@@ -74,6 +84,7 @@ pub struct ScoringKey {
     pub version: String,
     /// The file it was read from.
     pub source: PathBuf,
+    /// Key of every test, by name.
     pub tests: BTreeMap<String, TestKey>,
 }
 
@@ -441,7 +452,7 @@ fn group(path: &Path, rows: Vec<Row>) -> Result<Vec<ScoringKey>, ScoreError> {
                             name: inst.dimensions[r.dim].to_string(),
                             tie_rank: r.tie_rank,
                             max_points: r.max_points,
-                        })
+                        });
                     }
                     Some(d) if d.tie_rank != r.tie_rank => {
                         return Err(ScoreError::cell(path, r.line, "tie_rank", format!("{} differs from {} given earlier for dimension {} (one value per dimension)", r.tie_rank, d.tie_rank, d.name)));

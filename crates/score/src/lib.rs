@@ -41,7 +41,9 @@ pub enum ScoreError {
     /// A file could not be read.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file or folder concerned.
         path: PathBuf,
+        /// The underlying I/O error.
         #[source]
         source: std::io::Error,
     },
@@ -49,17 +51,33 @@ pub enum ScoreError {
     /// is line 1).
     #[error("{}: line {line}, column {column}: {message}", path.display())]
     Cell {
+        /// The file.
         path: PathBuf,
+        /// 1-based line.
         line: usize,
+        /// The column name.
         column: String,
+        /// What is wrong, for the user.
         message: String,
     },
     /// A file is unusable as a whole (missing column, wrong row count, incomplete test...).
+    /// A problem with a whole file.
     #[error("{}: {message}", path.display())]
-    File { path: PathBuf, message: String },
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, for the user.
+        message: String,
+    },
     /// Scoring was asked for something the key does not hold (unknown test, wrong length).
+    /// Scoring a test failed.
     #[error("scoring {test}: {message}")]
-    Score { test: String, message: String },
+    Score {
+        /// The test name.
+        test: String,
+        /// What is wrong, for the user.
+        message: String,
+    },
     /// Error of the shared layer (Parquet reading).
     #[error(transparent)]
     Core(#[from] protospread_core::CoreError),

@@ -16,9 +16,13 @@ use std::path::Path;
 /// The norm of one dimension.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Norm {
+    /// Test name.
     pub test: String,
+    /// Dimension (scale).
     pub dimension: String,
+    /// Human rows.
     pub n: usize,
+    /// Mean human score.
     pub mean: f64,
     /// Sample SD, divisor n - 1.
     pub sd: f64,
@@ -61,10 +65,12 @@ impl Norm {
         (value - self.mean) / self.sd
     }
 
+    /// Lowest possible score of the scale.
     pub fn min(&self) -> f64 {
         self.values[0]
     }
 
+    /// Highest possible score of the scale.
     pub fn max(&self) -> f64 {
         self.values[self.n - 1]
     }
@@ -83,6 +89,7 @@ impl Norm {
 /// Norms of every (test, dimension).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Norms {
+    /// Norm by (test, dimension).
     pub norms: BTreeMap<(String, String), Norm>,
 }
 
@@ -109,6 +116,7 @@ impl Norms {
         }
     }
 
+    /// The norm of a test's dimension.
     pub fn get(&self, test: &str, dim: &str) -> Option<&Norm> {
         self.norms.get(&(test.to_string(), dim.to_string()))
     }

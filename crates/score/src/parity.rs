@@ -25,12 +25,16 @@ use std::path::{Path, PathBuf};
 /// Category of a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Category {
+    /// The key and scorer give the site's result.
     Reproduced,
+    /// Differs, with a reason on the allowlist.
     SetAside,
+    /// Differs without a known reason.
     Unexplained,
 }
 
 impl Category {
+    /// Spelling in the parity tables.
     pub fn as_str(&self) -> &'static str {
         match self {
             Category::Reproduced => "reproduced",
@@ -51,8 +55,11 @@ pub const REASON_UNKNOWN: &str = "mismatch, reason unknown";
 /// The classification of one human row.
 #[derive(Debug, Clone)]
 pub struct RowClass {
+    /// Instrument name.
     pub instrument: String,
+    /// Row id in the human data.
     pub id: i64,
+    /// How the row was classified.
     pub category: Category,
     /// One of a few fixed texts per instrument (summary key).
     pub reason: String,
@@ -245,7 +252,9 @@ pub fn summarize(classes: &[RowClass]) -> BTreeMap<String, BTreeMap<(Category, S
 /// CSV columns `instrument,id,note`.
 #[derive(Debug, Clone, Default)]
 pub struct Allowlist {
+    /// Reason by (instrument, row id).
     pub entries: BTreeMap<(String, i64), String>,
+    /// The allowlist file.
     pub source: PathBuf,
 }
 
@@ -315,6 +324,7 @@ impl Allowlist {
         })
     }
 
+    /// The reason a row is set aside, if listed.
     pub fn note(&self, instrument: &str, id: i64) -> Option<&str> {
         self.entries
             .get(&(instrument.to_string(), id))
@@ -339,8 +349,11 @@ impl Allowlist {
 /// The result of mutating one item of the key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MutationResult {
+    /// Test name.
     pub test: String,
+    /// 0-based item index.
     pub item: usize,
+    /// Dimension of the item.
     pub dimension: String,
     /// Rows of the test the current key reproduces.
     pub reproduced: usize,

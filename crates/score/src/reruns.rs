@@ -18,11 +18,17 @@ pub const RERUNS_FILE: &str = "reply_reruns.parquet";
 /// One (source, model, test, pair) comparison, as read back from the table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RerunRow {
+    /// Input name.
     pub source: String,
+    /// Provenance label.
     pub label: String,
+    /// Model id.
     pub model: String,
+    /// Test name.
     pub test: String,
+    /// Condition code of the first run.
     pub first: String,
+    /// Condition code of the rerun.
     pub rerun: String,
     /// Requests present in both conditions with neither failed.
     pub compared: i32,

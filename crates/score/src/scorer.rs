@@ -56,6 +56,7 @@ pub fn scale_value(points: f64, max: f64, raw_unit: bool) -> f64 {
 /// The score of one dimension.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DimScore {
+    /// Dimension name.
     pub dimension: String,
     /// The product's stored value (an integer held in f64); `None` when any item of the
     /// dimension is missing.
@@ -72,6 +73,7 @@ pub struct DimScore {
 /// All dimensions of one answer vector, in the instrument's column order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScaleScores {
+    /// Every dimension of the test, in key order.
     pub dims: Vec<DimScore>,
     /// `None` when any dimension has no value.
     pub top_result: Option<String>,

@@ -15,8 +15,11 @@ use std::path::{Path, PathBuf};
 /// The human rows of one instrument and where they came from.
 #[derive(Debug, Clone)]
 pub struct HumanInput {
+    /// The instrument.
     pub inst: &'static Instrument,
+    /// Its human rows.
     pub rows: Vec<HumanRow>,
+    /// The file they came from.
     pub origin: PathBuf,
 }
 
@@ -36,8 +39,11 @@ pub struct NormRows {
 pub struct ParityRun {
     /// Every human row, sorted by (instrument, id).
     pub classes: Vec<RowClass>,
+    /// The mutation sweep.
     pub sweep: Vec<MutationResult>,
+    /// Human norms.
     pub norms: Norms,
+    /// Norm rows per instrument.
     pub norm_rows: BTreeMap<String, NormRows>,
 }
 
@@ -138,7 +144,9 @@ pub fn not_allowlisted(classes: &[RowClass]) -> Vec<&RowClass> {
 /// What [`run_stage`] computed and whether it replaced the stage's folder.
 #[derive(Debug, Clone)]
 pub struct StageRun {
+    /// Scorer parity on the human data.
     pub parity: ParityRun,
+    /// What the stored-answer part wrote.
     pub answers: crate::answers::Summary,
     /// Unexplained human rows that are not in the allow-list; the stage wrote nothing if any.
     pub failing: Vec<RowClass>,

@@ -23,8 +23,11 @@ use std::sync::Arc;
 
 /// One output table.
 pub struct Table {
+    /// File name in the score folder.
     pub file: &'static str,
+    /// Its schema.
     pub schema: SchemaRef,
+    /// Its rows.
     pub batch: RecordBatch,
 }
 

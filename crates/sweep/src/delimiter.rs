@@ -123,7 +123,7 @@ impl Delimiter {
 /// single quotes when the text contains a double quote; newline, tab and carriage return
 /// written as `\n`, `\t`, `\r`, other control characters as `\u{..}`; everything else,
 /// the backslash included, as itself.
-pub fn quoted(text: &str) -> String {
+pub(crate) fn quoted(text: &str) -> String {
     let q = if text.contains('"') { '\'' } else { '"' };
     let mut s = String::new();
     s.push(q);
@@ -141,7 +141,7 @@ pub fn quoted(text: &str) -> String {
 }
 
 /// Describe every delimiter of a configured list, refusing duplicates.
-pub fn parse_set(texts: &[String]) -> Result<Vec<Delimiter>, SweepError> {
+pub(crate) fn parse_set(texts: &[String]) -> Result<Vec<Delimiter>, SweepError> {
     if texts.is_empty() {
         return Err(SweepError::Config(
             "[sweep] delimiters: the list is empty".into(),

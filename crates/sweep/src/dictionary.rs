@@ -23,19 +23,19 @@ use protospread_core::hash::sha256_hex;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Pairs listed in every document.
-pub const PAIRS: usize = 6;
+pub(crate) const PAIRS: usize = 6;
 /// Version of the record format written by `protospread sweep dictionary`.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 /// The `benchmark` of every dictionary result in the sweep tables.
-pub const BENCHMARK: &str = "dictionary";
+pub(crate) const BENCHMARK: &str = "dictionary";
 /// Reply length limit sent with every request: a 3-digit value plus a short preamble.
-pub const MAX_TOKENS: u32 = 16;
+pub(crate) const MAX_TOKENS: u32 = 16;
 /// The instruction line that opens every prompt.
-pub const INSTRUCTION: &str =
+pub(crate) const INSTRUCTION: &str =
     "Each entry below is a key, a colon and its value. Complete the last entry with the value of its key.";
 
 /// One generated document.
@@ -50,9 +50,11 @@ pub struct Doc {
 }
 
 impl Doc {
+    /// Key of the queried word.
     pub fn query_key(&self) -> &str {
         &self.pairs[self.query].0
     }
+    /// The expected answer.
     pub fn expected(&self) -> &str {
         &self.pairs[self.query].1
     }
@@ -65,7 +67,7 @@ impl Doc {
 }
 
 /// Document `index` under `seed`: a ChaCha8 stream seeded with `seed` on stream `index`.
-pub fn doc(seed: u64, index: u32) -> Doc {
+pub(crate) fn doc(seed: u64, index: u32) -> Doc {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rng.set_stream(u64::from(index));
     let mut keys = BTreeSet::new();
@@ -93,7 +95,7 @@ pub fn doc(seed: u64, index: u32) -> Doc {
 }
 
 /// Documents `0..n` under `seed`.
-pub fn docs(seed: u64, n: u32) -> Vec<Doc> {
+pub(crate) fn docs(seed: u64, n: u32) -> Vec<Doc> {
     (0..n).map(|i| doc(seed, i)).collect()
 }
 
@@ -104,7 +106,12 @@ pub fn docs(seed: u64, n: u32) -> Vec<Doc> {
 /// INSTRUCTION\n\n
 /// k1: v1<d>k2: v2<d>...<d>k6: v6<d>query:
 /// ```
-pub fn prompt(doc: &Doc, d: &Delimiter, variant: SweepVariant, naming_template: &str) -> String {
+pub(crate) fn prompt(
+    doc: &Doc,
+    d: &Delimiter,
+    variant: SweepVariant,
+    naming_template: &str,
+) -> String {
     let mut s = String::new();
     if variant == SweepVariant::Named {
         s.push_str(&naming_line(naming_template, d));
@@ -123,9 +130,8 @@ pub fn prompt(doc: &Doc, d: &Delimiter, variant: SweepVariant, naming_template: 
 
 /// The exact-match rule: the first maximal run of ASCII digits in `reply` equals `expected`.
 pub fn score(reply: &str, expected: &str) -> bool {
-    let start = match reply.find(|c: char| c.is_ascii_digit()) {
-        Some(i) => i,
-        None => return false,
+    let Some(start) = reply.find(|c: char| c.is_ascii_digit()) else {
+        return false;
     };
     let run: &str = &reply[start..];
     let end = run.find(|c: char| !c.is_ascii_digit()).unwrap_or(run.len());
@@ -133,24 +139,29 @@ pub fn score(reply: &str, expected: &str) -> bool {
 }
 
 /// The request key: `dictionary/<seed>/<doc, 4 digits>/<delimiter slug>/<variant>`.
-pub fn request_key(seed: u64, doc: u32, d: &Delimiter, v: SweepVariant) -> String {
+pub(crate) fn request_key(seed: u64, doc: u32, d: &Delimiter, v: SweepVariant) -> String {
     format!("dictionary/{seed}/{doc:04}/{}/{}", d.slug, v.as_str())
 }
 
 /// One planned request.
 #[derive(Debug, Clone)]
 pub struct Planned {
+    /// Request key, unique per request.
     pub key: String,
+    /// The document asked about.
     pub doc: Doc,
+    /// Delimiter of the few-shot examples.
     pub delimiter: Delimiter,
+    /// Plain or named delimiter.
     pub variant: SweepVariant,
     /// The chat-completions body exactly as sent.
     pub body: String,
+    /// sha256 of `body`.
     pub body_sha256: String,
 }
 
 /// The request body: one user message, temperature 0, [`MAX_TOKENS`], `seed` = the task seed.
-pub fn request_body(model: &str, content: &str, seed: u64) -> String {
+pub(crate) fn request_body(model: &str, content: &str, seed: u64) -> String {
     // serde_json's map is sorted by key (no preserve_order feature): a fixed byte order.
     serde_json::json!({
         "model": model,
@@ -195,28 +206,45 @@ pub fn plan(
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Record {
+    /// Record format version.
     pub format_version: u32,
     /// Always `dictionary`.
     pub task: String,
     /// Model id as sent.
     pub model: String,
+    /// Seed of the plan.
     pub seed: u64,
+    /// Document index.
     pub doc: u32,
+    /// Delimiter as written.
     pub delimiter: String,
+    /// File-name-safe delimiter slug.
     pub delimiter_slug: String,
+    /// `plain` or `named`.
     pub variant: String,
+    /// Unique per request.
     pub request_key: String,
+    /// Key of the queried word.
     pub query_key: String,
+    /// The expected answer.
     pub expected: String,
+    /// The JSON body POSTed.
     pub request_body: String,
+    /// sha256 of `request_body`.
     pub request_sha256: String,
     /// `choices[0].message.content`, or null when the request failed.
     pub reply: Option<String>,
+    /// Why the request failed after its retries.
     pub error: Option<String>,
+    /// `choices[0].finish_reason`.
     pub finish_reason: Option<String>,
+    /// `model` of the response body.
     pub response_model: Option<String>,
+    /// HTTP status of the last attempt.
     pub http_status: Option<u16>,
+    /// Attempts made.
     pub attempts: u32,
+    /// Wall time of all attempts, in milliseconds.
     pub elapsed_ms: u64,
     /// [`score`] of the reply at recording time (null when unanswered); the tables recompute
     /// it from `reply` and `expected` and refuse a file where the two disagree.
@@ -264,6 +292,7 @@ impl Record {
         }
     }
 
+    /// Whether the request got a reply.
     pub fn answered(&self) -> bool {
         self.reply.is_some() && self.error.is_none()
     }
@@ -276,7 +305,7 @@ impl Record {
     }
 }
 
-impl protospread_administer::resume::StoredRequest for Record {
+impl protospread_administer::StoredRequest for Record {
     fn request_key(&self) -> &str {
         &self.request_key
     }
@@ -291,22 +320,28 @@ impl protospread_administer::resume::StoredRequest for Record {
 /// What [`record`] did.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RunSummary {
+    /// Requests planned.
     pub planned: usize,
+    /// Planned requests already answered in the file.
     pub already_answered: usize,
+    /// Requests sent.
     pub sent: usize,
+    /// Requests that failed.
     pub failed: usize,
+    /// Records in the file afterwards.
     pub records_in_file: usize,
+    /// Correct replies in the file.
     pub correct: usize,
 }
 
 /// Send the planned requests that `out` has not answered yet to `client`, one at a time,
 /// with the administer crate's resume rule and store
-/// ([`protospread_administer::resume::run_resumable`]): each record is appended and flushed
+/// ([`protospread_administer::run_resumable`]): each record is appended and flushed
 /// as it arrives, an answered key sent with another body is an error, and when every request
 /// was handled `out` is rewritten atomically in plan order. `progress(record, sent, failed)`
 /// is called after each reply.
 pub fn record(
-    client: &protospread_administer::client::Client,
+    client: &protospread_administer::Client,
     planned: &[Planned],
     model: &str,
     seed: u64,
@@ -314,7 +349,7 @@ pub fn record(
     progress: impl FnMut(&Record, usize, usize),
 ) -> Result<RunSummary, SweepError> {
     let loaded = load(out)?;
-    let r = protospread_administer::resume::run_resumable(
+    let r = protospread_administer::run_resumable(
         out,
         loaded.records,
         loaded.truncated_bytes,
@@ -349,10 +384,11 @@ pub fn record(
 
 /// What a records file holds.
 #[derive(Debug, Clone, Default)]
-pub struct Loaded {
-    pub records: Vec<Record>,
+pub(crate) struct Loaded {
+    /// Records, in file order.
+    pub(crate) records: Vec<Record>,
     /// Bytes of an incomplete last line (no newline: an interrupted append), not parsed.
-    pub truncated_bytes: usize,
+    pub(crate) truncated_bytes: usize,
 }
 
 fn variant_from(s: &str) -> Option<SweepVariant> {
@@ -364,7 +400,7 @@ fn variant_from(s: &str) -> Option<SweepVariant> {
 }
 
 /// Read a records file (missing file: empty). Every complete line must be a [`Record`].
-pub fn load(path: &Path) -> Result<Loaded, SweepError> {
+pub(crate) fn load(path: &Path) -> Result<Loaded, SweepError> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
@@ -401,27 +437,13 @@ pub fn load(path: &Path) -> Result<Loaded, SweepError> {
     })
 }
 
-/// Per key, the answered record if any, else the latest one.
-pub fn latest_by_key(records: Vec<Record>) -> BTreeMap<String, Record> {
-    let mut m: BTreeMap<String, Record> = BTreeMap::new();
-    for r in records {
-        match m.get(&r.request_key) {
-            Some(old) if old.answered() && !r.answered() => {}
-            _ => {
-                m.insert(r.request_key.clone(), r);
-            }
-        }
-    }
-    m
-}
-
 /// Turn a records file into per-document results, checking each record against the
 /// generator: the document regenerated from `(seed, doc)` must give the stored query key and
 /// expected value, the stored request's user message must be the prompt rebuilt with
 /// `spec.naming_template`, and the stored `correct` must equal [`score`] of the reply.
 /// A mismatch, an unanswered request, a key stored twice, or a delimiter outside the
 /// configuration is an error naming the file and line.
-pub fn ingest(path: &Path, spec: &SweepSpec) -> Result<Vec<SampleRecord>, SweepError> {
+pub(crate) fn ingest(path: &Path, spec: &SweepSpec) -> Result<Vec<SampleRecord>, SweepError> {
     let loaded = load(path)?;
     let bad = |line: usize, message: String| SweepError::Malformed {
         file: path.to_path_buf(),

@@ -34,21 +34,27 @@ use std::sync::Arc;
 /// records; lm-eval samples go straight to [`TaskSamples`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SampleRecord {
+    /// Model id.
     pub model: String,
+    /// Benchmark name.
     pub benchmark: String,
     /// MMLU subject, or "".
     pub subset: String,
+    /// Delimiter of the task.
     pub delimiter: Delimiter,
+    /// Plain or named delimiter.
     pub variant: SweepVariant,
+    /// Document id within the benchmark.
     pub doc_id: u64,
     /// sha256 of the document: the identity used to compare document sets.
     pub doc_hash: String,
+    /// Whether the model's answer was right.
     pub correct: bool,
 }
 
 /// The per-document columns of one task of one run: `doc_id` (UInt64), `doc_hash` (Utf8),
 /// `correct` (Boolean), none nullable.
-pub fn docs_schema() -> SchemaRef {
+pub(crate) fn docs_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("doc_id", DataType::UInt64, false),
         Field::new("doc_hash", DataType::Utf8, false),
@@ -68,11 +74,15 @@ pub struct TaskSamples {
     pub run: PathBuf,
     /// The task as the run named it.
     pub task: String,
+    /// Model id.
     pub model: String,
+    /// Benchmark name.
     pub benchmark: String,
     /// MMLU subject (pooled into benchmark `mmlu`), or "".
     pub subset: String,
+    /// Delimiter of the task.
     pub delimiter: Delimiter,
+    /// Plain or named delimiter.
     pub variant: SweepVariant,
     /// `metric,filter` as lm-eval keys it in the results (`exact_match,first_number`).
     pub metric: String,
@@ -188,6 +198,7 @@ impl DocColumns {
 /// What one ingestion found.
 #[derive(Debug, Clone, Default)]
 pub struct Ingested {
+    /// Samples, per task.
     pub samples: Vec<TaskSamples>,
     /// Problems that make the sweep's comparison unsound (each a one-line message).
     pub problems: Vec<String>,
@@ -205,7 +216,7 @@ impl Ingested {
 }
 
 /// The fields lm-eval writes on every samples line.
-pub const SAMPLE_FIELDS: [&str; 11] = [
+pub(crate) const SAMPLE_FIELDS: [&str; 11] = [
     "doc_id",
     "doc",
     "target",
@@ -282,7 +293,11 @@ fn malformed(file: &Path, line: usize, message: impl Into<String>) -> SweepError
 /// Read one samples file into [`docs_schema`] columns, keeping the lines of `filter` and
 /// scoring each document by `metric` (0/1 or a boolean). Line numbers in errors are 1-based.
 /// A `doc_id` twice under the filter is an error: one run scores each document once.
-pub fn read_samples(file: &Path, metric: &str, filter: &str) -> Result<RecordBatch, SweepError> {
+pub(crate) fn read_samples(
+    file: &Path,
+    metric: &str,
+    filter: &str,
+) -> Result<RecordBatch, SweepError> {
     let reader =
         std::io::BufReader::new(fs_err::File::open(file).map_err(|e| SweepError::io(file, e))?);
     let mut cols = DocColumns::default();
@@ -548,7 +563,7 @@ fn task_config(
 /// `source` and `label` are carried into every row. Malformed files, a task whose delimiter
 /// cannot be determined, and a folder with no samples at all are errors; everything that
 /// makes the sweep incomparable is collected in [`Ingested::problems`] (see [`check`]).
-pub fn ingest_lm_eval(
+pub(crate) fn ingest_lm_eval(
     dir: &Path,
     spec: &SweepSpec,
     source: &str,
@@ -688,7 +703,7 @@ pub fn ingest_lm_eval(
 /// doc_id) pairs, each with the same `doc_hash` everywhere. Documents are identified by
 /// doc_id, so a data set holding the same content twice is two documents. Returns one
 /// message per problem, sorted.
-pub fn check(samples: &[TaskSamples], spec: &SweepSpec) -> Vec<String> {
+pub(crate) fn check(samples: &[TaskSamples], spec: &SweepSpec) -> Vec<String> {
     let mut problems = Vec::new();
     // A run's task read twice (the same folder given twice, a copy of a results file).
     let mut runs: BTreeMap<(&Path, &str), usize> = BTreeMap::new();

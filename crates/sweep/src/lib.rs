@@ -10,13 +10,25 @@
 //!
 //! The aggregate stage calls [`tables`] with the loaded configuration.
 
-pub mod delimiter;
-pub mod dictionary;
-pub mod ingest;
-pub mod lmeval;
-pub mod stats;
-pub mod tables;
-pub mod yaml;
+mod delimiter;
+mod dictionary;
+mod ingest;
+mod lmeval;
+mod stats;
+mod tables;
+mod yaml;
+
+pub use delimiter::Delimiter;
+pub use dictionary::{
+    plan as plan_dictionary, record as record_dictionary, score as score_dictionary_reply,
+    Doc as DictionaryDoc, Planned as DictionaryRequest, Record as DictionaryRecord,
+    RunSummary as DictionaryRunSummary,
+};
+pub use ingest::{Ingested, SampleRecord, TaskSamples};
+pub use lmeval::{
+    generate as generate_lm_eval_tasks, installed_tasks_dir, Benchmark, Generated, GeneratedFile,
+};
+pub use tables::{cells, fmt_pct, Cell};
 
 use arrow::record_batch::RecordBatch;
 use protospread_core::config::{Config, SweepSection, SweepVariant};
@@ -25,30 +37,46 @@ use std::path::{Path, PathBuf};
 /// Errors of the sweep crate; each names what it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {
+    /// A file-system error.
     #[error("{path}: {source}")]
     Io {
+        /// The file or folder concerned.
         path: PathBuf,
+        /// The underlying I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// A file that does not parse.
     #[error("{}{}: {message}", file.display(), if *line > 0 { format!(": line {line}") } else { String::new() })]
     Malformed {
+        /// The file.
         file: PathBuf,
         /// 1-based; 0 when the problem concerns the whole file.
         line: usize,
+        /// What is wrong, for the user.
         message: String,
     },
+    /// A `[sweep]` setting that cannot be used.
     #[error("{0}")]
     Config(String),
+    /// A folder where no sample file was found.
     #[error("{}: no lm-eval samples read; found {found}", dir.display())]
-    NothingRead { dir: PathBuf, found: String },
+    NothingRead {
+        /// The folder.
+        dir: PathBuf,
+        /// What was found instead.
+        found: String,
+    },
+    /// An error of the administer crate.
     #[error(transparent)]
     Administer(#[from] protospread_administer::AdministerError),
+    /// Every failed check, one per line.
     #[error("the sweep is not comparable ({} problem(s)):\n  {}", .0.len(), .0.join("\n  "))]
     Check(Vec<String>),
 }
 
 impl SweepError {
+    /// An I/O error on `path`.
     pub fn io(path: &Path, source: std::io::Error) -> Self {
         SweepError::Io {
             path: path.to_path_buf(),
@@ -60,10 +88,15 @@ impl SweepError {
 /// The validated `[sweep]` section.
 #[derive(Debug, Clone)]
 pub struct SweepSpec {
+    /// Delimiters swept.
     pub delimiters: Vec<delimiter::Delimiter>,
+    /// Variants swept.
     pub variants: Vec<SweepVariant>,
+    /// Template naming the delimiter (named variant).
     pub naming_template: String,
+    /// Few-shot examples per question.
     pub num_fewshot: u32,
+    /// lm-eval metric.
     pub metric: String,
 }
 

@@ -23,7 +23,7 @@ use protospread_core::config::SweepVariant;
 use std::path::{Path, PathBuf};
 
 /// The 57 MMLU subjects, as in lm-eval's `mmlu/default/mmlu_<subject>.yaml`.
-pub const MMLU_SUBJECTS: [&str; 57] = [
+pub(crate) const MMLU_SUBJECTS: [&str; 57] = [
     "abstract_algebra",
     "anatomy",
     "astronomy",
@@ -86,8 +86,11 @@ pub const MMLU_SUBJECTS: [&str; 57] = [
 /// A benchmark the generator knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Benchmark {
+    /// MMLU.
     Mmlu,
+    /// ARC-Challenge.
     ArcChallenge,
+    /// CommonsenseQA.
     CommonsenseQa,
 }
 
@@ -116,23 +119,25 @@ impl Benchmark {
 
 /// Name of the generated task (or, for MMLU, group) for one delimiter and variant:
 /// `<base>_delim_<slug>_<variant>`. [`parse_task_name`] inverts it.
-pub fn task_name(base: &str, d: &Delimiter, v: SweepVariant) -> String {
+pub(crate) fn task_name(base: &str, d: &Delimiter, v: SweepVariant) -> String {
     format!("{base}_delim_{}_{}", d.slug, v.as_str())
 }
 
 /// What a generated task name says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaskId {
+pub(crate) struct TaskId {
     /// `mmlu`, `arc_challenge`, `commonsense_qa`, or the base task name for other tasks.
-    pub benchmark: String,
+    pub(crate) benchmark: String,
     /// The MMLU subject, or "" for single-task benchmarks.
-    pub subset: String,
-    pub delimiter: Delimiter,
-    pub variant: SweepVariant,
+    pub(crate) subset: String,
+    /// Delimiter of the task.
+    pub(crate) delimiter: Delimiter,
+    /// Plain or named delimiter.
+    pub(crate) variant: SweepVariant,
 }
 
 /// Split `<base>_delim_<slug>_<variant>`; `None` if the name is not of that form.
-pub fn parse_task_name(name: &str) -> Option<TaskId> {
+pub(crate) fn parse_task_name(name: &str) -> Option<TaskId> {
     let (rest, variant) = name.rsplit_once('_')?;
     let variant = match variant {
         "plain" => SweepVariant::Plain,
@@ -158,14 +163,14 @@ pub fn parse_task_name(name: &str) -> Option<TaskId> {
 }
 
 /// The naming sentence for one delimiter, from the configured template.
-pub fn naming_line(template: &str, d: &Delimiter) -> String {
+pub(crate) fn naming_line(template: &str, d: &Delimiter) -> String {
     template
         .replace("{delimiter_name}", &d.english)
         .replace("{delimiter}", &d.quoted())
 }
 
 /// lm-eval's MMLU description sentence for a subject, without the trailing blank line.
-pub fn mmlu_subject_sentence(subject: &str) -> String {
+pub(crate) fn mmlu_subject_sentence(subject: &str) -> String {
     format!(
         "The following are multiple choice questions (with answers) about {}.",
         subject.replace('_', " ")
@@ -175,13 +180,16 @@ pub fn mmlu_subject_sentence(subject: &str) -> String {
 /// One file to write, relative to the output folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GeneratedFile {
+    /// Path relative to the output folder.
     pub rel_path: String,
+    /// File contents.
     pub contents: String,
 }
 
 /// Everything `protospread sweep lm-eval` writes.
 #[derive(Debug, Clone)]
 pub struct Generated {
+    /// Every file, in path order.
     pub files: Vec<GeneratedFile>,
     /// Names to pass to `--tasks` (MMLU: one group per delimiter and variant).
     pub run_names: Vec<String>,

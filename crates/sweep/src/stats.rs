@@ -81,7 +81,7 @@ fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
 }
 
 /// Regularized incomplete beta function I_x(a, b) = P(Beta(a, b) <= x), a, b > 0.
-pub fn beta_cdf(x: f64, a: f64, b: f64) -> f64 {
+pub(crate) fn beta_cdf(x: f64, a: f64, b: f64) -> f64 {
     if x <= 0.0 {
         return 0.0;
     }
@@ -100,7 +100,7 @@ pub fn beta_cdf(x: f64, a: f64, b: f64) -> f64 {
 }
 
 /// The `q` quantile of Beta(a, b), by bisection.
-pub fn beta_quantile(q: f64, a: f64, b: f64) -> f64 {
+pub(crate) fn beta_quantile(q: f64, a: f64, b: f64) -> f64 {
     let (mut lo, mut hi) = (0.0f64, 1.0f64);
     for _ in 0..200 {
         let mid = 0.5 * (lo + hi);
@@ -117,7 +117,7 @@ pub fn beta_quantile(q: f64, a: f64, b: f64) -> f64 {
 }
 
 /// Clopper-Pearson interval for `k` of `n` at level `1 - alpha`. `n` must be positive.
-pub fn clopper_pearson(k: u64, n: u64, alpha: f64) -> (f64, f64) {
+pub(crate) fn clopper_pearson(k: u64, n: u64, alpha: f64) -> (f64, f64) {
     assert!(n > 0 && k <= n, "clopper_pearson({k}, {n})");
     let (kf, nf) = (k as f64, n as f64);
     let lo = if k == 0 {

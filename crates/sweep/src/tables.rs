@@ -17,10 +17,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// Level of every interval: 95%.
-pub const ALPHA: f64 = 0.05;
+pub(crate) const ALPHA: f64 = 0.05;
 
 /// Round to 6 decimals, half away from zero: the one float rule of the sweep tables.
-pub fn round6(x: f64) -> f64 {
+pub(crate) fn round6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
 }
 
@@ -36,12 +36,17 @@ pub struct Cell {
     pub source: String,
     /// Their labels (`recorded`, ...; `; `-separated when several).
     pub label: String,
+    /// Model id.
     pub model: String,
+    /// Benchmark name.
     pub benchmark: String,
+    /// Plain or named delimiter.
     pub variant: SweepVariant,
     /// Index of the delimiter in the configured set (table order).
     pub delim_index: usize,
+    /// Questions.
     pub n: u64,
+    /// Correct answers.
     pub correct: u64,
 }
 
@@ -159,7 +164,7 @@ fn group<K: Ord>(cells: &[Cell], key: impl Fn(&Cell) -> K) -> BTreeMap<K, Vec<&C
 
 /// Every table, named as its Parquet file stem (`out/aggregate/<name>.parquet`), in a fixed
 /// order. `cells` must come from [`cells`] (sorted by model, benchmark, variant, delimiter).
-pub fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
+pub(crate) fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
     let d = |c: &Cell| &spec.delimiters[c.delim_index];
     let mut out = Vec::new();
 
@@ -628,7 +633,7 @@ mod tests {
         assert_eq!(ranks, [1, 3, 1, 2, 2, 1, 1, 3, 3, 2, 3, 1]);
 
         // With 29/50 (0.58, below m2's 0.59) m3 leads nowhere and the flag turns false.
-        let mut cells2 = cells.clone();
+        let mut cells2 = cells;
         cells2[11] = cell("m3", 3, 29, 50);
         let t2 = build(&cells2, &spec);
         let lead2 = table(&t2, "sweep_lead");

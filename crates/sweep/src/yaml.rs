@@ -7,7 +7,7 @@
 //! U+2029 as line breaks.
 
 /// `s` as a YAML double-quoted scalar.
-pub fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
