@@ -29,6 +29,11 @@ fn in_list(col: &str, items: &[String]) -> String {
     }
 }
 
+/// Packing of a rerun pair's lowest sample and its score into one integer (see `views`).
+const RERUN_PACK: i64 = 1024;
+/// The packed score of an administration without a score in human SDs.
+const RERUN_NONE: i64 = 1023;
+
 /// Statuses that make a received reply unreadable.
 const UNREADABLE: &str = "'not_a_number', 'out_of_range', 'missing_in_whole', 'duplicate_in_whole'";
 
@@ -39,14 +44,12 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
         in_list("condition", &p.protocol_conditions),
         in_list("condition", &p.sampling_conditions)
     );
-    // One row per scale score; `rk` = 1 for the lowest sample of a condition (its
-    // administration for the rerun pairs).
+    // One row per scale score.
     let sc = format!(
         "SELECT source, label, study, model, arm, cohort, condition, CAST(sample AS BIGINT) AS sample, \
            test, dimension, CAST(score AS BIGINT) AS v, complete, z IS NOT NULL AS has_z, constant_answers, \
            {} AS is_p, {} AS is_s, {used} AS is_used, {} AS is_to, {} AS is_from, \
-           CASE WHEN sample = 0 THEN condition ELSE condition || '[' || CAST(sample AS VARCHAR) || ']' END AS admin, \
-           ROW_NUMBER() OVER (PARTITION BY source, model, test, dimension, condition ORDER BY sample) AS rk \
+           CASE WHEN sample = 0 THEN condition ELSE condition || '[' || CAST(sample AS VARCHAR) || ']' END AS admin \
          FROM scores",
         in_list("condition", &p.protocol_conditions),
         in_list("condition", &p.sampling_conditions),
@@ -65,14 +68,19 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
             lit(c)
         ));
     }
+    // A rerun pair compares the lowest sample of each of its two conditions. One MIN finds that
+    // sample and its score together: sample * RERUN_PACK + score, where a score without a z (or
+    // no score) packs as RERUN_NONE. Exact, because check_scores refuses a score that is not an
+    // integer 0..100; `reasons` unpacks it. (A ROW_NUMBER window here sorted every scale score.)
     let mut reruns = String::new();
     for (i, [a, b]) in p.rerun_pairs.iter().enumerate() {
-        reruns.push_str(&format!(
-            "MAX(CASE WHEN condition = {} AND rk = 1 AND has_z THEN v END) AS ra_{i}, \
-             MAX(CASE WHEN condition = {} AND rk = 1 AND has_z THEN v END) AS rb_{i}, ",
-            lit(a),
-            lit(b)
-        ));
+        for (side, c) in [("ra", a), ("rb", b)] {
+            reruns.push_str(&format!(
+                "MIN(CASE WHEN condition = {} THEN sample * {RERUN_PACK} + \
+                   CASE WHEN has_z AND v IS NOT NULL THEN v ELSE {RERUN_NONE} END END) AS {side}_{i}, ",
+                lit(c)
+            ));
+        }
     }
     // Integer moments per cell (only protocol / sampling scores with a z enter them).
     let cm = format!(
@@ -90,11 +98,16 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
            SUM(CASE WHEN is_to AND has_z THEN v END) AS ts, \
            SUM(CASE WHEN is_from AND has_z THEN 1 ELSE 0 END) AS fn_, \
            SUM(CASE WHEN is_from AND has_z THEN v END) AS fs, \
-           SUM(CASE WHEN is_used AND constant_answers THEN 1 ELSE 0 END) AS const_n, \
-           string_agg(CASE WHEN is_used AND NOT (complete AND v IS NOT NULL) THEN admin END, ', ' ORDER BY condition, sample) AS incomplete, \
-           string_agg(CASE WHEN is_used AND complete AND v IS NOT NULL AND NOT has_z THEN admin END, ', ' ORDER BY condition, sample) AS no_z \
+           SUM(CASE WHEN is_used AND constant_answers THEN 1 ELSE 0 END) AS const_n \
          FROM sc GROUP BY source, model, test, dimension"
     );
+    // The administrations that keep a cell out, listed by name: few rows, so the ordered
+    // string aggregation (row by row in DataFusion) runs over them alone, not over `sc`.
+    let ia = "SELECT source, model, test, dimension, \
+           string_agg(CASE WHEN NOT (complete AND v IS NOT NULL) THEN admin END, ', ' ORDER BY condition, sample) AS incomplete, \
+           string_agg(CASE WHEN complete AND v IS NOT NULL AND NOT has_z THEN admin END, ', ' ORDER BY condition, sample) AS no_z \
+         FROM sc WHERE is_used AND NOT (complete AND v IS NOT NULL AND has_z) \
+         GROUP BY source, model, test, dimension";
     // The universe: every model of a source x every scale seen in the source.
     let models =
         "SELECT source, model, MIN(label) AS label, MIN(study) AS study, MIN(arm) AS arm, \
@@ -119,7 +132,11 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
         cm_cols.push_str(&format!("cm.has_{i}, "));
     }
     for i in 0..p.rerun_pairs.len() {
-        cm_cols.push_str(&format!("cm.ra_{i}, cm.rb_{i}, "));
+        for side in ["ra", "rb"] {
+            cm_cols.push_str(&format!(
+                "CASE WHEN cm.{side}_{i} % {RERUN_PACK} <> {RERUN_NONE} THEN cm.{side}_{i} % {RERUN_PACK} END AS {side}_{i}, "
+            ));
+        }
     }
     let reasons = format!(
         "SELECT u.*, mt.mt_test IS NOT NULL AS has_test, \
@@ -129,9 +146,11 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
          FROM (SELECT u.source, u.label, u.study, u.model, u.arm, u.cohort, u.test, u.dimension, \
                  {sep} AND COALESCE(cm.s_rows, 0) = 0 AS sopt, {cm_cols} \
                  cm.rows_n, cm.pn, cm.ps, cm.pq, cm.pmin, cm.pmax, cm.sn, cm.ss, cm.sq, cm.tn, cm.ts, \
-                 cm.fn_, cm.fs, cm.const_n, cm.incomplete, cm.no_z \
+                 cm.fn_, cm.fs, cm.const_n, ia.incomplete, ia.no_z \
                FROM universe u LEFT JOIN cm ON u.source = cm.source AND u.model = cm.model \
-                 AND u.test = cm.test AND u.dimension = cm.dimension) u \
+                 AND u.test = cm.test AND u.dimension = cm.dimension \
+               LEFT JOIN ia ON u.source = ia.source AND u.model = ia.model \
+                 AND u.test = ia.test AND u.dimension = ia.dimension) u \
          LEFT JOIN (SELECT DISTINCT source AS mt_source, model AS mt_model, test AS mt_test FROM scores) mt \
            ON u.source = mt.mt_source AND u.model = mt.mt_model AND u.test = mt.mt_test",
         m = missing.join(", "),
@@ -139,6 +158,7 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
     vec![
         ("sc", sc),
         ("cm", cm),
+        ("ia", ia.to_string()),
         ("models", models.to_string()),
         ("universe", universe.to_string()),
         ("reasons", reasons),
@@ -316,21 +336,33 @@ pub(crate) fn group_tables(p: &Params) -> Vec<(&'static str, String)> {
 /// Views over the inputs for the request tables: `req` per (source, model, condition) from the
 /// parsed answers, `adm` one row per administration from the scale scores.
 pub(crate) fn request_views() -> Vec<(&'static str, String)> {
-    // A request is one item in single mode and one whole test in whole mode.
+    // A request is one item in single mode and one whole test in whole mode. A single-mode row
+    // is a request of its own (the import refuses a repeated item), so only whole-mode rows are
+    // grouped per request, and label, arm and cohort are carried by MIN: `check_answers`
+    // refuses a model with more than one of each. Grouping every row by request and by all
+    // nine columns cost more than the rest of the stage together.
+    let unreadable = format!("status IN ({UNREADABLE})");
     let req = format!(
-        "SELECT source, label, model, arm, cohort, condition, COUNT(*) AS requests, \
-           SUM(failed) AS failed_requests, \
-           SUM(CASE WHEN failed = 0 THEN unreadable ELSE 0 END) AS unreadable_replies, \
-           SUM(items) AS items, SUM(unreadable_items) AS unreadable_items \
-         FROM (SELECT source, label, model, arm, cohort, condition, \
-                 MAX(CASE WHEN status = 'request_failed' THEN 1 ELSE 0 END) AS failed, \
-                 MAX(CASE WHEN status IN ({UNREADABLE}) THEN 1 ELSE 0 END) AS unreadable, \
-                 COUNT(*) AS items, \
-                 SUM(CASE WHEN status IN ({UNREADABLE}) THEN 1 ELSE 0 END) AS unreadable_items \
-               FROM answers \
-               GROUP BY source, label, model, arm, cohort, condition, sample, test, \
-                 CASE WHEN mode = 'whole' THEN -1 ELSE CAST(item AS BIGINT) END) \
-         GROUP BY source, label, model, arm, cohort, condition"
+        "SELECT source, MIN(label) AS label, model, MIN(arm) AS arm, MIN(cohort) AS cohort, condition, \
+           SUM(requests) AS requests, SUM(failed) AS failed_requests, \
+           SUM(unreadable) AS unreadable_replies, SUM(items) AS items, SUM(unreadable_items) AS unreadable_items \
+         FROM ( \
+           SELECT source, model, condition, MIN(label) AS label, MIN(arm) AS arm, MIN(cohort) AS cohort, \
+             COUNT(*) AS requests, \
+             SUM(CASE WHEN status = 'request_failed' THEN 1 ELSE 0 END) AS failed, \
+             SUM(CASE WHEN {unreadable} THEN 1 ELSE 0 END) AS unreadable, \
+             COUNT(*) AS items, SUM(CASE WHEN {unreadable} THEN 1 ELSE 0 END) AS unreadable_items \
+           FROM answers WHERE mode <> 'whole' GROUP BY source, model, condition \
+           UNION ALL \
+           SELECT source, model, condition, MIN(label), MIN(arm), MIN(cohort), COUNT(*), SUM(failed), \
+             SUM(CASE WHEN failed = 0 THEN unreadable ELSE 0 END), SUM(items), SUM(unreadable_items) \
+           FROM (SELECT source, model, condition, MIN(label) AS label, MIN(arm) AS arm, MIN(cohort) AS cohort, \
+                   MAX(CASE WHEN status = 'request_failed' THEN 1 ELSE 0 END) AS failed, \
+                   MAX(CASE WHEN {unreadable} THEN 1 ELSE 0 END) AS unreadable, COUNT(*) AS items, \
+                   SUM(CASE WHEN {unreadable} THEN 1 ELSE 0 END) AS unreadable_items \
+                 FROM answers WHERE mode = 'whole' GROUP BY source, model, condition, sample, test) \
+           GROUP BY source, model, condition) \
+         GROUP BY source, model, condition"
     );
     let adm = "SELECT source, label, model, arm, cohort, condition, CAST(sample AS BIGINT) AS sample, test, \
            MAX(CASE WHEN constant_answers THEN 1 ELSE 0 END) AS constant \

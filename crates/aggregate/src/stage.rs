@@ -355,8 +355,9 @@ impl Run<'_> {
             },
         )?;
         self.refuse(
-            "SELECT source, model, condition FROM req GROUP BY source, model, condition \
-             HAVING COUNT(*) > 1 ORDER BY source, model, condition LIMIT 1",
+            "SELECT source, model FROM answers GROUP BY source, model \
+             HAVING MIN(label) <> MAX(label) OR MIN(arm) <> MAX(arm) OR MIN(cohort) <> MAX(cohort) \
+               OR (COUNT(cohort) > 0 AND COUNT(cohort) < COUNT(*)) ORDER BY source, model LIMIT 1",
             path,
             |r| {
                 format!(
@@ -462,7 +463,7 @@ impl Run<'_> {
         )?;
         let a = &p.aggregate;
         for (name, sql) in plan::views(a) {
-            if name == "cm" {
+            if name == "cm" || name == "ia" {
                 self.materialize(name, &sql, &f.scores)?;
             } else {
                 self.view(name, &sql)?;

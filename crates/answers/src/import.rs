@@ -23,6 +23,7 @@ use parquet::arrow::ArrowWriter;
 use protospread_core::config::AnswersSection;
 use protospread_engine::Engine;
 use protospread_engine::EngineOptions;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -79,22 +80,43 @@ impl FileKind {
 }
 
 /// One record as text cells, before validation. `cells[i]` belongs to `COLUMNS[i]`;
-/// `None` is an empty cell, a JSON null or an absent key/column.
+/// `None` is an empty cell, a JSON null or an absent key/column. Cells borrow from the
+/// reader's buffer where they can: a row costs no allocation on the way to the builders.
 #[derive(Debug, Clone)]
-struct RawRow {
+struct RawRow<'a> {
     row: usize,
     line: Option<usize>,
-    cells: [Option<String>; COLUMNS.len()],
+    cells: [Option<Cow<'a, str>>; COLUMNS.len()],
 }
 
 fn col_index(name: &str) -> Option<usize> {
     COLUMNS.iter().position(|c| *c == name)
 }
 
+/// The index of a column of [`COLUMNS`], found at compile time (an unknown name does not
+/// compile), so that the per-record checks index cells instead of searching names.
+const fn col(name: &str) -> usize {
+    let mut i = 0;
+    while i < COLUMNS.len() {
+        let (a, b) = (COLUMNS[i].as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("not a stored-answer column")
+}
+
 /// Rows per batch while importing: the importer holds about this many rows at a time.
 pub const BATCH_ROWS: usize = 8192;
 
-type RowSink<'a> = dyn FnMut(RawRow) -> Result<(), AnswersError> + 'a;
+type RowSink<'a> = dyn for<'r> FnMut(RawRow<'r>) -> Result<(), AnswersError> + 'a;
 
 /// Column builders of one batch of validated records: the columns of
 /// [`stored_schema`] plus the record's `_row` and `_line` in the file, which the cross-record
@@ -179,6 +201,21 @@ impl Builders {
     }
 }
 
+/// Settings of the temporary file the checks read: written once and read back at once, so
+/// written for speed (no compression, no statistics, dictionaries only for the short
+/// repeated texts; a reply or an item order is mostly unique and only slows the writer).
+fn staging_properties() -> parquet::file::properties::WriterProperties {
+    use parquet::file::properties::{EnabledStatistics, WriterProperties};
+    use parquet::schema::types::ColumnPath;
+    let mut b = WriterProperties::builder()
+        .set_statistics_enabled(EnabledStatistics::None)
+        .set_dictionary_enabled(true);
+    for c in ["reply", "item_order", "error", "_row", "_line"] {
+        b = b.set_column_dictionary_enabled(ColumnPath::from(c), false);
+    }
+    b.build()
+}
+
 /// [`stored_schema`] plus `_row` (data record number from 1) and `_line` (line in the file,
 /// when known).
 fn staging_schema() -> SchemaRef {
@@ -236,11 +273,12 @@ pub fn import_into(
     let staged = tmp.path().join("validated.parquet");
     let pq_err = |e: parquet::errors::ParquetError| file_err(&staged, e.to_string());
     let file = fs_err::File::create(&staged).map_err(|e| AnswersError::io(&staged, e))?;
-    let mut writer = ArrowWriter::try_new(file, staging_schema(), None).map_err(pq_err)?;
+    let mut writer =
+        ArrowWriter::try_new(file, staging_schema(), Some(staging_properties())).map_err(pq_err)?;
     let mut builders = Builders::new();
     let mut records = 0usize;
     {
-        let mut f = |raw: RawRow| -> Result<(), AnswersError> {
+        let mut f = |raw: RawRow<'_>| -> Result<(), AnswersError> {
             validate(path, &raw, vocab, &mut builders)?;
             records += 1;
             if builders.len >= BATCH_ROWS {
@@ -349,7 +387,7 @@ fn header_map(path: &Path, names: &[String]) -> Result<Vec<Option<usize>>, Answe
     Ok(map)
 }
 
-fn empty_cells() -> [Option<String>; COLUMNS.len()] {
+fn empty_cells<'a>() -> [Option<Cow<'a, str>>; COLUMNS.len()] {
     Default::default()
 }
 
@@ -393,7 +431,7 @@ fn read_csv(path: &Path, f: &mut RowSink) -> Result<(), AnswersError> {
         for (j, v) in rec.iter().enumerate() {
             if let Some(k) = map[j] {
                 if !v.is_empty() {
-                    cells[k] = Some(v.to_string());
+                    cells[k] = Some(Cow::Borrowed(v));
                 }
             }
         }
@@ -517,8 +555,8 @@ fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<(), AnswersError> {
             cells[idx] = match v {
                 serde_json::Value::Null => None,
                 serde_json::Value::String(s) if s.is_empty() => None,
-                serde_json::Value::String(s) => Some(s.clone()),
-                serde_json::Value::Number(n) => Some(n.to_string()),
+                serde_json::Value::String(s) => Some(Cow::Borrowed(s.as_str())),
+                serde_json::Value::Number(n) => Some(Cow::Owned(n.to_string())),
                 other => {
                     return Err(err(
                         k,
@@ -579,7 +617,7 @@ fn read_parquet(path: &Path, f: &mut RowSink) -> Result<(), AnswersError> {
             for (j, slot) in map.iter().enumerate() {
                 if let (Some(k), Some(a)) = (slot, &texts[j]) {
                     if !a.is_null(i) && !a.value(i).is_empty() {
-                        cells[*k] = Some(a.value(i).to_string());
+                        cells[*k] = Some(Cow::Borrowed(a.value(i)));
                     }
                 }
             }
@@ -615,10 +653,11 @@ fn validate(
         column: column.to_string(),
         message,
     };
-    let cell = |name: &str| r.cells[col_index(name).expect("known column")].as_deref();
-    let need = |name: &str| cell(name).ok_or_else(|| err(name, "missing value".into()));
-    let int_in = |name: &str, max: u64| -> Result<Option<u64>, AnswersError> {
-        match cell(name) {
+    let cell = |i: usize| r.cells[i].as_deref();
+    let need = |i: usize| cell(i).ok_or_else(|| err(COLUMNS[i], "missing value".into()));
+    let int_in = |i: usize, max: u64| -> Result<Option<u64>, AnswersError> {
+        let name = COLUMNS[i];
+        match cell(i) {
             None => Ok(None),
             Some(s) => match parse_uint(s) {
                 Some(v) if v <= max => Ok(Some(v)),
@@ -630,7 +669,7 @@ fn validate(
         }
     };
 
-    let fv = int_in("format_version", i32::MAX as u64)?
+    let fv = int_in(const { col("format_version") }, i32::MAX as u64)?
         .ok_or_else(|| err("format_version", "missing value".into()))?;
     if fv != FORMAT_VERSION as u64 {
         return Err(err(
@@ -638,39 +677,48 @@ fn validate(
             format!("version {fv} is not supported (this build reads version {FORMAT_VERSION})"),
         ));
     }
-    let study = need("study")?.to_string();
-    let model = need("model")?.to_string();
-    let arm_s = need("arm")?;
+    let study = need(const { col("study") })?;
+    let model = need(const { col("model") })?;
+    let arm_s = need(const { col("arm") })?;
     let arm = Arm::parse(arm_s)
         .ok_or_else(|| err("arm", format!("{arm_s:?} is not one of api, cli, local")))?;
-    let condition = need("condition")?.to_string();
-    if !vocab.has_condition(&condition) {
+    let condition = need(const { col("condition") })?;
+    if !vocab.has_condition(condition) {
         return Err(err(
             "condition",
             format!("unknown condition {condition:?} (declare it in [answers] extra_conditions)"),
         ));
     }
-    let sample = int_in("sample", i32::MAX as u64)?
+    let sample = int_in(const { col("sample") }, i32::MAX as u64)?
         .ok_or_else(|| err("sample", "missing value".into()))? as i32;
-    let test = need("test")?.to_string();
-    let n_items = vocab.items(&test).ok_or_else(|| {
+    let test = need(const { col("test") })?;
+    let n_items = vocab.items(test).ok_or_else(|| {
         err(
             "test",
             format!("unknown test {test:?} (declare it in [answers] extra_tests)"),
         )
     })?;
-    let mode_s = need("mode")?;
+    let mode_s = need(const { col("mode") })?;
     let mode = Mode::parse(mode_s)
         .ok_or_else(|| err("mode", format!("{mode_s:?} is not one of single, whole")))?;
-    let item = int_in("item", i32::MAX as u64)?.map(|v| v as i32);
-    let order_seed = int_in("order_seed", i64::MAX as u64)?.map(|v| v as i64);
-    let item_order = match cell("item_order") {
+    let item = int_in(const { col("item") }, i32::MAX as u64)?.map(|v| v as i32);
+    let order_seed = int_in(const { col("order_seed") }, i64::MAX as u64)?.map(|v| v as i64);
+    // Each item exactly once, checked with a bitset; the text is kept as given when it is
+    // already canonical (no leading zeros), else rewritten, so the stored text is the same.
+    let item_order = match cell(const { col("item_order") }) {
         None => None,
         Some(s) => {
-            let mut v = Vec::new();
+            let mut seen = vec![false; n_items as usize + 1];
+            let (mut entries, mut distinct, mut canonical) = (0usize, 0usize, true);
             for part in s.split(';') {
                 match parse_uint(part) {
-                    Some(x) if x >= 1 && x <= n_items as u64 => v.push(x as i32),
+                    Some(x) if x >= 1 && x <= n_items as u64 => {
+                        entries += 1;
+                        canonical &= !part.starts_with('0');
+                        if !std::mem::replace(&mut seen[x as usize], true) {
+                            distinct += 1;
+                        }
+                    }
                     _ => {
                         return Err(err(
                             "item_order",
@@ -679,20 +727,24 @@ fn validate(
                     }
                 }
             }
-            let mut sorted = v.clone();
-            sorted.sort_unstable();
-            sorted.dedup();
-            if sorted.len() != v.len() || v.len() != n_items as usize {
+            if distinct != entries || entries != n_items as usize {
                 return Err(err(
                     "item_order",
                     format!(
-                        "must list each of the {n_items} items of {test} exactly once (got {} entries, {} distinct)",
-                        v.len(),
-                        sorted.len()
+                        "must list each of the {n_items} items of {test} exactly once (got {entries} entries, {distinct} distinct)"
                     ),
                 ));
             }
-            Some(v)
+            Some(if canonical {
+                Cow::Borrowed(s)
+            } else {
+                Cow::Owned(
+                    s.split(';')
+                        .map(|p| parse_uint(p).expect("checked above").to_string())
+                        .collect::<Vec<_>>()
+                        .join(";"),
+                )
+            })
         }
     };
     match mode {
@@ -726,15 +778,15 @@ fn validate(
             }
         }
     }
-    let oo_s = need("option_order")?;
+    let oo_s = need(const { col("option_order") })?;
     let option_order = OptionOrder::parse(oo_s).ok_or_else(|| {
         err(
             "option_order",
             format!("{oo_s:?} is not one of human, reversed"),
         )
     })?;
-    let instruction = need("instruction")?.to_string();
-    if !vocab.has_instruction(&instruction) {
+    let instruction = need(const { col("instruction") })?;
+    if !vocab.has_instruction(instruction) {
         return Err(err(
             "instruction",
             format!(
@@ -742,7 +794,7 @@ fn validate(
             ),
         ));
     }
-    let temperature = match cell("temperature") {
+    let temperature = match cell(const { col("temperature") }) {
         None => None,
         Some(s) => match s.parse::<f64>() {
             Ok(t) if t.is_finite() && t >= 0.0 && !s.starts_with('+') => Some(t),
@@ -759,25 +811,21 @@ fn validate(
     b.study.append_value(study);
     b.model.append_value(model);
     b.arm.append_value(arm.as_str());
-    b.cohort.append_option(cell("cohort"));
+    b.cohort.append_option(cell(const { col("cohort") }));
     b.condition.append_value(condition);
     b.sample.append_value(sample);
     b.test.append_value(test);
     b.mode.append_value(mode.as_str());
     b.item.append_option(item);
-    b.item_order.append_option(item_order.map(|v| {
-        v.iter()
-            .map(|i| i.to_string())
-            .collect::<Vec<_>>()
-            .join(";")
-    }));
+    b.item_order.append_option(item_order.as_deref());
     b.order_seed.append_option(order_seed);
     b.option_order.append_value(option_order.as_str());
     b.instruction.append_value(instruction);
     b.temperature.append_option(temperature);
-    b.reply.append_value(cell("reply").unwrap_or(""));
-    b.error.append_option(cell("error"));
-    b.label.append_option(cell("label"));
+    b.reply
+        .append_value(cell(const { col("reply") }).unwrap_or(""));
+    b.error.append_option(cell(const { col("error") }));
+    b.label.append_option(cell(const { col("label") }));
     b.row.append_value(r.row as u64);
     b.line.append_option(r.line.map(|l| l as u64));
     b.len += 1;
