@@ -37,7 +37,7 @@ pub(crate) struct Args {
 pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     if let (Some(n), Some(file)) = (args.answers, &args.parquet) {
         let s = protospread_answers::bulk::write_bulk(file, n, args.seed)
-            .with_context(|| format!("writing {}", file.display()))?;
+            .context("writing the bulk answers")?;
         if ctx.json {
             ctx.emit(
                 "simulate",
@@ -64,8 +64,7 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         }
         None => PathBuf::from("data/scoring_key.csv"),
     };
-    let key = ScoringKey::load(&key_path)
-        .with_context(|| format!("loading the scoring key {}", key_path.display()))?;
+    let key = ScoringKey::load(&key_path).context("loading the scoring key")?;
     let items = simulate::item_map(&key)?;
     let sim = simulate::generate(args.seed, &items)?;
     simulate::write(&ctx.out, &sim).with_context(|| format!("writing {}", ctx.out.display()))?;

@@ -181,7 +181,7 @@ fn reversed_options_map_back_for_every_option() {
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
+    fs_err::write(&p, text).unwrap();
     p
 }
 
@@ -356,7 +356,7 @@ fn load_sim() -> Sim {
     )
     .unwrap();
     let truth: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(sim_dir().join(simulate::TRUTH_FILE)).unwrap())
+        serde_json::from_slice(&fs_err::read(sim_dir().join(simulate::TRUTH_FILE)).unwrap())
             .unwrap();
     Sim {
         records,
@@ -384,10 +384,10 @@ fn simulate_is_deterministic_and_matches_the_committed_study() {
         assert!(st.success());
     }
     for f in [simulate::ANSWERS_FILE, simulate::TRUTH_FILE] {
-        let a = std::fs::read(dir.path().join("a").join(f)).unwrap();
-        let b = std::fs::read(dir.path().join("b").join(f)).unwrap();
+        let a = fs_err::read(dir.path().join("a").join(f)).unwrap();
+        let b = fs_err::read(dir.path().join("b").join(f)).unwrap();
         assert!(a == b, "{f} differs between two runs with the same seed");
-        let committed = std::fs::read(sim_dir().join(f)).unwrap();
+        let committed = fs_err::read(sim_dir().join(f)).unwrap();
         assert!(
             a == committed,
             "data/simulated/{f} is not what `simulate --seed {SEED}` writes"
@@ -406,8 +406,8 @@ fn simulate_is_deterministic_and_matches_the_committed_study() {
         .unwrap();
     assert!(st.success());
     assert_ne!(
-        std::fs::read(dir.path().join("c").join(simulate::ANSWERS_FILE)).unwrap(),
-        std::fs::read(dir.path().join("a").join(simulate::ANSWERS_FILE)).unwrap()
+        fs_err::read(dir.path().join("c").join(simulate::ANSWERS_FILE)).unwrap(),
+        fs_err::read(dir.path().join("a").join(simulate::ANSWERS_FILE)).unwrap()
     );
 }
 
@@ -758,7 +758,7 @@ fn bad_stored_answer_file_writes_nothing_downstream() {
     let cfg = dir.path().join("pipeline.toml");
     let out = dir.path().join("out");
     let write_cfg = |sha: &str| {
-        std::fs::write(
+        fs_err::write(
             &cfg,
             format!(
                 "[study]\nname = \"t\"\n\n[[inputs]]\nname = \"mine\"\nrole = \"answers\"\npath = \"answers.csv\"\nsha256 = \"{sha}\"\n"
@@ -776,7 +776,7 @@ fn bad_stored_answer_file_writes_nothing_downstream() {
             .output()
             .unwrap()
     };
-    std::fs::write(
+    fs_err::write(
         &data,
         format!("{HEADER}\n{}\n", csv_row("S0", "m", "1", 1, "3")),
     )
@@ -789,14 +789,14 @@ fn bad_stored_answer_file_writes_nothing_downstream() {
         String::from_utf8_lossy(&ok.stderr)
     );
     let fetched = out.join("fetch/answers/mine.parquet");
-    let before = std::fs::read(&fetched).unwrap();
+    let before = fs_err::read(&fetched).unwrap();
 
     for (bad, col) in [
         (csv_row("S7", "m", "1", 2, "3"), "column condition"),
         (csv_row("S0", "", "1", 2, "3"), "column model"),
         (csv_row("S0", "m", "first", 2, "3"), "column sample"),
     ] {
-        std::fs::write(
+        fs_err::write(
             &data,
             format!("{HEADER}\n{}\n{bad}\n", csv_row("S0", "m", "1", 1, "3")),
         )
@@ -810,7 +810,7 @@ fn bad_stored_answer_file_writes_nothing_downstream() {
             "{err}"
         );
         assert_eq!(
-            std::fs::read(&fetched).unwrap(),
+            fs_err::read(&fetched).unwrap(),
             before,
             "previous output changed"
         );
@@ -951,7 +951,7 @@ fn invalid_utf8_names_row_and_line() {
     bytes.extend_from_slice(&bad);
     bytes.push(b'\n');
     let p = dir.path().join("bad.jsonl");
-    std::fs::write(&p, &bytes).unwrap();
+    fs_err::write(&p, &bytes).unwrap();
     let e = import_file(&p).unwrap_err().to_string();
     assert!(
         e.contains("bad.jsonl: row 2 (line 2)") && e.contains("not UTF-8"),
@@ -962,7 +962,7 @@ fn invalid_utf8_names_row_and_line() {
     csv.extend_from_slice(csv_row("S0", "m", "1", 2, "3").as_bytes());
     csv.extend_from_slice(b"\xff\n");
     let p = dir.path().join("bad.csv");
-    std::fs::write(&p, &csv).unwrap();
+    fs_err::write(&p, &csv).unwrap();
     let e = import_file(&p).unwrap_err().to_string();
     assert!(
         e.contains("bad.csv: row 2 (line 3)") && e.contains("not UTF-8"),

@@ -235,7 +235,7 @@ pub fn import_into(
         .map_err(|e| AnswersError::io(std::env::temp_dir(), e))?;
     let staged = tmp.path().join("validated.parquet");
     let pq_err = |e: parquet::errors::ParquetError| file_err(&staged, e.to_string());
-    let file = fs_err::File::create(&staged).map_err(|e| AnswersError::io(&staged, e))?;
+    let file = fs_err::File::create(&staged).map_err(AnswersError::Fs)?;
     let mut writer = ArrowWriter::try_new(file, staging_schema(), None).map_err(pq_err)?;
     let mut builders = Builders::new();
     let mut records = 0usize;
@@ -354,7 +354,7 @@ fn empty_cells() -> [Option<String>; COLUMNS.len()] {
 }
 
 fn read_csv(path: &Path, f: &mut RowSink) -> Result<(), AnswersError> {
-    let file = fs_err::File::open(path).map_err(|e| AnswersError::io(path, e))?;
+    let file = fs_err::File::open(path).map_err(AnswersError::Fs)?;
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(false)
@@ -460,7 +460,7 @@ impl<'de> serde::Deserialize<'de> for JsonLine {
 
 fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<(), AnswersError> {
     use std::io::BufRead;
-    let file = fs_err::File::open(path).map_err(|e| AnswersError::io(path, e))?;
+    let file = fs_err::File::open(path).map_err(AnswersError::Fs)?;
     let mut reader = std::io::BufReader::new(file);
     let mut rows = 0usize;
     let mut buf = Vec::new();
@@ -469,7 +469,7 @@ fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<(), AnswersError> {
         buf.clear();
         let n = reader
             .read_until(b'\n', &mut buf)
-            .map_err(|e| AnswersError::io(path, e))?;
+            .map_err(AnswersError::Fs)?;
         if n == 0 {
             break;
         }
@@ -547,7 +547,7 @@ fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<(), AnswersError> {
 fn read_parquet(path: &Path, f: &mut RowSink) -> Result<(), AnswersError> {
     let perr =
         |e: parquet::errors::ParquetError| file_err(path, format!("not a Parquet file: {e}"));
-    let file = fs_err::File::open(path).map_err(|e| AnswersError::io(path, e))?;
+    let file = fs_err::File::open(path).map_err(AnswersError::Fs)?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file.into_parts().0).map_err(perr)?;
     let names: Vec<String> = builder
         .schema()

@@ -23,7 +23,8 @@ use std::path::PathBuf;
 /// Errors of the stored-answer layer. Record errors name file, row and column.
 #[derive(Debug, thiserror::Error)]
 pub enum AnswersError {
-    /// A file could not be read or written.
+    /// An I/O error whose message does not name its path (a raw OS error: a lock, a rename
+    /// system call); file-system calls go through `fs_err` and become [`Self::Fs`].
     #[error("{path}: {source}")]
     Io {
         /// The file or folder concerned.
@@ -32,6 +33,9 @@ pub enum AnswersError {
         #[source]
         source: std::io::Error,
     },
+    /// A file-system error from `fs_err`, whose message names the path.
+    #[error(transparent)]
+    Fs(#[from] std::io::Error),
     /// One record (or cell) is invalid. `row` counts data records from 1 (the CSV header is
     /// not a row); `line` is the line of the file where the record starts, when known.
     #[error("{}: row {row}{}, column {column}: {message}", file.display(), line.map(|l| format!(" (line {l})")).unwrap_or_default())]

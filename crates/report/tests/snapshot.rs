@@ -70,14 +70,14 @@ fn tables_match_committed_snapshots() {
     assert!(names.len() >= 12, "{names:?}");
     let mut mismatched = Vec::new();
     for n in &names {
-        let got = std::fs::read(report.join(n)).unwrap();
+        let got = fs_err::read(report.join(n)).unwrap();
         let snap = snapshots().join(n);
         if update {
-            std::fs::create_dir_all(snapshots()).unwrap();
-            std::fs::write(&snap, &got).unwrap();
+            fs_err::create_dir_all(snapshots()).unwrap();
+            fs_err::write(&snap, &got).unwrap();
             continue;
         }
-        match std::fs::read(&snap) {
+        match fs_err::read(&snap) {
             Ok(want) if want == got => {}
             Ok(want) => {
                 let w = protospread_report::first_csv_difference(&want, &got).unwrap_or_default();
@@ -96,7 +96,7 @@ fn tables_match_committed_snapshots() {
         .iter()
         .filter(|n| n.ends_with(".csv") && *n != "parity_summary.csv")
     {
-        let text = std::fs::read_to_string(report.join(n)).unwrap();
+        let text = fs_err::read_to_string(report.join(n)).unwrap();
         let lines = text.lines().count();
         if lines > 1 {
             assert!(
@@ -112,12 +112,12 @@ fn tables_match_committed_snapshots() {
 fn generic_rendering_and_manifest() {
     let (dir, _) = build();
     let report = dir.path().join("report");
-    let csv = std::fs::read_to_string(report.join("parity_summary.csv")).unwrap();
+    let csv = fs_err::read_to_string(report.join("parity_summary.csv")).unwrap();
     assert_eq!(
         csv,
         "instrument,category,reason,rows\nbig_five,reproduced,,877\nbig_five,set_aside,\"duplicate of row 3, \"\"same\"\" | answers\",3\n"
     );
-    let md = std::fs::read_to_string(report.join("parity_summary.md")).unwrap();
+    let md = fs_err::read_to_string(report.join("parity_summary.md")).unwrap();
     assert!(
         md.contains("| big_five | set_aside | duplicate of row 3, \"same\" \\| answers | 3 |"),
         "{md}"
@@ -131,7 +131,7 @@ fn generic_rendering_and_manifest() {
 #[test]
 fn html_is_self_contained_with_figures() {
     let (dir, _) = build();
-    let html = std::fs::read_to_string(dir.path().join("report/report.html")).unwrap();
+    let html = fs_err::read_to_string(dir.path().join("report/report.html")).unwrap();
     for banned in [
         "<script", "http://", "https://", "@import", "url(", "<link", "<img",
     ] {
@@ -153,7 +153,7 @@ fn html_is_self_contained_with_figures() {
 #[test]
 fn a_missing_listed_table_is_an_error_and_keeps_previous_outputs() {
     let (dir, _) = build();
-    let before = std::fs::read(dir.path().join("report/cells.csv")).unwrap();
+    let before = fs_err::read(dir.path().join("report/cells.csv")).unwrap();
     let section = ReportSection {
         tables: vec![PathBuf::from("score/nope.parquet")],
         ..ReportSection::default()
@@ -166,7 +166,7 @@ fn a_missing_listed_table_is_an_error_and_keeps_previous_outputs() {
         "{e}"
     );
     assert_eq!(
-        std::fs::read(dir.path().join("report/cells.csv")).unwrap(),
+        fs_err::read(dir.path().join("report/cells.csv")).unwrap(),
         before
     );
 }
