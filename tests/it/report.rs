@@ -42,7 +42,7 @@ fn fixture_project() -> tempfile::TempDir {
         "test,item,dimension,reverse,weight\n",
     )
     .unwrap();
-    protospread_aggregate::fixture::write(&d.join("out/score")).unwrap();
+    crate::aggregate_fixture::write(&d.join("out/score")).unwrap();
     // As the score stage leaves it: with its manifest, so protospread owns the folder.
     protospread_core::hash::write_manifest(&d.join("out/score")).unwrap();
     dir

@@ -4,11 +4,13 @@
 
 use arrow::array::{Array, BooleanArray, Float64Array, Int64Array, StringArray};
 use arrow::record_batch::RecordBatch;
-use protospread_aggregate::fixture::{self, FxAnswer, FxScore};
 use protospread_aggregate::Params;
 use protospread_core::config::AggregateSection;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+
+mod fixture;
+use fixture::{FxAnswer, FxScore};
 
 const PROTOCOL: &[&str] = &[
     "S0", "S0r", "SR", "SP", "B0", "B0r", "BS1", "BS2", "BS3", "BS4",

@@ -6,6 +6,9 @@ use protospread_core::config::ReportSection;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+#[path = "../../aggregate/tests/fixture/mod.rs"]
+mod fixture;
+
 fn snapshots() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots")
 }
@@ -39,7 +42,7 @@ fn write_parity(out: &Path) {
 fn build() -> (tempfile::TempDir, protospread_report::Summary) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path();
-    protospread_aggregate::fixture::write(&out.join("score")).unwrap();
+    fixture::write(&out.join("score")).unwrap();
     write_parity(out);
     protospread_aggregate::run(
         &out.join("score"),
