@@ -1,6 +1,10 @@
-//! The report stage on the aggregate fixture: committed snapshots of every CSV table and of
-//! report.md (rewrite them on purpose with `UPDATE_SNAPSHOTS=1`), the generic renderer on a
-//! table of another stage, and the self-containedness of report.html.
+//! The report stage on the aggregate fixture: committed insta snapshots of every CSV table and
+//! of report.md (tests/snapshots/), the generic renderer on a table of another stage, and the
+//! self-containedness of report.html.
+//!
+//! A difference fails the test and writes nothing, in CI or not: `.config/insta.yaml` at the
+//! workspace root sets `update: "no"`. Rewrite the snapshots on purpose with
+//! `INSTA_UPDATE=always cargo test --release --workspace --test snapshot` and review the diff.
 
 use protospread_core::config::ReportSection;
 use std::path::{Path, PathBuf};
@@ -8,10 +12,6 @@ use std::sync::Arc;
 
 #[path = "../../aggregate/tests/fixture/mod.rs"]
 mod fixture;
-
-fn snapshots() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots")
-}
 
 /// A score-stage-like table (the parity summary's contract shape).
 fn write_parity(out: &Path) {
@@ -62,7 +62,6 @@ fn build() -> (tempfile::TempDir, protospread_report::Summary) {
 fn tables_match_committed_snapshots() {
     let (dir, s) = build();
     let report = dir.path().join("report");
-    let update = std::env::var_os("UPDATE_SNAPSHOTS").is_some();
     let mut names: Vec<String> = s
         .files
         .iter()
@@ -71,29 +70,16 @@ fn tables_match_committed_snapshots() {
         .collect();
     names.push("report.md".to_string());
     assert!(names.len() >= 12, "{names:?}");
-    let mut mismatched = Vec::new();
-    for n in &names {
-        let got = fs_err::read(report.join(n)).unwrap();
-        let snap = snapshots().join(n);
-        if update {
-            fs_err::create_dir_all(snapshots()).unwrap();
-            fs_err::write(&snap, &got).unwrap();
-            continue;
+    let mut settings = insta::Settings::clone_current();
+    settings.set_omit_expression(true);
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| {
+        for n in &names {
+            let text = fs_err::read_to_string(report.join(n)).unwrap();
+            // One snapshot per file, named after it (`cells.csv` -> `cells_csv.snap`).
+            insta::assert_snapshot!(n.replace('.', "_"), text);
         }
-        match fs_err::read(&snap) {
-            Ok(want) if want == got => {}
-            Ok(want) => {
-                let w = protospread_report::first_csv_difference(&want, &got).unwrap_or_default();
-                mismatched.push(format!("{n}: {w}"));
-            }
-            Err(_) => mismatched.push(format!("{n}: no snapshot (run with UPDATE_SNAPSHOTS=1)")),
-        }
-    }
-    assert!(
-        mismatched.is_empty(),
-        "snapshots differ:\n{}",
-        mismatched.join("\n")
-    );
+    });
     // Every table carries its source label.
     for n in names
         .iter()
