@@ -1,10 +1,10 @@
 //! Stored answers: the strict reply rule, the option mapping, import errors, and recovery of
 //! the planted effects of the committed simulated study (issue 4).
 
-use protospread_answers::format::{OptionOrder, StoredRecord, Vocabulary};
-use protospread_answers::import::{import_file, read_records};
-use protospread_answers::parse::{option_to_value, read_single, read_whole, Reading, Status};
-use protospread_answers::simulate::{self, ItemInfo};
+use protospread_answers::{import_file, read_records};
+use protospread_answers::{option_to_value, read_single, read_whole, Reading, Status};
+use protospread_answers::{ItemInfo, SIMULATED_ANSWERS_FILE, SIMULATED_TRUTH_FILE};
+use protospread_answers::{OptionOrder, StoredRecord, Vocabulary};
 use protospread_score::answers::{parse_and_score, ParsedRow, ScaleRow};
 use protospread_score::norms::Norms;
 use protospread_score::ScoringKey;
@@ -342,7 +342,7 @@ struct Sim {
 fn load_sim() -> Sim {
     let key = key();
     let records = read_records(
-        &sim_dir().join(simulate::ANSWERS_FILE),
+        &sim_dir().join(SIMULATED_ANSWERS_FILE),
         &Vocabulary::default(),
     )
     .unwrap();
@@ -356,14 +356,14 @@ fn load_sim() -> Sim {
     )
     .unwrap();
     let truth: serde_json::Value =
-        serde_json::from_slice(&fs_err::read(sim_dir().join(simulate::TRUTH_FILE)).unwrap())
+        serde_json::from_slice(&fs_err::read(sim_dir().join(SIMULATED_TRUTH_FILE)).unwrap())
             .unwrap();
     Sim {
         records,
         parsed,
         scales,
         truth,
-        items: simulate::item_map(&key).unwrap(),
+        items: protospread_answers::item_map(&key).unwrap(),
     }
 }
 
@@ -383,7 +383,7 @@ fn simulate_is_deterministic_and_matches_the_committed_study() {
             .unwrap();
         assert!(st.success());
     }
-    for f in [simulate::ANSWERS_FILE, simulate::TRUTH_FILE] {
+    for f in [SIMULATED_ANSWERS_FILE, SIMULATED_TRUTH_FILE] {
         let a = fs_err::read(dir.path().join("a").join(f)).unwrap();
         let b = fs_err::read(dir.path().join("b").join(f)).unwrap();
         assert!(a == b, "{f} differs between two runs with the same seed");
@@ -406,8 +406,8 @@ fn simulate_is_deterministic_and_matches_the_committed_study() {
         .unwrap();
     assert!(st.success());
     assert_ne!(
-        fs_err::read(dir.path().join("c").join(simulate::ANSWERS_FILE)).unwrap(),
-        fs_err::read(dir.path().join("a").join(simulate::ANSWERS_FILE)).unwrap()
+        fs_err::read(dir.path().join("c").join(SIMULATED_ANSWERS_FILE)).unwrap(),
+        fs_err::read(dir.path().join("a").join(SIMULATED_ANSWERS_FILE)).unwrap()
     );
 }
 
@@ -1013,12 +1013,12 @@ fn parsing_table_through_the_plan() {
             format_version: 1,
             study: "t".into(),
             model: "m".into(),
-            arm: protospread_answers::format::Arm::Api,
+            arm: protospread_answers::Arm::Api,
             cohort: None,
             condition: "S0".into(),
             sample: 1,
             test: "riasec".into(),
-            mode: protospread_answers::format::Mode::Single,
+            mode: protospread_answers::Mode::Single,
             item: Some(k as i32 + 1),
             item_order: None,
             order_seed: None,

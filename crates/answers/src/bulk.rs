@@ -19,13 +19,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// Records per written batch.
-pub const BATCH_ROWS: usize = 65_536;
+pub(crate) const BATCH_ROWS: usize = 65_536;
 /// Item answers per model of the design.
-pub const ITEMS_PER_MODEL: u64 = 2_184;
+pub(crate) const ITEMS_PER_MODEL: u64 = 2_184;
 /// Label of every generated record.
-pub const BULK_LABEL: &str = "bulk";
+pub(crate) const BULK_LABEL: &str = "bulk";
 /// Study name of every generated record.
-pub const BULK_STUDY: &str = "questionnaire-protocol-sensitivity-bulk";
+pub(crate) const BULK_STUDY: &str = "questionnaire-protocol-sensitivity-bulk";
 
 /// What [`write_bulk`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]

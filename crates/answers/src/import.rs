@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Columns every file must have (optional columns may be left out entirely).
-pub const REQUIRED_COLUMNS: [&str; 11] = [
+pub(crate) const REQUIRED_COLUMNS: [&str; 11] = [
     "format_version",
     "study",
     "model",
@@ -44,11 +44,11 @@ pub const REQUIRED_COLUMNS: [&str; 11] = [
 
 /// Prefix of extension columns: carried by harnesses (request, usage, timing...), accepted
 /// and not imported. Any other unknown column is an error, so that a misspelt column is caught.
-pub const EXTENSION_PREFIX: &str = "x_";
+pub(crate) const EXTENSION_PREFIX: &str = "x_";
 
 /// Which file format a path holds, by extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
+pub(crate) enum FileKind {
     /// Comma-separated values with a header row.
     Csv,
     /// One JSON object per line.
@@ -59,7 +59,7 @@ pub enum FileKind {
 
 impl FileKind {
     /// `.csv`, `.jsonl` (or `.ndjson`), `.parquet`; anything else is refused.
-    pub fn of(path: &Path) -> Result<Self, AnswersError> {
+    pub(crate) fn of(path: &Path) -> Result<Self, AnswersError> {
         let ext = path
             .extension()
             .map(|e| e.to_string_lossy().to_ascii_lowercase())
@@ -92,7 +92,7 @@ fn col_index(name: &str) -> Option<usize> {
 }
 
 /// Rows per batch while importing: the importer holds about this many rows at a time.
-pub const BATCH_ROWS: usize = 8192;
+pub(crate) const BATCH_ROWS: usize = 8192;
 
 type RowSink<'a> = dyn FnMut(RawRow) -> Result<(), AnswersError> + 'a;
 
@@ -199,7 +199,7 @@ pub fn import_file(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), Answers
 
 /// As [`import_file`], also accepting the conditions, tests and instructions declared in
 /// `[answers]` of pipeline.toml. Collects the batches of [`import_into`].
-pub fn import_file_with(
+pub(crate) fn import_file_with(
     path: &Path,
     section: &AnswersSection,
 ) -> Result<(SchemaRef, Vec<RecordBatch>), AnswersError> {

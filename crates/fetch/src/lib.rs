@@ -9,7 +9,7 @@
 //!   used without any network access.
 //! - `role = "human"` inputs become `out/fetch/human/<instrument>.parquet` with the explicit
 //!   schema of [`protospread_core::instruments::arrow_schema`] ([`import_human_csv`]);
-//!   `role = "answers"` inputs are imported by `protospread_answers::import` (validated,
+//!   `role = "answers"` inputs are imported by `protospread_answers::import_into` (validated,
 //!   normalized, sorted) and become `out/fetch/answers/<name>.parquet`;
 //!   `role = "other"` inputs are copied verbatim to `out/fetch/other/<name>`.
 //! - All outputs of a run are committed together ([`protospread_core::atomic::Staged`]); on
@@ -465,7 +465,7 @@ pub fn import_answers_input(
         memory_limit: opts.memory_limit.unwrap_or(cfg.engine.memory_limit.0),
         ..Default::default()
     };
-    let schema = protospread_answers::format::stored_schema();
+    let schema = protospread_answers::stored_schema();
     let perr = |e: parquet::errors::ParquetError| {
         FetchError::Core(CoreError::Parquet {
             path: dest.to_path_buf(),
@@ -476,8 +476,8 @@ pub fn import_answers_input(
         parquet::arrow::ArrowWriter::try_new(Vec::new(), schema, Some(pq::writer_properties()))
             .map_err(perr)?;
     let mut write_err = None;
-    let vocab = protospread_answers::format::Vocabulary::from_section(&cfg.answers);
-    let rows = protospread_answers::import::import_into(&verified.path, &vocab, &engine, |b| {
+    let vocab = protospread_answers::Vocabulary::from_section(&cfg.answers);
+    let rows = protospread_answers::import_into(&verified.path, &vocab, &engine, |b| {
         if let Err(e) = w.write(&b) {
             write_err = Some(e);
         }

@@ -90,7 +90,7 @@ pub struct ScoringKey {
 
 /// The simulation reads dimensions and reverse flags from the key through this trait, so that
 /// the stored-answer crate does not depend on this one.
-impl protospread_answers::simulate::ItemKey for ScoringKey {
+impl protospread_answers::ItemKey for ScoringKey {
     fn test_items(&self, test: &str) -> Option<Vec<(i32, String, bool)>> {
         let tk = self.test(test)?;
         Some(
