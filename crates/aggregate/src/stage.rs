@@ -198,10 +198,7 @@ fn get<'r>(row: &'r [(String, String)], name: &str) -> &'r str {
 
 impl Run<'_> {
     fn sql(&self, sql: &str, path: &Path) -> Result<Vec<RecordBatch>, AggregateError> {
-        self.engine.query(sql).map_err(|e| AggregateError::Engine {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })
+        self.plan(None, sql, path).map(|(_, batches)| batches)
     }
 
     fn table(&self, name: &str, sql: &str, path: &Path) -> Result<Table, AggregateError> {
@@ -219,9 +216,22 @@ impl Run<'_> {
         sql: &str,
         path: &Path,
     ) -> Result<(arrow::datatypes::SchemaRef, Vec<RecordBatch>), AggregateError> {
+        self.plan(Some(name), sql, path)
+    }
+
+    /// Plan and run `sql`; an error names `path` and, when given, the result being computed.
+    fn plan(
+        &self,
+        name: Option<&str>,
+        sql: &str,
+        path: &Path,
+    ) -> Result<(arrow::datatypes::SchemaRef, Vec<RecordBatch>), AggregateError> {
         let engine = |e: datafusion::error::DataFusionError| AggregateError::Engine {
             path: path.to_path_buf(),
-            message: format!("{name}: {e}"),
+            message: match name {
+                Some(name) => format!("{name}: {e}"),
+                None => e.to_string(),
+            },
         };
         let df = self.engine.sql(sql).map_err(engine)?;
         let schema = Arc::new(df.schema().as_arrow().clone());

@@ -152,10 +152,7 @@ impl Engine {
 
     /// Register the Parquet file (or folder) at `path` as table `name`.
     pub fn register_parquet(&self, name: &str, path: &str) -> Result<(), DataFusionError> {
-        self.rt.block_on(
-            self.ctx
-                .register_parquet(name, path, ParquetReadOptions::default()),
-        )
+        self.register_parquet_ordered(name, path, &[])
     }
 
     /// Register the Parquet file at `path`, whose rows the writer sorted by `order` (column
@@ -168,12 +165,26 @@ impl Engine {
         path: &str,
         order: &[(&str, bool)],
     ) -> Result<(), DataFusionError> {
-        let order = order
-            .iter()
-            .map(|(c, nulls_first)| datafusion::prelude::col(*c).sort(true, *nulls_first))
-            .collect();
+        self.register_parquet_ordered(name, path, order)
+    }
+
+    /// Both registrations: an empty `order` declares none.
+    fn register_parquet_ordered(
+        &self,
+        name: &str,
+        path: &str,
+        order: &[(&str, bool)],
+    ) -> Result<(), DataFusionError> {
+        let file_sort_order = if order.is_empty() {
+            Vec::new()
+        } else {
+            vec![order
+                .iter()
+                .map(|(c, nulls_first)| datafusion::prelude::col(*c).sort(true, *nulls_first))
+                .collect()]
+        };
         let options = ParquetReadOptions {
-            file_sort_order: vec![order],
+            file_sort_order,
             ..Default::default()
         };
         self.rt
@@ -260,13 +271,6 @@ impl std::fmt::Debug for Batches<'_> {
         f.debug_struct("Batches")
             .field("schema", &self.stream.schema())
             .finish_non_exhaustive()
-    }
-}
-
-impl Batches<'_> {
-    /// The schema of every batch.
-    pub fn schema(&self) -> SchemaRef {
-        self.stream.schema()
     }
 }
 
