@@ -611,6 +611,171 @@ impl Drop for RunStaging {
     }
 }
 
+/// The top `out/SHA256SUMS` around a single stage (`protospread fetch|score|aggregate|report`).
+///
+/// The top manifest lists the files of the stage folders that are consistent with each other:
+/// a stage is listed only when every stage before it is listed and it was made from them.
+/// - [`TopManifest::begin`] (before the stage runs) rewrites it without the stage and the
+///   stages after it, so that at any moment (a failure, `kill -9`) `sha256sum -c SHA256SUMS`
+///   passes and vouches only for folders no one is replacing;
+/// - [`TopManifest::finish`] (after the stage succeeded) adds the stage's new files (taken
+///   from the stage's own `SHA256SUMS`, i.e. the bytes it just wrote), and adds back each later
+///   stage only if the stage's files are exactly those the top manifest listed before (then
+///   nothing a later stage read has changed). It returns the stage folders left out: stale;
+/// - dropping it without `finish` (the stage failed or wrote nothing) puts the previous top
+///   manifest back.
+///
+/// Entries of an earlier stage stay as the previous top manifest had them (they are not
+/// hashed again, so a file changed by hand still fails `sha256sum -c`), unless that stage's
+/// own `SHA256SUMS` no longer matches them (its folder was replaced without updating the top
+/// manifest): then it, and every stage after it, is left out.
+pub struct TopManifest {
+    out: PathBuf,
+    stage: usize,
+    /// The previous top manifest's text (`None`: there was none).
+    before: Option<Vec<u8>>,
+    old: Manifest,
+    /// Stages before `stage` that stay listed (a prefix of the pipeline).
+    kept_before: usize,
+    done: bool,
+}
+
+/// Entries of `out/<stage>/SHA256SUMS` as paths relative to `out`; `None` if the folder or its
+/// manifest is missing.
+fn stage_entries(out: &Path, stage: &str) -> Result<Option<Manifest>> {
+    let p = out.join(stage).join(MANIFEST_NAME);
+    if !p.is_file() {
+        return Ok(None);
+    }
+    let m = Manifest::read(&p)?;
+    Ok(Some(Manifest {
+        entries: m
+            .entries
+            .into_iter()
+            .map(|(k, v)| (format!("{stage}/{k}"), v))
+            .collect(),
+    }))
+}
+
+/// The entries of `m` below `out/<stage>/`.
+fn entries_of(m: &Manifest, stage: &str) -> Manifest {
+    let prefix = format!("{stage}/");
+    Manifest {
+        entries: m
+            .entries
+            .iter()
+            .filter(|(k, _)| k.starts_with(&prefix))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    }
+}
+
+impl TopManifest {
+    /// Before `stage` (one of [`STAGE_DIRS`]) runs into `out`.
+    pub fn begin(out: &Path, stage: &str) -> Result<Self> {
+        let idx = STAGE_DIRS
+            .iter()
+            .position(|s| *s == stage)
+            .ok_or_else(|| CoreError::Refused {
+                path: out.join(stage),
+                message: "not a stage folder".into(),
+            })?;
+        let path = out.join(MANIFEST_NAME);
+        let before = match fs::read(&path) {
+            Ok(b) => Some(b),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(CoreError::io(&path, e)),
+        };
+        let old = match &before {
+            Some(b) => Manifest::parse(&String::from_utf8_lossy(b), &path)?,
+            None => Manifest::default(),
+        };
+        let mut kept_before = 0;
+        for s in &STAGE_DIRS[..idx] {
+            let listed = entries_of(&old, s);
+            match stage_entries(out, s)? {
+                Some(own) if !own.entries.is_empty() && own == listed => kept_before += 1,
+                _ => break,
+            }
+        }
+        let t = TopManifest {
+            out: out.to_path_buf(),
+            stage: idx,
+            before,
+            old,
+            kept_before,
+            done: false,
+        };
+        t.write(&t.without_stages(kept_before))?;
+        Ok(t)
+    }
+
+    /// The previous entries minus every stage from index `from` on.
+    fn without_stages(&self, from: usize) -> Manifest {
+        let drop: Vec<String> = STAGE_DIRS[from..].iter().map(|s| format!("{s}/")).collect();
+        Manifest {
+            entries: self
+                .old
+                .entries
+                .iter()
+                .filter(|(k, _)| !drop.iter().any(|d| k.starts_with(d.as_str())))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        }
+    }
+
+    fn write(&self, m: &Manifest) -> Result<()> {
+        crate::atomic::write_atomic(&self.out.join(MANIFEST_NAME), m.render().as_bytes())
+    }
+
+    /// After the stage succeeded: write the final top manifest and return the stage folders of
+    /// `out` it does not list (stale, or made from a stale stage), in pipeline order.
+    pub fn finish(mut self) -> Result<Vec<&'static str>> {
+        let mut m = self.without_stages(self.kept_before);
+        let mut kept = self.kept_before;
+        let stage = STAGE_DIRS[self.stage];
+        if kept == self.stage {
+            if let Some(new) = stage_entries(&self.out, stage)? {
+                let unchanged = new == entries_of(&self.old, stage) && !new.entries.is_empty();
+                m.entries.extend(new.entries);
+                kept += 1;
+                if unchanged {
+                    for s in &STAGE_DIRS[self.stage + 1..] {
+                        let listed = entries_of(&self.old, s);
+                        match stage_entries(&self.out, s)? {
+                            Some(own) if !own.entries.is_empty() && own == listed => {
+                                m.entries.extend(own.entries);
+                                kept += 1;
+                            }
+                            _ => break,
+                        }
+                    }
+                }
+            }
+        }
+        self.write(&m)?;
+        self.done = true;
+        Ok(STAGE_DIRS[kept..]
+            .iter()
+            .copied()
+            .filter(|s| self.out.join(s).exists())
+            .collect())
+    }
+}
+
+impl Drop for TopManifest {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let path = self.out.join(MANIFEST_NAME);
+        let _ = match &self.before {
+            Some(b) => crate::atomic::write_atomic(&path, b),
+            None => std::fs::remove_file(&path).map_err(|e| CoreError::io(&path, e)),
+        };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -140,13 +140,13 @@ pub fn classify(
     rows.iter().map(|r| c.classify(r)).collect()
 }
 
-/// A row that shares its answer vector with a row no key reproduces.
-#[derive(Debug, Clone)]
-struct Twin {
-    id: i64,
-    scores: Vec<i32>,
-    top_result: String,
-}
+/// Ids of other rows named in a row's "same answers" evidence; beyond this many they are
+/// counted, not listed, so a row's detail stays short however often its answers repeat.
+pub const TWINS_LISTED: usize = 20;
+
+/// The rows with one answer vector, grouped by their stored result (scores, top_result):
+/// per group, the number of rows and the first [`TWINS_LISTED`] ids in id order.
+type TwinGroups = BTreeMap<(Vec<i32>, String), (usize, Vec<i64>)>;
 
 /// Classification of the rows of one instrument in up to three passes over the rows, so the
 /// rows can stream (see [`classify`] for the in-memory form):
@@ -164,7 +164,7 @@ pub struct Classifier<'a> {
     allowlist: &'a Allowlist,
     origin: &'a Path,
     tk: &'a crate::key::TestKey,
-    twins: BTreeMap<Vec<u8>, Vec<Twin>>,
+    twins: BTreeMap<Vec<u8>, TwinGroups>,
 }
 
 impl<'a> Classifier<'a> {
@@ -217,12 +217,14 @@ impl<'a> Classifier<'a> {
 
     /// Pass 2: keep `row` if its answer vector was noted in pass 1.
     pub fn twin_pass(&mut self, row: &HumanRow) {
-        if let Some(v) = self.twins.get_mut(row.answers.as_slice()) {
-            v.push(Twin {
-                id: row.id,
-                scores: row.scores.clone(),
-                top_result: row.top_result.clone(),
-            });
+        if let Some(groups) = self.twins.get_mut(row.answers.as_slice()) {
+            let g = groups
+                .entry((row.scores.clone(), row.top_result.clone()))
+                .or_default();
+            g.0 += 1;
+            if g.1.len() < TWINS_LISTED {
+                g.1.push(row.id);
+            }
         }
     }
 
@@ -248,21 +250,28 @@ impl<'a> Classifier<'a> {
             )
         } else {
             let mut ev = Vec::new();
-            let twins: Vec<String> = self
-                .twins
-                .get(row.answers.as_slice())
-                .map(Vec::as_slice)
-                .unwrap_or_default()
-                .iter()
-                .filter(|o| {
-                    o.id != row.id && (o.scores != row.scores || o.top_result != row.top_result)
-                })
-                .map(|o| o.id.to_string())
-                .collect();
-            if !twins.is_empty() {
+            // Rows with the same answers and a different stored result: every group but the
+            // row's own.
+            let (mut n, mut ids) = (0usize, Vec::new());
+            for ((scores, top), (count, first)) in
+                self.twins.get(row.answers.as_slice()).into_iter().flatten()
+            {
+                if *scores != row.scores || *top != row.top_result {
+                    n += count;
+                    ids.extend_from_slice(first);
+                }
+            }
+            ids.sort_unstable();
+            ids.truncate(TWINS_LISTED);
+            if n > 0 {
+                let listed: Vec<String> = ids.iter().map(i64::to_string).collect();
+                let more = match n - ids.len() {
+                    0 => String::new(),
+                    k => format!(" and {k} more"),
+                };
                 ev.push(format!(
-                    "same answers as row(s) {} with different stored scores",
-                    twins.join(", ")
+                    "same answers as row(s) {}{more} with different stored scores",
+                    listed.join(", ")
                 ));
             }
             for ((di, d), &st) in tk.dims.iter().enumerate().zip(&row.scores) {
