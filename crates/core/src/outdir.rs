@@ -673,13 +673,14 @@ fn entries_of(m: &Manifest, stage: &str) -> Manifest {
 impl TopManifest {
     /// Before `stage` (one of [`STAGE_DIRS`]) runs into `out`.
     pub fn begin(out: &Path, stage: &str) -> Result<Self> {
-        let idx = STAGE_DIRS
-            .iter()
-            .position(|s| *s == stage)
-            .ok_or_else(|| CoreError::Refused {
-                path: out.join(stage),
-                message: "not a stage folder".into(),
-            })?;
+        let idx =
+            STAGE_DIRS
+                .iter()
+                .position(|s| *s == stage)
+                .ok_or_else(|| CoreError::Refused {
+                    path: out.join(stage),
+                    message: "not a stage folder".into(),
+                })?;
         let path = out.join(MANIFEST_NAME);
         let before = match fs::read(&path) {
             Ok(b) => Some(b),

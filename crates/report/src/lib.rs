@@ -110,7 +110,11 @@ fn catalog_entry(name: &str) -> (usize, String, String) {
 }
 
 /// Names the report stage writes itself; a table may not be rendered under them.
-const OWN_FILES: &[&str] = &["report.md", "report.html", protospread_core::hash::MANIFEST_NAME];
+const OWN_FILES: &[&str] = &[
+    "report.md",
+    "report.html",
+    protospread_core::hash::MANIFEST_NAME,
+];
 
 /// Check the `[report]` section before anything runs: the rendered names of every listed
 /// table (`<stem>.csv`, `<stem>.md`) neither collide with the
