@@ -198,6 +198,10 @@ pub struct StageRun {
 /// All-or-nothing: every table is staged first and the folder is replaced only when every
 /// check passed. A human row that is neither reproduced nor allow-listed, or any error, leaves
 /// the previous `<out>/score/` exactly as it was (see [`StageRun::written`]).
+///
+/// The human rows stream: they are read [`crate::human::CHUNK_ROWS`] at a time and the
+/// per-row tables are written to the staged folder as they are classified
+/// ([`run_streaming`]).
 #[allow(clippy::too_many_arguments)]
 pub fn run_stage(
     cfg: &Config,
@@ -208,33 +212,6 @@ pub fn run_stage(
     inputs: &[HumanInput],
     sweep: bool,
     engine: &protospread_engine::EngineOptions,
-) -> Result<StageRun, ScoreError> {
-    run_stage_chunked(
-        cfg,
-        out,
-        key,
-        legacy,
-        allowlist,
-        inputs,
-        sweep,
-        engine,
-        crate::human::CHUNK_ROWS,
-    )
-}
-
-/// [`run_stage`] reading the human rows `chunk_rows` at a time (the outputs do not depend on
-/// it; tests use a tiny value to show that).
-#[allow(clippy::too_many_arguments)]
-pub fn run_stage_chunked(
-    cfg: &Config,
-    out: &Path,
-    key: &ScoringKey,
-    legacy: &[ScoringKey],
-    allowlist: &Allowlist,
-    inputs: &[HumanInput],
-    sweep: bool,
-    engine: &protospread_engine::EngineOptions,
-    chunk_rows: usize,
 ) -> Result<StageRun, ScoreError> {
     let out_dir = out.join("score");
     // The whole folder is staged: the commit replaces it with exactly these tables and their
@@ -248,7 +225,7 @@ pub fn run_stage_chunked(
         allowlist,
         inputs,
         sweep,
-        chunk_rows,
+        crate::human::CHUNK_ROWS,
         Some(&mut rows),
     )?;
     rows.finish()?;
