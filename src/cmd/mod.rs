@@ -16,11 +16,12 @@ use std::process::ExitCode;
 pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Run => run_all(ctx),
-        // A single stage locks --out and replaces only its own folder, in one step.
-        Command::Fetch(a) => with_out(ctx, |c| fetch::run(c, a)),
-        Command::Score(a) => with_out(ctx, |c| score::run(c, a)),
-        Command::Aggregate(a) => with_out(ctx, |c| aggregate::run(c, a)),
-        Command::Report(a) => with_out(ctx, |c| report::run(c, a)),
+        // A single stage locks --out, replaces only its own folder, in one step, and keeps the
+        // top SHA256SUMS to the stages that are consistent with each other.
+        Command::Fetch(a) => with_stage(ctx, "fetch", |c| fetch::run(c, a)),
+        Command::Score(a) => with_stage(ctx, "score", |c| score::run(c, a)),
+        Command::Aggregate(a) => with_stage(ctx, "aggregate", |c| aggregate::run(c, a)),
+        Command::Report(a) => with_stage(ctx, "report", |c| report::run(c, a)),
         Command::Verify(a) => verify::run(ctx, a),
         Command::Bag(a) => bag::run(ctx, a),
         Command::Simulate(a) => simulate::run(ctx, a),
@@ -34,6 +35,8 @@ type Stage = fn(&Ctx) -> anyhow::Result<ExitCode>;
 /// Check where `--out` is, then claim it (marker, lock, removal of dead temporaries).
 fn claim_out(ctx: &Ctx) -> anyhow::Result<protospread_core::outdir::OutLock> {
     let cfg = ctx.config()?;
+    // A configuration the report stage would refuse stops every stage before it writes.
+    protospread_report::check_section(&cfg.report)?;
     let mut inputs: Vec<std::path::PathBuf> = cfg
         .inputs
         .iter()
@@ -62,6 +65,43 @@ fn with_out(
         lock.release_unused();
     }
     result
+}
+
+/// One stage into `--out`: [`with_out`], and the top `SHA256SUMS` rewritten around the stage
+/// (`protospread_core::outdir::TopManifest`): it lists the new stage files when the stages
+/// before it are listed, and drops the stages after it when the stage's output changed (they
+/// were made from the previous one); those are named as stale. A failure leaves it as it was.
+fn with_stage(
+    ctx: &Ctx,
+    stage: &str,
+    f: impl FnOnce(&Ctx) -> anyhow::Result<ExitCode>,
+) -> anyhow::Result<ExitCode> {
+    with_out(ctx, |c| {
+        let top = protospread_core::outdir::TopManifest::begin(&c.out, stage)?;
+        let code = f(c)?;
+        if code != ExitCode::SUCCESS {
+            return Ok(code);
+        }
+        let stale = top.finish()?;
+        let manifest = c.out.join(protospread_core::hash::MANIFEST_NAME);
+        if !stale.is_empty() {
+            let names: Vec<String> = stale
+                .iter()
+                .map(|s| c.out.join(s).display().to_string())
+                .collect();
+            eprintln!(
+                "warning: {} no longer match the other stages (made from earlier outputs, or from a stage that is itself stale) and are not listed in {}; run `protospread run`, or the stages {} in order",
+                names.join(", "),
+                manifest.display(),
+                stale.join(", ")
+            );
+        }
+        c.emit(
+            "out",
+            serde_json::json!({"manifest": manifest, "stale_stages": stale}),
+        );
+        Ok(code)
+    })
 }
 
 /// Every stage in order; the first failing stage stops the run with its exit code.

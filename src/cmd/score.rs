@@ -6,7 +6,7 @@ use anyhow::{bail, Context};
 use protospread_core::config::InputRole;
 use protospread_core::instruments::{self, Instrument};
 use protospread_score::evidence;
-use protospread_score::human;
+use protospread_score::human::{self, HumanSource};
 use protospread_score::key::ScoringKey;
 use protospread_score::parity::{self, Allowlist, Category};
 use protospread_score::stage::{self, HumanInput};
@@ -56,10 +56,10 @@ fn load_inputs(ctx: &Ctx, args: &Args) -> anyhow::Result<Vec<HumanInput>> {
     }
     let mut out = Vec::new();
     for inst in declared {
-        let (rows, origin) = match &args.human_csv {
+        let (source, origin) = match &args.human_csv {
             Some(dir) => {
                 let p = dir.join(inst.file_name());
-                (human::read_csv(inst, &p)?, p)
+                (HumanSource::rows(human::read_csv(inst, &p)?), p)
             }
             None => {
                 let p = ctx
@@ -69,10 +69,15 @@ fn load_inputs(ctx: &Ctx, args: &Args) -> anyhow::Result<Vec<HumanInput>> {
                 if !p.exists() {
                     bail!("{}: not found; run `protospread fetch` first", p.display());
                 }
-                (human::read_parquet(inst, &p)?, p)
+                // Read in chunks by the stage, never whole.
+                (HumanSource::Parquet(p.clone()), p)
             }
         };
-        out.push(HumanInput { inst, rows, origin });
+        out.push(HumanInput {
+            inst,
+            source,
+            origin,
+        });
     }
     Ok(out)
 }
@@ -138,8 +143,8 @@ fn print_summary(
     allowlist: &Allowlist,
     failing: &[&parity::RowClass],
 ) -> Option<serde_json::Value> {
-    let summary = parity::summarize(&run.classes);
-    let stale = allowlist.stale(&run.classes);
+    let summary = &run.summary;
+    let stale = allowlist.stale(&run.unexplained);
     let sweep_min = |f: fn(&parity::MutationResult) -> usize| {
         run.sweep
             .iter()
@@ -169,9 +174,9 @@ fn print_summary(
                     .map(|((_, r), n)| serde_json::json!({"reason": r, "rows": n}))
                     .collect();
                 let unexplained: Vec<_> = run
-                    .classes
+                    .unexplained
                     .iter()
-                    .filter(|c| &c.instrument == name && c.category == Category::Unexplained)
+                    .filter(|c| &c.instrument == name)
                     .map(
                         |c| serde_json::json!({"id": c.id, "allowlisted": c.allowlisted.is_some()}),
                     )
@@ -199,7 +204,7 @@ fn print_summary(
         return Some(v);
     }
     ctx.say("scorer parity on the human data (key: current; rows: every row of each file)");
-    for (name, m) in &summary {
+    for (name, m) in summary {
         let count = |c: Category| {
             m.iter()
                 .filter(|((k, _), _)| *k == c)
@@ -218,11 +223,7 @@ fn print_summary(
                 ctx.say(format!("  set aside {n:>4}  {reason}"));
             }
         }
-        for c in run
-            .classes
-            .iter()
-            .filter(|c| &c.instrument == name && c.category == Category::Unexplained)
-        {
+        for c in run.unexplained.iter().filter(|c| &c.instrument == name) {
             let how = if c.allowlisted.is_some() {
                 "allow-listed"
             } else {
@@ -282,16 +283,9 @@ fn mutate_one(
     if !(1..=n).contains(&item) {
         bail!("--mutate `{spec}`: item must be 1..={n}");
     }
-    let cls = parity::classify(
-        input.inst,
-        &input.rows,
-        key,
-        legacy,
-        allowlist,
-        &input.origin,
-    )?;
-    let reproduced: Vec<_> = input
-        .rows
+    let rows = input.rows()?;
+    let cls = parity::classify(input.inst, &rows, key, legacy, allowlist, &input.origin)?;
+    let reproduced: Vec<_> = rows
         .iter()
         .zip(&cls)
         .filter(|(_, c)| c.category == Category::Reproduced)
@@ -324,15 +318,19 @@ fn mutate_one(
 }
 
 fn print_evidence(ctx: &Ctx, key: &ScoringKey, inputs: &[HumanInput]) -> anyhow::Result<ExitCode> {
+    let loaded = inputs
+        .iter()
+        .map(|i| Ok((i.inst, i.rows()?)))
+        .collect::<Result<Vec<_>, protospread_score::ScoreError>>()?;
     let mut rows = Vec::new();
     for (aspect, variant, rule) in evidence::alternatives() {
-        let counts: Vec<(String, usize, usize)> = inputs
+        let counts: Vec<(String, usize, usize)> = loaded
             .iter()
-            .map(|i| {
+            .map(|(inst, r)| {
                 (
-                    i.inst.name.to_string(),
-                    evidence::count_reproduced(key, i.inst, &i.rows, rule),
-                    i.rows.len(),
+                    inst.name.to_string(),
+                    evidence::count_reproduced(key, inst, r, rule),
+                    r.len(),
                 )
             })
             .collect();

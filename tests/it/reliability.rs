@@ -773,3 +773,191 @@ mod numbers {
         }
     }
 }
+
+// ---- report table names, single stages and the top SHA256SUMS -------------------------------
+
+/// Issue 10 item 9: a `[report]` table whose file stem is `report` would be rendered over
+/// `report.md`. It is a configuration error, found before any stage runs (nothing is fetched,
+/// scored or written), naming the table; `out/` and a fresh `--out` are left as they were.
+#[test]
+fn a_report_table_named_report_is_refused_before_anything_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = config_in(d.path(), "p.toml", "");
+    let out = d.path().join("out");
+    let o = protospread(&cfg, &out, &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let before = outputs(&out);
+    // A real Parquet table outside out/, listed by absolute path, so only its name is wrong.
+    let table = d.path().join("extra/report.parquet");
+    fs_err::create_dir_all(table.parent().unwrap()).unwrap();
+    fs_err::copy(out.join("score/norms.parquet"), &table).unwrap();
+    let bad = config_in(
+        d.path(),
+        "bad.toml",
+        &format!(
+            "[report]\ntables = [\"score/norms.parquet\", \"{}\"]\n",
+            table.display()
+        ),
+    );
+    let fresh = d.path().join("fresh");
+    for (cmd, dir) in [("run", &out), ("report", &out), ("run", &fresh)] {
+        // Not quiet: a stage that ran would have printed its summary.
+        let o = Command::new(BIN)
+            .arg("--config")
+            .arg(&bad)
+            .arg("--out")
+            .arg(dir)
+            .arg(cmd)
+            .output()
+            .unwrap();
+        let ctx = format!("{cmd} --out {}", dir.display());
+        assert_eq!(o.status.code(), Some(1), "{ctx}: {}", text(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains(&table.display().to_string()) && e.contains("`report.md`"),
+            "{ctx}: {}",
+            text(&o)
+        );
+        assert!(o.stdout.is_empty(), "{ctx}: a stage ran: {}", text(&o));
+    }
+    assert_eq!(outputs(&out), before);
+    assert!(!fresh.exists());
+    assert!(
+        temporaries(d.path()).is_empty(),
+        "{:?}",
+        temporaries(d.path())
+    );
+}
+
+/// The top manifest's entries below `stage/`.
+fn listed_under(manifest: &str, stage: &str) -> Vec<String> {
+    manifest
+        .lines()
+        .filter(|l| l[66..].starts_with(&format!("{stage}/")))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `sha256sum -c SHA256SUMS` passes in `out`.
+fn sums_pass(out: &Path) -> bool {
+    Command::new("sha256sum")
+        .args(["-c", "--quiet", "SHA256SUMS"])
+        .current_dir(out)
+        .status()
+        .unwrap()
+        .success()
+}
+
+/// A single stage after `run`: the top SHA256SUMS lists the new stage files and never a stage
+/// made from outputs that have since changed; such stages are named as stale, and `bag`
+/// refuses the mixed folder. Running the stale stages brings back one consistent out/, the
+/// same as a fresh `run`. A failed stage leaves the top manifest as it was.
+#[test]
+fn single_stages_keep_the_top_manifest_to_consistent_stages() {
+    let d = tempfile::tempdir().unwrap();
+    let a = config_in(d.path(), "a.toml", "");
+    let b = config_in(d.path(), "b.toml", "[aggregate]\nverdict_share = 0.77\n");
+    let out = d.path().join("out");
+    let o = protospread(&a, &out, &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let top_a = assert_complete(&out, "run A");
+
+    // The same score again: nothing downstream is stale, the manifest is unchanged.
+    let o = protospread(&a, &out, &["score"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        !stderr(&o).contains("stale") && !stderr(&o).contains("warning"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(assert_complete(&out, "score again"), top_a);
+
+    // A changed aggregate: report/ was made from the previous aggregate tables.
+    let o = protospread(&b, &out, &["aggregate"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("warning:") && e.contains(&out.join("report").display().to_string()),
+        "{}",
+        text(&o)
+    );
+    assert!(sums_pass(&out), "sha256sum -c after aggregate alone");
+    let top = fs_err::read_to_string(out.join("SHA256SUMS")).unwrap();
+    assert!(listed_under(&top, "report").is_empty(), "{top}");
+    assert_eq!(listed_under(&top, "fetch"), listed_under(&top_a, "fetch"));
+    assert_eq!(listed_under(&top, "score"), listed_under(&top_a, "score"));
+    assert_ne!(
+        listed_under(&top, "aggregate"),
+        listed_under(&top_a, "aggregate")
+    );
+    let o = protospread(
+        &b,
+        &out,
+        &[
+            "bag",
+            d.path().join("bag").to_str().unwrap(),
+            "--date",
+            "2025-02-03",
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "bag of a mixed out/: {}",
+        text(&o)
+    );
+    assert!(!d.path().join("bag").exists());
+
+    // A report made from the new aggregate: one consistent out/ again, whose aggregate and
+    // report files are those of a fresh run B (fetch and score files carry the configuration's
+    // hash in their Parquet metadata, so they differ from run B's).
+    let o = protospread(&b, &out, &["report"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", text(&o));
+    let top_b = assert_complete(&out, "report after aggregate");
+    let fresh = d.path().join("fresh");
+    let o = protospread(&b, &fresh, &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let top_fresh = assert_complete(&fresh, "run B");
+    for s in ["aggregate", "report"] {
+        assert_eq!(listed_under(&top_b, s), listed_under(&top_fresh, s), "{s}");
+    }
+
+    // A failed stage (scorer parity broken by a key edit) changes nothing, the manifest
+    // included.
+    let key = fs_err::read_to_string(repo().join("data/scoring_key.csv")).unwrap();
+    let bad_key = d.path().join("bad_key.csv");
+    fs_err::write(
+        &bad_key,
+        key.replacen("big_five,30,", "big_five,30,", 1)
+            .lines()
+            .map(|l| {
+                if l.starts_with("big_five,30,") {
+                    let mut f: Vec<&str> = l.split(',').collect();
+                    f[4] = "2";
+                    f.join(",")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n",
+    )
+    .unwrap();
+    let c = fs_err::read_to_string(&b).unwrap().replace(
+        &format!("{}/data/scoring_key.csv", repo().display()),
+        &bad_key.display().to_string(),
+    );
+    let c_path = d.path().join("c.toml");
+    fs_err::write(&c_path, c).unwrap();
+    let before = outputs(&out);
+    let o = protospread(&c_path, &out, &["score"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(outputs(&out), before);
+    assert!(
+        temporaries(d.path()).is_empty(),
+        "{:?}",
+        temporaries(d.path())
+    );
+}

@@ -94,6 +94,19 @@ impl Staged {
 
     /// Stage `bytes` for `path`.
     pub fn put(&mut self, path: &Path, bytes: &[u8]) -> Result<()> {
+        let tmp = self.file(path)?;
+        (|| {
+            let mut file = fs::File::create(&tmp)?;
+            file.write_all(bytes)?;
+            file.sync_all()
+        })()
+        .map_err(CoreError::Fs)
+    }
+
+    /// Stage a file for `path` that the caller writes itself (an output too large to hold
+    /// in memory): returns the temporary path to create, write and sync; at
+    /// [`Staged::commit`] it becomes `path`.
+    pub fn file(&mut self, path: &Path) -> Result<PathBuf> {
         if let Some(f) = &self.folder {
             let rel = path.strip_prefix(&f.dest).map_err(|_| CoreError::Refused {
                 path: path.to_path_buf(),
@@ -113,14 +126,8 @@ impl Staged {
             if let Some(parent) = tmp.parent() {
                 fs_err::create_dir_all(parent)?;
             }
-            (|| {
-                let mut file = fs::File::create(&tmp)?;
-                file.write_all(bytes)?;
-                file.sync_all()
-            })()
-            .map_err(CoreError::Fs)?;
-            self.pending.push((tmp, path.to_path_buf()));
-            return Ok(());
+            self.pending.push((tmp.clone(), path.to_path_buf()));
+            return Ok(tmp);
         }
         if let Some(parent) = path.parent() {
             if !parent.as_os_str().is_empty() {
@@ -128,14 +135,8 @@ impl Staged {
             }
         }
         let tmp = temp_sibling(path);
-        (|| {
-            let mut f = fs::File::create(&tmp)?;
-            f.write_all(bytes)?;
-            f.sync_all()
-        })()
-        .map_err(CoreError::Fs)?;
-        self.pending.push((tmp, path.to_path_buf()));
-        Ok(())
+        self.pending.push((tmp.clone(), path.to_path_buf()));
+        Ok(tmp)
     }
 
     /// Paths staged so far, in staging order.

@@ -609,9 +609,243 @@ impl Drop for RunStaging {
     }
 }
 
+/// The top `out/SHA256SUMS` around a single stage (`protospread fetch|score|aggregate|report`).
+///
+/// The top manifest lists the files of the stage folders that are consistent with each other
+/// (pipeline order [`STAGE_DIRS`]; a stage folder that does not exist is skipped):
+/// - [`TopManifest::begin`] (before the stage runs) rewrites it with only the stages before
+///   the stage that it listed (or, when there was no top manifest, that exist with their own
+///   `SHA256SUMS`), so that at any moment (a failure, `kill -9`) `sha256sum -c SHA256SUMS`
+///   passes and vouches only for folders no one is replacing;
+/// - [`TopManifest::finish`] (after the stage succeeded) adds the stage's new files (from the
+///   stage's own `SHA256SUMS`, i.e. the bytes it just wrote) if every earlier stage is listed,
+///   and adds back each later stage only if the stage's files are exactly those the top
+///   manifest listed before (then nothing a later stage read has changed). It returns the
+///   stage folders left out: stale;
+/// - dropping it without `finish` (the stage failed or wrote nothing) puts the previous top
+///   manifest back.
+///
+/// An earlier stage stays listed only if its own `SHA256SUMS` still agrees with the top
+/// manifest (its files are not hashed again, so a file changed by hand still fails
+/// `sha256sum -c`); one that does not (its folder was replaced without updating the top
+/// manifest) is left out, and so is every stage after it.
+pub struct TopManifest {
+    out: PathBuf,
+    stage: usize,
+    /// The previous top manifest's text (`None`: there was none).
+    before: Option<Vec<u8>>,
+    old: Manifest,
+    /// The previous entries that stay: files outside the stage folders and the listed stages
+    /// before `stage`.
+    base: Manifest,
+    /// Every stage before `stage` that exists is listed.
+    upstream_ok: bool,
+    done: bool,
+}
+
+/// Entries of `out/<stage>/SHA256SUMS` as paths relative to `out`; `None` if the folder or its
+/// manifest is missing.
+fn stage_entries(out: &Path, stage: &str) -> Result<Option<Manifest>> {
+    let p = out.join(stage).join(MANIFEST_NAME);
+    if !out.join(stage).exists() {
+        return Ok(None);
+    }
+    if !p.is_file() {
+        return Ok(Some(Manifest::default()));
+    }
+    let m = Manifest::read(&p)?;
+    Ok(Some(Manifest {
+        entries: m
+            .entries
+            .into_iter()
+            .map(|(k, v)| (format!("{stage}/{k}"), v))
+            .collect(),
+    }))
+}
+
+/// The entries of `m` below `out/<stage>/`.
+fn entries_of(m: &Manifest, stage: &str) -> Manifest {
+    let prefix = format!("{stage}/");
+    Manifest {
+        entries: m
+            .entries
+            .iter()
+            .filter(|(k, _)| k.starts_with(&prefix))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    }
+}
+
+impl TopManifest {
+    /// Before `stage` (one of [`STAGE_DIRS`]) runs into `out`.
+    pub fn begin(out: &Path, stage: &str) -> Result<Self> {
+        let idx =
+            STAGE_DIRS
+                .iter()
+                .position(|s| *s == stage)
+                .ok_or_else(|| CoreError::Refused {
+                    path: out.join(stage),
+                    message: "not a stage folder".into(),
+                })?;
+        let path = out.join(MANIFEST_NAME);
+        let before = match fs::read(&path) {
+            Ok(b) => Some(b),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(CoreError::io(&path, e)),
+        };
+        let old = match &before {
+            Some(b) => Manifest::parse(&String::from_utf8_lossy(b), &path)?,
+            None => Manifest::default(),
+        };
+        let stage_prefixes: Vec<String> = STAGE_DIRS.iter().map(|s| format!("{s}/")).collect();
+        let mut base = Manifest {
+            entries: old
+                .entries
+                .iter()
+                .filter(|(k, _)| !stage_prefixes.iter().any(|p| k.starts_with(p.as_str())))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        };
+        let mut upstream_ok = true;
+        for s in &STAGE_DIRS[..idx] {
+            match stage_entries(out, s)? {
+                None => continue,
+                // Without a top manifest (no `run` yet, or one from an older version), a
+                // stage's own manifest is all there is to go by.
+                Some(own)
+                    if upstream_ok
+                        && !own.entries.is_empty()
+                        && (before.is_none() || own == entries_of(&old, s)) =>
+                {
+                    base.entries.extend(own.entries);
+                }
+                Some(_) => upstream_ok = false,
+            }
+        }
+        let t = TopManifest {
+            out: out.to_path_buf(),
+            stage: idx,
+            before,
+            old,
+            base,
+            upstream_ok,
+            done: false,
+        };
+        t.write(&t.base)?;
+        Ok(t)
+    }
+
+    fn write(&self, m: &Manifest) -> Result<()> {
+        crate::atomic::write_atomic(&self.out.join(MANIFEST_NAME), m.render().as_bytes())
+    }
+
+    /// After the stage succeeded: write the final top manifest and return the stage folders of
+    /// `out` it does not list (stale, or made from a stale stage), in pipeline order.
+    pub fn finish(mut self) -> Result<Vec<&'static str>> {
+        let mut m = self.base.clone();
+        let stage = STAGE_DIRS[self.stage];
+        if self.upstream_ok {
+            if let Some(new) = stage_entries(&self.out, stage)?.filter(|n| !n.entries.is_empty()) {
+                let unchanged = self.before.is_some() && new == entries_of(&self.old, stage);
+                m.entries.extend(new.entries);
+                if unchanged {
+                    for s in &STAGE_DIRS[self.stage + 1..] {
+                        match stage_entries(&self.out, s)? {
+                            None => continue,
+                            Some(own)
+                                if !own.entries.is_empty() && own == entries_of(&self.old, s) =>
+                            {
+                                m.entries.extend(own.entries);
+                            }
+                            Some(_) => break,
+                        }
+                    }
+                }
+            }
+        }
+        self.write(&m)?;
+        self.done = true;
+        Ok(STAGE_DIRS
+            .iter()
+            .copied()
+            .filter(|s| self.out.join(s).exists() && entries_of(&m, s).entries.is_empty())
+            .collect())
+    }
+}
+
+impl Drop for TopManifest {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let path = self.out.join(MANIFEST_NAME);
+        let _ = match &self.before {
+            Some(b) => crate::atomic::write_atomic(&path, b),
+            None => fs_err::remove_file(&path).map_err(CoreError::Fs),
+        };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Replace `out/<stage>` with one file `t.txt` holding `text`, as a stage does.
+    fn stage_writes(out: &Path, stage: &str, text: &str) {
+        let mut s = crate::atomic::Staged::in_dir(&out.join(stage)).unwrap();
+        s.put(&out.join(stage).join("t.txt"), text.as_bytes())
+            .unwrap();
+        s.commit().unwrap();
+    }
+
+    fn single_stage(out: &Path, stage: &str, text: &str) -> Vec<&'static str> {
+        let t = TopManifest::begin(out, stage).unwrap();
+        stage_writes(out, stage, text);
+        t.finish().unwrap()
+    }
+
+    fn listed(out: &Path) -> Vec<String> {
+        let m = Manifest::read(&out.join(MANIFEST_NAME)).unwrap();
+        m.entries.into_keys().collect()
+    }
+
+    #[test]
+    fn top_manifest_lists_only_consistent_stages() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path();
+        for s in STAGE_DIRS {
+            assert!(single_stage(out, s, "1").is_empty(), "{s}");
+        }
+        let mut all: Vec<String> = STAGE_DIRS.iter().map(|s| format!("{s}/t.txt")).collect();
+        all.sort();
+        assert_eq!(listed(out), all);
+        // The same bytes again: nothing is stale.
+        assert!(single_stage(out, "score", "1").is_empty());
+        assert_eq!(listed(out), all);
+        // A changed fetch: everything after it is stale, and stays so while a stage between
+        // is stale (report alone cannot make aggregate current).
+        assert_eq!(
+            single_stage(out, "fetch", "2"),
+            ["score", "aggregate", "report"]
+        );
+        assert_eq!(listed(out), ["fetch/t.txt"]);
+        assert_eq!(
+            single_stage(out, "report", "1"),
+            ["score", "aggregate", "report"]
+        );
+        assert_eq!(listed(out), ["fetch/t.txt"]);
+        assert_eq!(single_stage(out, "score", "2"), ["aggregate", "report"]);
+        assert_eq!(single_stage(out, "aggregate", "2"), ["report"]);
+        assert!(single_stage(out, "report", "2").is_empty());
+        assert_eq!(listed(out), all);
+        // A stage that fails puts the previous manifest back.
+        let before = fs_err::read(out.join(MANIFEST_NAME)).unwrap();
+        {
+            let _t = TopManifest::begin(out, "score").unwrap();
+            assert_eq!(listed(out), ["fetch/t.txt"], "while score runs");
+        }
+        assert_eq!(fs_err::read(out.join(MANIFEST_NAME)).unwrap(), before);
+    }
 
     #[test]
     fn temporary_names() {

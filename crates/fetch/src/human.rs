@@ -187,7 +187,8 @@ impl Col {
 ///
 /// The first record must be exactly the instrument's header
 /// ([`Instrument::columns`]; the csv reader skips a UTF-8 byte-order mark at the very start); every later record must have exactly that many fields. Rows
-/// keep the file's order. A file with a header but no data row is an error, as is an empty
+/// are sorted by `id` (the JobCannon files already are, so their order is kept), because the
+/// score stage streams them in id order. A file with a header but no data row is an error, as is an empty
 /// file or one that is not UTF-8.
 pub fn import_human_csv(
     file: &Path,
@@ -408,7 +409,25 @@ pub fn import_human_csv_reporting(
     let arrays: Vec<ArrayRef> = cols.iter_mut().map(Col::finish).collect();
     let batch = RecordBatch::try_new(schema, arrays)
         .map_err(|e| err(CsvPlace::File, format!("arrow: {e}")))?;
+    let batch = sort_by_id(batch).map_err(|e| err(CsvPlace::File, format!("arrow: {e}")))?;
     Ok(HumanImport { batch, excluded })
+}
+
+/// `batch` in ascending `id` order. The score stage reads the rows in record batches and
+/// writes its per-row tables as it goes, so it needs them in id order; a file already in that
+/// order is returned as it is (no copy).
+fn sort_by_id(batch: RecordBatch) -> Result<RecordBatch, arrow::error::ArrowError> {
+    let Some(ids) = batch
+        .column_by_name("id")
+        .and_then(|c| c.as_any().downcast_ref::<arrow::array::Int64Array>())
+    else {
+        return Ok(batch);
+    };
+    if ids.values().windows(2).all(|w| w[0] < w[1]) {
+        return Ok(batch);
+    }
+    let order = arrow::compute::sort_to_indices(ids, None, None)?;
+    arrow::compute::take_record_batch(&batch, &order)
 }
 
 #[cfg(test)]

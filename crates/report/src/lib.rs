@@ -109,6 +109,52 @@ fn catalog_entry(name: &str) -> (usize, String, String) {
     }
 }
 
+/// Names the report stage writes itself; a table may not be rendered under them.
+const OWN_FILES: &[&str] = &[
+    "report.md",
+    "report.html",
+    protospread_core::hash::MANIFEST_NAME,
+];
+
+/// Check the `[report]` section before anything runs: the rendered names of every listed
+/// table (`<stem>.csv`, `<stem>.md`) neither collide with the
+/// report's own files (`report.md`, `report.html`, `SHA256SUMS`) nor with another listed
+/// table. `run` and every stage call this before they claim `--out`, so such a configuration
+/// is refused before anything is written.
+pub fn check_section(section: &ReportSection) -> Result<(), ReportError> {
+    let mut stems: Vec<String> = Vec::new();
+    for t in &section.tables {
+        let bad = |m: String| ReportError::Table {
+            path: t.clone(),
+            message: format!("[report] tables: {m}"),
+        };
+        let stem = t
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if stem.is_empty() || stem.starts_with('.') {
+            return Err(bad(format!(
+                "the file name `{stem}` is empty or hidden; rename the table"
+            )));
+        }
+        for ext in ["csv", "md"] {
+            let f = format!("{stem}.{ext}");
+            if OWN_FILES.contains(&f.as_str()) {
+                return Err(bad(format!(
+                    "would be rendered as `{f}`, a file the report writes itself (report.md, report.html, SHA256SUMS); rename the table"
+                )));
+            }
+        }
+        if stems.contains(&stem) {
+            return Err(bad(format!(
+                "a second table named `{stem}`; table file names must be unique"
+            )));
+        }
+        stems.push(stem);
+    }
+    Ok(())
+}
+
 /// Every table the report renders, in report order: all of `out/aggregate/*.parquet`, then
 /// the `[report] tables`. A listed table that is missing, or two tables with one file stem,
 /// is an error.
@@ -188,6 +234,7 @@ pub fn markdown_report(title: &str, tables: &[Rendered]) -> String {
 /// Run the stage: render every table of `out` into `out/report/` (CSV, Markdown, `report.md`,
 /// `report.html`), all or nothing, then write `out/report/SHA256SUMS`.
 pub fn run(out: &Path, section: &ReportSection) -> Result<Summary, ReportError> {
+    check_section(section)?;
     let tables = collect_tables(out, section)?;
     let dir = out.join("report");
     // The whole folder is replaced in one step: files of tables that no longer exist go with
@@ -212,15 +259,15 @@ pub fn run(out: &Path, section: &ReportSection) -> Result<Summary, ReportError> 
     let html = html::report(&section.title, &tables)?;
     staged.put(&dir.join("report.html"), html.as_bytes())?;
     files.push("report.html".to_string());
-    if files
-        .iter()
-        .filter(|f| *f == "report.md" || *f == "report.html")
-        .count()
-        > 2
-    {
+    // check_section refused a listed table named like the report's files, and aggregate
+    // tables have fixed names; this guards the invariant before anything is replaced.
+    let mut unique = files.clone();
+    unique.sort();
+    unique.dedup();
+    if unique.len() != files.len() {
         return Err(ReportError::table(
             &dir,
-            "a [report] table is named 'report', which would overwrite report.md or report.html; rename it",
+            "two outputs of the report have one file name; nothing written",
         ));
     }
     staged.commit()?;

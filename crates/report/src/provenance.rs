@@ -33,8 +33,10 @@ fn usage(m: impl Into<String>) -> ReportError {
 /// The output files of `out` that go into a bag, after checking them against the manifests:
 /// `out/SHA256SUMS` (written by `run`) and each stage folder's `SHA256SUMS` (written by every
 /// stage). Every listed file must exist and match, and every other file (except the download
-/// cache `cache_top`, manifests and protospread's hidden files) must be listed. No symlink is
-/// followed: a symlink anywhere below `out` is refused.
+/// cache `cache_top`, manifests and protospread's hidden files) must be listed, in the top
+/// manifest too: a stage folder it leaves out is stale (made from outputs that have changed
+/// since, see docs/reliability.md). No symlink is followed: a symlink anywhere below `out` is
+/// refused.
 pub(crate) fn checked_outputs(
     out: &Path,
     cache_top: Option<&str>,
@@ -42,7 +44,11 @@ pub(crate) fn checked_outputs(
     let top = out.join(MANIFEST_NAME);
     let mut expected = Manifest::default();
     let mut origin: std::collections::BTreeMap<String, PathBuf> = Default::default();
-    let mut manifests = vec![(top, String::new())];
+    let in_top: std::collections::BTreeSet<String> = match top.is_file() && !top.is_symlink() {
+        true => Manifest::read(&top)?.entries.into_keys().collect(),
+        false => Default::default(),
+    };
+    let mut manifests = vec![(top.clone(), String::new())];
     for s in protospread_core::outdir::STAGE_DIRS {
         manifests.push((out.join(s).join(MANIFEST_NAME), format!("{s}/")));
     }
@@ -115,6 +121,13 @@ pub(crate) fn checked_outputs(
                         "{}: does not match {} (sha256 {actual}, listed {h}); the outputs changed after the run: rerun `protospread run` before bagging",
                         p.display(),
                         origin[&rel].display()
+                    )));
+                }
+                if !in_top.contains(&rel) {
+                    return Err(usage(format!(
+                        "{}: not listed in {}: its stage folder is stale (made from outputs that changed since) or was never part of a run; run `protospread run` (or the stale stages) before bagging",
+                        p.display(),
+                        top.display()
                     )));
                 }
                 seen.insert(rel);

@@ -7,8 +7,104 @@
 use crate::ScoreError;
 use arrow::array::{Array, Int32Array, Int64Array, Int8Array, StringArray};
 use arrow::record_batch::RecordBatch;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use protospread_core::instruments::{Instrument, ItemKind};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Rows per chunk when the score stage streams the human rows: memory for the rows in flight
+/// is this many rows, whatever the size of the file.
+pub const CHUNK_ROWS: usize = 8192;
+
+/// Where the human rows of one instrument come from.
+#[derive(Debug, Clone)]
+pub enum HumanSource {
+    /// The fetch stage's Parquet file, read in record batches; its ids must be strictly
+    /// ascending (the fetch stage writes them so).
+    Parquet(PathBuf),
+    /// Rows already in memory (the original CSV), in ascending id order.
+    Rows(Vec<HumanRow>),
+}
+
+impl HumanSource {
+    /// Rows in memory, sorted by id (stable: rows with one id keep their order).
+    pub fn rows(mut rows: Vec<HumanRow>) -> HumanSource {
+        rows.sort_by_key(|r| r.id);
+        HumanSource::Rows(rows)
+    }
+
+    /// Call `f` on the rows in id order, at most `chunk_rows` rows at a time. `origin` names
+    /// the source in errors.
+    pub fn for_each_chunk(
+        &self,
+        inst: &Instrument,
+        origin: &Path,
+        chunk_rows: usize,
+        mut f: impl FnMut(&[HumanRow]) -> Result<(), ScoreError>,
+    ) -> Result<(), ScoreError> {
+        let chunk_rows = chunk_rows.max(1);
+        match self {
+            HumanSource::Rows(rows) => rows.chunks(chunk_rows).try_for_each(f),
+            HumanSource::Parquet(path) => {
+                check_int(inst)?;
+                let perr = |m: String| {
+                    ScoreError::Core(protospread_core::CoreError::Parquet {
+                        path: path.clone(),
+                        message: m,
+                    })
+                };
+                let file = fs_err::File::open(path)
+                    .map_err(|source| ScoreError::Io {
+                        path: path.clone(),
+                        source,
+                    })?
+                    .into_parts()
+                    .0;
+                let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+                    .map_err(|e| perr(e.to_string()))?
+                    .with_batch_size(chunk_rows)
+                    .build()
+                    .map_err(|e| perr(e.to_string()))?;
+                let (mut seen, mut last) = (0usize, None::<i64>);
+                for b in reader {
+                    let b = b.map_err(|e| perr(e.to_string()))?;
+                    let rows = rows_of_batch(inst, &b, origin, seen)?;
+                    for (k, r) in rows.iter().enumerate() {
+                        if let Some(prev) = last.filter(|p| r.id <= *p) {
+                            return Err(ScoreError::cell(
+                                origin,
+                                seen + k + 2,
+                                "id",
+                                format!(
+                                    "id {} follows id {prev}: the rows must be in ascending id order, as `protospread fetch` writes them",
+                                    r.id
+                                ),
+                            ));
+                        }
+                        last = Some(r.id);
+                    }
+                    seen += rows.len();
+                    f(&rows)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Every row at once (for the diagnostics `score --evidence` and `score --mutate`).
+    pub fn load(&self, inst: &Instrument, origin: &Path) -> Result<Vec<HumanRow>, ScoreError> {
+        match self {
+            HumanSource::Rows(rows) => Ok(rows.clone()),
+            HumanSource::Parquet(_) => {
+                let mut out = Vec::new();
+                self.for_each_chunk(inst, origin, CHUNK_ROWS, |c| {
+                    out.extend_from_slice(c);
+                    Ok(())
+                })?;
+                Ok(out)
+            }
+        }
+    }
+}
 
 /// One completed assessment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +148,21 @@ pub fn from_batches(
     check_int(inst)?;
     let mut out = Vec::new();
     for b in batches {
+        let rows = rows_of_batch(inst, b, origin, out.len())?;
+        out.extend(rows);
+    }
+    Ok(out)
+}
+
+/// The rows of one batch; `before` rows of the same file precede it (for line numbers).
+fn rows_of_batch(
+    inst: &Instrument,
+    b: &RecordBatch,
+    origin: &Path,
+    before: usize,
+) -> Result<Vec<HumanRow>, ScoreError> {
+    let mut out = Vec::with_capacity(b.num_rows());
+    {
         let col = |name: &str| {
             b.column_by_name(name)
                 .ok_or_else(|| ScoreError::file(origin, format!("missing column {name}")))
@@ -86,7 +197,7 @@ pub fn from_batches(
             qs.push((typed::<Int8Array>(col(&n)?.as_ref(), origin, &n)?, n));
         }
         for r in 0..b.num_rows() {
-            let line = out.len() + 2;
+            let line = before + out.len() + 2;
             let null = |c: &str| ScoreError::cell(origin, line, c, "empty cell");
             if ids.is_null(r) {
                 return Err(null("id"));

@@ -130,30 +130,115 @@ pub fn classify(
     allowlist: &Allowlist,
     origin: &Path,
 ) -> Result<Vec<RowClass>, ScoreError> {
-    // Answer vector -> the distinct stored results it was given, with row ids.
-    let mut by_answers: BTreeMap<&[u8], Vec<&HumanRow>> = BTreeMap::new();
+    let mut c = Classifier::new(inst, key, legacy, allowlist, origin)?;
     for r in rows {
-        by_answers.entry(&r.answers).or_default().push(r);
+        c.first_pass(r)?;
     }
-    let tk = key.test(inst.name).ok_or_else(|| ScoreError::Score {
-        test: inst.name.into(),
-        message: "not in the key".into(),
-    })?;
-    let mut out = Vec::with_capacity(rows.len());
-    for row in rows {
-        let (ok, scores_equal, computed) = reproduces(key, inst, row, origin)?;
+    if c.needs_twins() {
+        rows.iter().for_each(|r| c.twin_pass(r));
+    }
+    rows.iter().map(|r| c.classify(r)).collect()
+}
+
+/// Ids of other rows named in a row's "same answers" evidence; beyond this many they are
+/// counted, not listed, so a row's detail stays short however often its answers repeat.
+pub const TWINS_LISTED: usize = 20;
+
+/// The rows with one answer vector, grouped by their stored result (scores, top_result):
+/// per group, the number of rows and the first [`TWINS_LISTED`] ids in id order.
+type TwinGroups = BTreeMap<(Vec<i32>, String), (usize, Vec<i64>)>;
+
+/// Classification of the rows of one instrument in up to three passes over the rows, so the
+/// rows can stream (see [`classify`] for the in-memory form):
+/// 1. [`Classifier::first_pass`] on every row notes the answer vectors of rows that neither
+///    the current nor an older key reproduces (usually none);
+/// 2. if there are any ([`Classifier::needs_twins`]), [`Classifier::twin_pass`] on every row
+///    keeps the rows with one of those answer vectors;
+/// 3. [`Classifier::classify`] on every row.
+///
+/// Memory is proportional to the rows no key reproduces and their twins, not to all rows.
+pub struct Classifier<'a> {
+    inst: &'a Instrument,
+    key: &'a ScoringKey,
+    legacy: &'a [ScoringKey],
+    allowlist: &'a Allowlist,
+    origin: &'a Path,
+    tk: &'a crate::key::TestKey,
+    twins: BTreeMap<Vec<u8>, TwinGroups>,
+}
+
+impl<'a> Classifier<'a> {
+    /// A classifier for the rows of `inst` from `origin`.
+    pub fn new(
+        inst: &'a Instrument,
+        key: &'a ScoringKey,
+        legacy: &'a [ScoringKey],
+        allowlist: &'a Allowlist,
+        origin: &'a Path,
+    ) -> Result<Self, ScoreError> {
+        let tk = key.test(inst.name).ok_or_else(|| ScoreError::Score {
+            test: inst.name.into(),
+            message: "not in the key".into(),
+        })?;
+        Ok(Classifier {
+            inst,
+            key,
+            legacy,
+            allowlist,
+            origin,
+            tk,
+            twins: BTreeMap::new(),
+        })
+    }
+
+    /// The first older key version that reproduces `row`.
+    fn legacy_for(&self, row: &HumanRow) -> Result<Option<&'a ScoringKey>, ScoreError> {
+        for k in self.legacy {
+            if k.test(self.inst.name).is_some() && reproduces(k, self.inst, row, self.origin)?.0 {
+                return Ok(Some(k));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Pass 1: note `row`'s answer vector if no key reproduces it.
+    pub fn first_pass(&mut self, row: &HumanRow) -> Result<(), ScoreError> {
+        if !reproduces(self.key, self.inst, row, self.origin)?.0 && self.legacy_for(row)?.is_none()
+        {
+            self.twins.entry(row.answers.clone()).or_default();
+        }
+        Ok(())
+    }
+
+    /// Whether pass 2 is needed.
+    pub fn needs_twins(&self) -> bool {
+        !self.twins.is_empty()
+    }
+
+    /// Pass 2: keep `row` if its answer vector was noted in pass 1.
+    pub fn twin_pass(&mut self, row: &HumanRow) {
+        if let Some(groups) = self.twins.get_mut(row.answers.as_slice()) {
+            let g = groups
+                .entry((row.scores.clone(), row.top_result.clone()))
+                .or_default();
+            g.0 += 1;
+            if g.1.len() < TWINS_LISTED {
+                g.1.push(row.id);
+            }
+        }
+    }
+
+    /// Pass 3: the class of `row`.
+    pub fn classify(&self, row: &HumanRow) -> Result<RowClass, ScoreError> {
+        let (inst, tk) = (self.inst, self.tk);
+        let (ok, scores_equal, computed) = reproduces(self.key, inst, row, self.origin)?;
         let (category, reason, detail) = if ok {
             (
                 Category::Reproduced,
                 REASON_CURRENT.to_string(),
                 String::new(),
             )
-        } else if let Some(v) = legacy.iter().try_fold(None, |found, k| {
-            if found.is_some() || k.test(inst.name).is_none() {
-                return Ok::<_, ScoreError>(found);
-            }
-            Ok(reproduces(k, inst, row, origin)?.0.then_some(k))
-        })? {
+        } else if let Some(v) = self.legacy_for(row)? {
             (
                 Category::SetAside,
                 format!(
@@ -165,17 +250,28 @@ pub fn classify(
             )
         } else {
             let mut ev = Vec::new();
-            let twins: Vec<String> = by_answers[row.answers.as_slice()]
-                .iter()
-                .filter(|o| {
-                    o.id != row.id && (o.scores != row.scores || o.top_result != row.top_result)
-                })
-                .map(|o| o.id.to_string())
-                .collect();
-            if !twins.is_empty() {
+            // Rows with the same answers and a different stored result: every group but the
+            // row's own.
+            let (mut n, mut ids) = (0usize, Vec::new());
+            for ((scores, top), (count, first)) in
+                self.twins.get(row.answers.as_slice()).into_iter().flatten()
+            {
+                if *scores != row.scores || *top != row.top_result {
+                    n += count;
+                    ids.extend_from_slice(first);
+                }
+            }
+            ids.sort_unstable();
+            ids.truncate(TWINS_LISTED);
+            if n > 0 {
+                let listed: Vec<String> = ids.iter().map(i64::to_string).collect();
+                let more = match n - ids.len() {
+                    0 => String::new(),
+                    k => format!(" and {k} more"),
+                };
                 ev.push(format!(
-                    "same answers as row(s) {} with different stored scores",
-                    twins.join(", ")
+                    "same answers as row(s) {}{more} with different stored scores",
+                    listed.join(", ")
                 ));
             }
             for ((di, d), &st) in tk.dims.iter().enumerate().zip(&row.scores) {
@@ -208,10 +304,10 @@ pub fn classify(
             }
         };
         let allowlisted = match category {
-            Category::Unexplained => allowlist.note(inst.name, row.id).map(str::to_string),
+            Category::Unexplained => self.allowlist.note(inst.name, row.id).map(str::to_string),
             _ => None,
         };
-        out.push(RowClass {
+        Ok(RowClass {
             instrument: inst.name.to_string(),
             id: row.id,
             category,
@@ -220,9 +316,8 @@ pub fn classify(
             computed,
             scores_equal,
             allowlisted,
-        });
+        })
     }
-    Ok(out)
 }
 
 fn file_name(p: &Path) -> String {
@@ -235,17 +330,23 @@ fn file_name(p: &Path) -> String {
 
 /// Per instrument and (category, reason): number of rows. Reproduced and unexplained are
 /// always present, with 0 when empty, so an unexplained count is never hidden.
-pub fn summarize(classes: &[RowClass]) -> BTreeMap<String, BTreeMap<(Category, String), usize>> {
-    let mut out: BTreeMap<String, BTreeMap<(Category, String), usize>> = BTreeMap::new();
-    for c in classes {
-        let m = out.entry(c.instrument.clone()).or_default();
-        m.entry((Category::Reproduced, REASON_CURRENT.into()))
-            .or_insert(0);
-        m.entry((Category::Unexplained, REASON_UNKNOWN.into()))
-            .or_insert(0);
-        *m.entry((c.category, c.reason.clone())).or_insert(0) += 1;
-    }
+pub fn summarize(classes: &[RowClass]) -> Summary {
+    let mut out = Summary::new();
+    classes.iter().for_each(|c| count(&mut out, c));
     out
+}
+
+/// Rows per instrument and (category, reason), as [`summarize`] gives.
+pub type Summary = BTreeMap<String, BTreeMap<(Category, String), usize>>;
+
+/// Count one row into `summary` (what [`summarize`] does for each row).
+pub fn count(summary: &mut Summary, c: &RowClass) {
+    let m = summary.entry(c.instrument.clone()).or_default();
+    m.entry((Category::Reproduced, REASON_CURRENT.into()))
+        .or_insert(0);
+    m.entry((Category::Unexplained, REASON_UNKNOWN.into()))
+        .or_insert(0);
+    *m.entry((c.category, c.reason.clone())).or_insert(0) += 1;
 }
 
 /// The reviewed allow-list: unexplained rows that may stay unexplained, each with a note.
@@ -372,32 +473,83 @@ pub fn mutate(
     reproduced: &[&HumanRow],
     origin: &Path,
 ) -> Result<MutationResult, ScoreError> {
-    let bad = || ScoreError::Score {
-        test: inst.name.into(),
-        message: format!("no item {item} in the key"),
-    };
-    let tk = key.test(inst.name).ok_or_else(bad)?;
-    let dim = tk.dims[tk.items.get(item.wrapping_sub(1)).ok_or_else(bad)?.dim]
-        .name
-        .clone();
-    let mut broken = [0usize; 2];
-    for (b, m) in broken
-        .iter_mut()
-        .zip([Mutation::ScaleWeight(WEIGHT_FACTOR), Mutation::FlipReverse])
-    {
-        let k = key.mutated(inst.name, item, m).ok_or_else(bad)?;
-        for r in reproduced {
-            if !reproduces(&k, inst, r, origin)?.0 {
-                *b += 1;
+    let mut sw = Sweep::new(key, inst, [item], origin)?;
+    sw.add(reproduced)?;
+    Ok(sw.finish().remove(0))
+}
+
+/// The mutation check of several items, counted chunk by chunk of reproduced rows.
+pub struct Sweep<'a> {
+    inst: &'a Instrument,
+    origin: &'a Path,
+    /// Per item: the item, its dimension, the two mutated keys and the broken counts.
+    items: Vec<(usize, String, [ScoringKey; 2], [usize; 2])>,
+    reproduced: usize,
+}
+
+impl<'a> Sweep<'a> {
+    /// The check of `items` (1-based) of `inst`'s test in `key`.
+    pub fn new(
+        key: &ScoringKey,
+        inst: &'a Instrument,
+        items: impl IntoIterator<Item = usize>,
+        origin: &'a Path,
+    ) -> Result<Self, ScoreError> {
+        let mut out = Vec::new();
+        for item in items {
+            let bad = || ScoreError::Score {
+                test: inst.name.into(),
+                message: format!("no item {item} in the key"),
+            };
+            let tk = key.test(inst.name).ok_or_else(bad)?;
+            let dim = tk.dims[tk.items.get(item.wrapping_sub(1)).ok_or_else(bad)?.dim]
+                .name
+                .clone();
+            let w = key
+                .mutated(inst.name, item, Mutation::ScaleWeight(WEIGHT_FACTOR))
+                .ok_or_else(bad)?;
+            let r = key
+                .mutated(inst.name, item, Mutation::FlipReverse)
+                .ok_or_else(bad)?;
+            out.push((item, dim, [w, r], [0, 0]));
+        }
+        Ok(Sweep {
+            inst,
+            origin,
+            items: out,
+            reproduced: 0,
+        })
+    }
+
+    /// Count the rows of `reproduced` (rows the current key reproduces) that each mutation
+    /// breaks.
+    pub fn add(&mut self, reproduced: &[&HumanRow]) -> Result<(), ScoreError> {
+        self.reproduced += reproduced.len();
+        for (_, _, keys, broken) in &mut self.items {
+            for (k, b) in keys.iter().zip(broken.iter_mut()) {
+                for r in reproduced {
+                    if !reproduces(k, self.inst, r, self.origin)?.0 {
+                        *b += 1;
+                    }
+                }
             }
         }
+        Ok(())
     }
-    Ok(MutationResult {
-        test: inst.name.to_string(),
-        item,
-        dimension: dim,
-        reproduced: reproduced.len(),
-        weight_broken: broken[0],
-        reverse_broken: broken[1],
-    })
+
+    /// One result per item, in the order given.
+    pub fn finish(self) -> Vec<MutationResult> {
+        let (test, reproduced) = (self.inst.name.to_string(), self.reproduced);
+        self.items
+            .into_iter()
+            .map(|(item, dimension, _, b)| MutationResult {
+                test: test.clone(),
+                item,
+                dimension,
+                reproduced,
+                weight_broken: b[0],
+                reverse_broken: b[1],
+            })
+            .collect()
+    }
 }

@@ -1,15 +1,16 @@
 //! The score stage as a library: scorer parity (classify, sweep, norms) and the stored-answer
 //! part, committed together only when every check passed.
 
-use crate::human::HumanRow;
+use crate::human::{HumanRow, HumanSource};
 use crate::key::ScoringKey;
-use crate::norms::Norms;
-use crate::parity::{self, Allowlist, Category, MutationResult, RowClass};
+use crate::norms::{Norms, ValueCounts};
+use crate::parity::{self, Allowlist, Category, Classifier, MutationResult, RowClass, Summary};
+use crate::tables::RowTables;
 use crate::ScoreError;
 use protospread_core::atomic::Staged;
 use protospread_core::config::Config;
 use protospread_core::instruments::Instrument;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// The human rows of one instrument and where they came from.
@@ -17,10 +18,17 @@ use std::path::{Path, PathBuf};
 pub struct HumanInput {
     /// The instrument.
     pub inst: &'static Instrument,
-    /// Its human rows.
-    pub rows: Vec<HumanRow>,
+    /// Its human rows (a Parquet file read in chunks, or rows in memory).
+    pub source: HumanSource,
     /// The file they came from.
     pub origin: PathBuf,
+}
+
+impl HumanInput {
+    /// Every row at once (for diagnostics that need them all).
+    pub fn rows(&self) -> Result<Vec<HumanRow>, ScoreError> {
+        self.source.load(self.inst, &self.origin)
+    }
 }
 
 /// Which rows entered the norms of one test.
@@ -34,11 +42,14 @@ pub struct NormRows {
     pub used: usize,
 }
 
-/// Everything the parity part computes.
+/// Everything the parity part computes, apart from the per-row tables (which stream to their
+/// files, see [`run_stage`]).
 #[derive(Debug, Clone)]
 pub struct ParityRun {
-    /// Every human row, sorted by (instrument, id).
-    pub classes: Vec<RowClass>,
+    /// Rows per instrument and (category, reason).
+    pub summary: Summary,
+    /// Every unexplained row (allow-listed or not), sorted by (instrument, id).
+    pub unexplained: Vec<RowClass>,
     /// The mutation sweep.
     pub sweep: Vec<MutationResult>,
     /// Human norms.
@@ -56,84 +67,108 @@ pub fn run(
     inputs: &[HumanInput],
     sweep: bool,
 ) -> Result<ParityRun, ScoreError> {
-    let mut classes = Vec::new();
+    run_streaming(
+        key,
+        legacy,
+        allowlist,
+        inputs,
+        sweep,
+        crate::human::CHUNK_ROWS,
+        None,
+    )
+}
+
+/// [`run`], reading the rows `chunk_rows` at a time and handing each classified row to
+/// `rows` (the per-row tables) in (instrument, id) order. Memory does not grow with the
+/// number of rows, except for: rows no key reproduces and rows sharing their answers (see
+/// [`Classifier`]), and one answer vector per distinct norm row (for the repeat check).
+pub fn run_streaming(
+    key: &ScoringKey,
+    legacy: &[ScoringKey],
+    allowlist: &Allowlist,
+    inputs: &[HumanInput],
+    sweep: bool,
+    chunk_rows: usize,
+    mut rows: Option<&mut RowTables>,
+) -> Result<ParityRun, ScoreError> {
+    let mut summary = Summary::new();
+    let mut unexplained = Vec::new();
     let mut sweep_out = Vec::new();
-    let mut norm_scores: Vec<(String, String, f64)> = Vec::new();
+    let mut norm_counts: BTreeMap<(String, String), ValueCounts> = BTreeMap::new();
     let mut norm_rows = BTreeMap::new();
-    for input in inputs {
-        let mut cls = parity::classify(
-            input.inst,
-            &input.rows,
-            key,
-            legacy,
-            allowlist,
-            &input.origin,
-        )?;
-        let reproduced: Vec<&HumanRow> = input
-            .rows
-            .iter()
-            .zip(&cls)
-            .filter(|(_, c)| c.category == Category::Reproduced)
-            .map(|(r, _)| r)
-            .collect();
-        if sweep {
-            let n = key
-                .test(input.inst.name)
-                .map(|t| t.items.len())
-                .unwrap_or(0);
-            for item in 1..=n {
-                sweep_out.push(parity::mutate(
-                    key,
-                    input.inst,
-                    item,
-                    &reproduced,
-                    &input.origin,
-                )?);
-            }
+    // The tables are sorted by instrument, then id: instruments in name order, rows in id
+    // order within each.
+    let mut order: Vec<&HumanInput> = inputs.iter().collect();
+    order.sort_by_key(|i| i.inst.name);
+    for input in order {
+        let (inst, origin) = (input.inst, input.origin.as_path());
+        let mut cl = Classifier::new(inst, key, legacy, allowlist, origin)?;
+        input.source.for_each_chunk(inst, origin, chunk_rows, |c| {
+            c.iter().try_for_each(|r| cl.first_pass(r))
+        })?;
+        if cl.needs_twins() {
+            input.source.for_each_chunk(inst, origin, chunk_rows, |c| {
+                c.iter().for_each(|r| cl.twin_pass(r));
+                Ok(())
+            })?;
         }
-        // Norm rows: reproduced rows in id order, first occurrence of each answer vector.
-        let mut by_id: Vec<(&HumanRow, &RowClass)> = input
-            .rows
-            .iter()
-            .zip(&cls)
-            .filter(|(_, c)| c.category == Category::Reproduced)
-            .collect();
-        by_id.sort_by_key(|(r, _)| r.id);
-        let mut seen: BTreeSet<&[u8]> = BTreeSet::new();
-        let mut nr = NormRows {
-            reproduced: by_id.len(),
-            ..Default::default()
+        let n_items = match sweep {
+            true => key.test(inst.name).map(|t| t.items.len()).unwrap_or(0),
+            false => 0,
         };
-        for (r, c) in by_id {
-            if !seen.insert(r.answers.as_slice()) {
-                nr.duplicates += 1;
-                continue;
+        let mut sw = parity::Sweep::new(key, inst, 1..=n_items, origin)?;
+        // Norm rows: reproduced rows in id order, first occurrence of each answer vector.
+        let mut seen: HashSet<Box<[u8]>> = HashSet::new();
+        let mut nr = NormRows::default();
+        input.source.for_each_chunk(inst, origin, chunk_rows, |c| {
+            let mut reproduced = Vec::new();
+            for r in c {
+                let class = cl.classify(r)?;
+                parity::count(&mut summary, &class);
+                if let Some(t) = rows.as_deref_mut() {
+                    t.push(r, &class)?;
+                }
+                match class.category {
+                    Category::Reproduced => {
+                        reproduced.push(r);
+                        nr.reproduced += 1;
+                        if !seen.insert(r.answers.as_slice().into()) {
+                            nr.duplicates += 1;
+                            continue;
+                        }
+                        nr.used += 1;
+                        for d in &class.computed.dims {
+                            let v = d.value.expect("a reproduced row has every value");
+                            norm_counts
+                                .entry((inst.name.to_string(), d.dimension.clone()))
+                                .or_default()
+                                .add(v);
+                        }
+                    }
+                    Category::Unexplained => unexplained.push(class),
+                    Category::SetAside => {}
+                }
             }
-            nr.used += 1;
-            for d in &c.computed.dims {
-                let v = d.value.expect("a reproduced row has every value");
-                norm_scores.push((input.inst.name.to_string(), d.dimension.clone(), v));
-            }
+            sw.add(&reproduced)
+        })?;
+        if sweep {
+            sweep_out.extend(sw.finish());
         }
-        norm_rows.insert(input.inst.name.to_string(), nr);
-        classes.append(&mut cls);
+        norm_rows.insert(inst.name.to_string(), nr);
     }
-    classes.sort_by(|a, b| (&a.instrument, a.id).cmp(&(&b.instrument, b.id)));
+    unexplained.sort_by(|a, b| (&a.instrument, a.id).cmp(&(&b.instrument, b.id)));
     sweep_out.sort_by(|a, b| (&a.test, a.item).cmp(&(&b.test, b.item)));
-    let norms = Norms::from_scores(
-        norm_scores
-            .iter()
-            .map(|(t, d, v)| (t.as_str(), d.as_str(), *v)),
-    );
     Ok(ParityRun {
-        classes,
+        summary,
+        unexplained,
         sweep: sweep_out,
-        norms,
+        norms: Norms::from_counts(norm_counts),
         norm_rows,
     })
 }
 
-/// Unexplained rows that are not in the allow-list.
+/// Unexplained rows that are not in the allow-list (of `classes`, e.g.
+/// [`ParityRun::unexplained`]).
 pub fn not_allowlisted(classes: &[RowClass]) -> Vec<&RowClass> {
     classes
         .iter()
@@ -163,6 +198,10 @@ pub struct StageRun {
 /// All-or-nothing: every table is staged first and the folder is replaced only when every
 /// check passed. A human row that is neither reproduced nor allow-listed, or any error, leaves
 /// the previous `<out>/score/` exactly as it was (see [`StageRun::written`]).
+///
+/// The human rows stream: they are read [`crate::human::CHUNK_ROWS`] at a time and the
+/// per-row tables are written to the staged folder as they are classified
+/// ([`run_streaming`]).
 #[allow(clippy::too_many_arguments)]
 pub fn run_stage(
     cfg: &Config,
@@ -174,18 +213,29 @@ pub fn run_stage(
     sweep: bool,
     engine: &protospread_engine::EngineOptions,
 ) -> Result<StageRun, ScoreError> {
-    let parity = run(key, legacy, allowlist, inputs, sweep)?;
     let out_dir = out.join("score");
     // The whole folder is staged: the commit replaces it with exactly these tables and their
     // SHA256SUMS, and refuses a folder holding files protospread did not write.
     let mut staged = Staged::in_dir(&out_dir)?;
-    for t in crate::tables::tables(&parity, inputs)? {
+    // The per-row tables stream into their staged files while the rows are classified.
+    let mut rows = RowTables::new(&out_dir, &mut staged)?;
+    let parity = run_streaming(
+        key,
+        legacy,
+        allowlist,
+        inputs,
+        sweep,
+        crate::human::CHUNK_ROWS,
+        Some(&mut rows),
+    )?;
+    rows.finish()?;
+    for t in crate::tables::tables(&parity)? {
         let p = out_dir.join(t.file);
         let bytes = protospread_core::pq::encode(&p, t.schema, &[t.batch])?;
         staged.put(&p, &bytes)?;
     }
     let answers = crate::answers::run(cfg, out, &out_dir, key, &parity.norms, engine, &mut staged)?;
-    let failing: Vec<RowClass> = not_allowlisted(&parity.classes)
+    let failing: Vec<RowClass> = not_allowlisted(&parity.unexplained)
         .into_iter()
         .cloned()
         .collect();

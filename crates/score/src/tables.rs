@@ -12,13 +12,17 @@
 //! `computed` is the current key's value; it is the number the product stores when the row is
 //! reproduced. Floats are f64.
 
-use crate::parity::summarize;
-use crate::stage::{HumanInput, ParityRun};
+use crate::human::HumanRow;
+use crate::parity::RowClass;
+use crate::stage::ParityRun;
 use crate::ScoreError;
 use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
-use std::collections::BTreeMap;
+use parquet::arrow::ArrowWriter;
+use protospread_core::atomic::Staged;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// One output table.
@@ -38,24 +42,63 @@ enum Col {
     B(Vec<bool>),
 }
 
+impl Col {
+    fn has_null(&self) -> bool {
+        match self {
+            Col::S(v) => v.iter().any(|x| x.is_none()),
+            Col::F(v) => v.iter().any(|x| x.is_none()),
+            Col::I(_) | Col::B(_) => false,
+        }
+    }
+
+    fn data_type(&self) -> DataType {
+        match self {
+            Col::S(_) => DataType::Utf8,
+            Col::I(_) => DataType::Int64,
+            Col::F(_) => DataType::Float64,
+            Col::B(_) => DataType::Boolean,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Col::S(v) => v.len(),
+            Col::I(v) => v.len(),
+            Col::F(v) => v.len(),
+            Col::B(v) => v.len(),
+        }
+    }
+
+    fn array(self) -> ArrayRef {
+        match self {
+            Col::S(v) => Arc::new(StringArray::from(v)),
+            Col::I(v) => Arc::new(Int64Array::from(v)),
+            Col::F(v) => Arc::new(Float64Array::from(v)),
+            Col::B(v) => Arc::new(BooleanArray::from(v)),
+        }
+    }
+
+    /// The first `n` values, leaving the rest.
+    fn split_front(&mut self, n: usize) -> Col {
+        fn front<T>(v: &mut Vec<T>, n: usize) -> Vec<T> {
+            let rest = v.split_off(n);
+            std::mem::replace(v, rest)
+        }
+        match self {
+            Col::S(v) => Col::S(front(v, n)),
+            Col::I(v) => Col::I(front(v, n)),
+            Col::F(v) => Col::F(front(v, n)),
+            Col::B(v) => Col::B(front(v, n)),
+        }
+    }
+}
+
 fn table(file: &'static str, cols: Vec<(&str, Col)>) -> Result<Table, ScoreError> {
     let mut fields = Vec::new();
     let mut arrays: Vec<ArrayRef> = Vec::new();
     for (name, c) in cols {
-        let (dt, nullable, a): (DataType, bool, ArrayRef) = match c {
-            Col::S(v) => {
-                let n = v.iter().any(|x| x.is_none());
-                (DataType::Utf8, n, Arc::new(StringArray::from(v)))
-            }
-            Col::I(v) => (DataType::Int64, false, Arc::new(Int64Array::from(v))),
-            Col::F(v) => {
-                let n = v.iter().any(|x| x.is_none());
-                (DataType::Float64, n, Arc::new(Float64Array::from(v)))
-            }
-            Col::B(v) => (DataType::Boolean, false, Arc::new(BooleanArray::from(v))),
-        };
-        fields.push(Field::new(name, dt, nullable));
-        arrays.push(a);
+        fields.push(Field::new(name, c.data_type(), c.has_null()));
+        arrays.push(c.array());
     }
     let schema = Arc::new(Schema::new(fields));
     let batch = RecordBatch::try_new(schema.clone(), arrays)
@@ -67,21 +110,257 @@ fn table(file: &'static str, cols: Vec<(&str, Col)>) -> Result<Table, ScoreError
     })
 }
 
+/// The per-row tables of the parity part (`parity_rows.parquet`, `human_scores.parquet`),
+/// written to their staged files as the rows are classified, so that memory does not grow
+/// with the number of human rows.
+///
+/// The bytes are those of writing each table as one record batch: the Parquet writer cuts its
+/// input into mini-batches of `write_batch_size` (1024) rows per call, so every write but the
+/// last holds a multiple of 1024 rows. A column is nullable when it holds a null, as for the
+/// in-memory tables: `allowlist_note` is null for every row but allow-listed unexplained ones,
+/// so its writer starts at the first null (or at the end, if there is none).
+pub struct RowTables {
+    parity: Stream,
+    scores: Stream,
+}
+
+/// Rows buffered before a write; a multiple of the writer's 1024-row mini-batch.
+const FLUSH_ROWS: usize = 64 * 1024;
+
+struct Stream {
+    /// The output's final path (for errors) and its staged file.
+    dest: PathBuf,
+    tmp: PathBuf,
+    names: Vec<&'static str>,
+    cols: Vec<Col>,
+    /// Columns that may hold nulls; the writer waits for the first null of each (or the end).
+    lazy: Vec<usize>,
+    writer: Option<(ArrowWriter<BufWriter<fs_err::File>>, SchemaRef)>,
+    written: usize,
+}
+
+impl Stream {
+    fn new(
+        dir: &Path,
+        file: &str,
+        staged: &mut Staged,
+        cols: Vec<(&'static str, Col)>,
+        lazy: Vec<usize>,
+    ) -> Result<Stream, ScoreError> {
+        let dest = dir.join(file);
+        let tmp = staged.file(&dest)?;
+        let (names, cols) = cols.into_iter().unzip();
+        Ok(Stream {
+            dest,
+            tmp,
+            names,
+            cols,
+            lazy,
+            writer: None,
+            written: 0,
+        })
+    }
+
+    fn perr(&self, e: impl std::fmt::Display) -> ScoreError {
+        ScoreError::Core(protospread_core::CoreError::Parquet {
+            path: self.dest.clone(),
+            message: e.to_string(),
+        })
+    }
+
+    fn rows(&self) -> usize {
+        self.cols.first().map(Col::len).unwrap_or(0)
+    }
+
+    fn start(&mut self) -> Result<(), ScoreError> {
+        let fields: Vec<Field> = self
+            .names
+            .iter()
+            .zip(&self.cols)
+            .enumerate()
+            .map(|(i, (n, c))| {
+                Field::new(*n, c.data_type(), self.lazy.contains(&i) && c.has_null())
+            })
+            .collect();
+        let file = fs_err::File::create(&self.tmp).map_err(|source| ScoreError::Io {
+            path: self.tmp.clone(),
+            source,
+        })?;
+        let schema = Arc::new(Schema::new(fields));
+        let w = ArrowWriter::try_new(
+            BufWriter::new(file),
+            schema.clone(),
+            Some(protospread_core::pq::writer_properties()),
+        )
+        .map_err(|e| self.perr(e))?;
+        self.writer = Some((w, schema));
+        Ok(())
+    }
+
+    /// Write the first `n` buffered rows (or none, before the writer starts).
+    fn write(&mut self, n: usize) -> Result<(), ScoreError> {
+        let Some((w, schema)) = &mut self.writer else {
+            return Ok(());
+        };
+        let arrays: Vec<ArrayRef> = self
+            .cols
+            .iter_mut()
+            .map(|c| c.split_front(n).array())
+            .collect();
+        let batch = RecordBatch::try_new(schema.clone(), arrays)
+            .map_err(|e| ScoreError::Arrow(e.to_string()))?;
+        let r = w.write(&batch);
+        r.map_err(|e| self.perr(e))?;
+        self.written += n;
+        Ok(())
+    }
+
+    /// After each row: start the writer once every lazy column has a null, and write whole
+    /// multiples of the mini-batch.
+    fn pushed(&mut self) -> Result<(), ScoreError> {
+        if self.writer.is_none() && self.lazy.iter().all(|&i| self.cols[i].has_null_fast()) {
+            self.start()?;
+        }
+        let n = self.rows();
+        if self.writer.is_some() && n >= FLUSH_ROWS {
+            self.write(n - n % 1024)?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(), ScoreError> {
+        if self.writer.is_none() {
+            self.start()?;
+        }
+        let n = self.rows();
+        if n > 0 || self.written == 0 {
+            self.write(n)?;
+        }
+        let (w, _) = self.writer.take().expect("started");
+        let buf = w.into_inner().map_err(|e| self.perr(e))?;
+        let file = buf.into_inner().map_err(|e| self.perr(e.error()))?;
+        file.sync_all().map_err(|source| ScoreError::Io {
+            path: self.tmp.clone(),
+            source,
+        })
+    }
+}
+
+impl Col {
+    /// `has_null` for the last value only (cheap, called after each push; a null seen once
+    /// starts the writer, so earlier values need no second look).
+    fn has_null_fast(&self) -> bool {
+        match self {
+            Col::S(v) => matches!(v.last(), Some(None)),
+            Col::F(v) => matches!(v.last(), Some(None)),
+            Col::I(_) | Col::B(_) => false,
+        }
+    }
+}
+
 fn s(x: &str) -> Option<String> {
     Some(x.to_string())
 }
 
-/// Every table of the parity part.
-pub fn tables(run: &ParityRun, inputs: &[HumanInput]) -> Result<Vec<Table>, ScoreError> {
+impl RowTables {
+    /// Stage the two per-row tables of the score folder `dir`.
+    pub fn new(dir: &Path, staged: &mut Staged) -> Result<RowTables, ScoreError> {
+        let parity = Stream::new(
+            dir,
+            "parity_rows.parquet",
+            staged,
+            vec![
+                ("instrument", Col::S(vec![])),
+                ("id", Col::I(vec![])),
+                ("category", Col::S(vec![])),
+                ("reason", Col::S(vec![])),
+                ("detail", Col::S(vec![])),
+                ("top_result_stored", Col::S(vec![])),
+                ("top_result_computed", Col::S(vec![])),
+                ("scores_equal", Col::B(vec![])),
+                ("allowlist_note", Col::S(vec![])),
+            ],
+            vec![8],
+        )?;
+        // human_scores: dimension order within a row is the instrument's column order, which
+        // is alphabetical for the four study instruments; sorted explicitly anyway.
+        let scores = Stream::new(
+            dir,
+            "human_scores.parquet",
+            staged,
+            vec![
+                ("instrument", Col::S(vec![])),
+                ("id", Col::I(vec![])),
+                ("dimension", Col::S(vec![])),
+                ("stored", Col::F(vec![])),
+                ("computed", Col::F(vec![])),
+                ("equal", Col::B(vec![])),
+            ],
+            vec![],
+        )?;
+        Ok(RowTables { parity, scores })
+    }
+
+    /// Add one classified row; rows come in (instrument, id) order.
+    pub fn push(&mut self, row: &HumanRow, cl: &RowClass) -> Result<(), ScoreError> {
+        let p = &mut self.parity.cols;
+        let push_s = |c: &mut Col, v: Option<String>| {
+            if let Col::S(x) = c {
+                x.push(v);
+            }
+        };
+        push_s(&mut p[0], s(&cl.instrument));
+        if let Col::I(x) = &mut p[1] {
+            x.push(cl.id);
+        }
+        push_s(&mut p[2], s(cl.category.as_str()));
+        push_s(&mut p[3], s(&cl.reason));
+        push_s(&mut p[4], s(&cl.detail));
+        push_s(&mut p[5], s(&row.top_result));
+        push_s(&mut p[6], cl.computed.top_result.clone());
+        if let Col::B(x) = &mut p[7] {
+            x.push(cl.scores_equal);
+        }
+        push_s(&mut p[8], cl.allowlisted.clone());
+        self.parity.pushed()?;
+
+        let mut dims: Vec<_> = cl.computed.dims.iter().zip(&row.scores).collect();
+        dims.sort_by(|a, b| a.0.dimension.cmp(&b.0.dimension));
+        for (dsc, &st) in dims {
+            let c = &mut self.scores.cols;
+            push_s(&mut c[0], s(&cl.instrument));
+            if let Col::I(x) = &mut c[1] {
+                x.push(cl.id);
+            }
+            push_s(&mut c[2], s(&dsc.dimension));
+            if let [Col::F(a), Col::F(b), Col::B(e)] = &mut c[3..6] {
+                a.push(Some(f64::from(st)));
+                b.push(dsc.value);
+                e.push(dsc.value == Some(f64::from(st)));
+            }
+            self.scores.pushed()?;
+        }
+        Ok(())
+    }
+
+    /// Write what is buffered and close both files.
+    pub fn finish(self) -> Result<(), ScoreError> {
+        self.parity.finish()?;
+        self.scores.finish()
+    }
+}
+
+/// The tables of the parity part that do not grow with the number of rows.
+pub fn tables(run: &ParityRun) -> Result<Vec<Table>, ScoreError> {
     let mut out = Vec::new();
 
     let (mut a, mut b, mut c, mut d) = (vec![], vec![], vec![], vec![]);
-    for (inst, m) in summarize(&run.classes) {
+    for (inst, m) in &run.summary {
         for ((cat, reason), n) in m {
-            a.push(s(&inst));
+            a.push(s(inst));
             b.push(s(cat.as_str()));
-            c.push(s(&reason));
-            d.push(n as i64);
+            c.push(s(reason));
+            d.push(*n as i64);
         }
     }
     out.push(table(
@@ -91,77 +370,6 @@ pub fn tables(run: &ParityRun, inputs: &[HumanInput]) -> Result<Vec<Table>, Scor
             ("category", Col::S(b)),
             ("reason", Col::S(c)),
             ("rows", Col::I(d)),
-        ],
-    )?);
-
-    let stored: BTreeMap<(&str, i64), &crate::human::HumanRow> = inputs
-        .iter()
-        .flat_map(|i| i.rows.iter().map(move |r| ((i.inst.name, r.id), r)))
-        .collect();
-    let n = run.classes.len();
-    let (mut inst, mut id, mut cat, mut reason, mut detail) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    let (mut tops, mut topc, mut eq, mut note) = (vec![], vec![], vec![], vec![]);
-    let (mut hi, mut hid, mut hd, mut hs, mut hc, mut he) =
-        (vec![], vec![], vec![], vec![], vec![], vec![]);
-    for cl in &run.classes {
-        let row = stored[&(cl.instrument.as_str(), cl.id)];
-        inst.push(s(&cl.instrument));
-        id.push(cl.id);
-        cat.push(s(cl.category.as_str()));
-        reason.push(s(&cl.reason));
-        detail.push(s(&cl.detail));
-        tops.push(s(&row.top_result));
-        topc.push(cl.computed.top_result.clone());
-        eq.push(cl.scores_equal);
-        note.push(cl.allowlisted.clone());
-        for (dsc, &st) in cl.computed.dims.iter().zip(&row.scores) {
-            hi.push(s(&cl.instrument));
-            hid.push(cl.id);
-            hd.push(s(&dsc.dimension));
-            hs.push(Some(f64::from(st)));
-            hc.push(dsc.value);
-            he.push(dsc.value == Some(f64::from(st)));
-        }
-    }
-    out.push(table(
-        "parity_rows.parquet",
-        vec![
-            ("instrument", Col::S(inst)),
-            ("id", Col::I(id)),
-            ("category", Col::S(cat)),
-            ("reason", Col::S(reason)),
-            ("detail", Col::S(detail)),
-            ("top_result_stored", Col::S(tops)),
-            ("top_result_computed", Col::S(topc)),
-            ("scores_equal", Col::B(eq)),
-            ("allowlist_note", Col::S(note)),
-        ],
-    )?);
-    // human_scores: dimension order within a row is the instrument's column order, which is
-    // alphabetical for the four study instruments; sort explicitly anyway.
-    let mut idx: Vec<usize> = (0..hi.len()).collect();
-    idx.sort_by(|&x, &y| (&hi[x], hid[x], &hd[x]).cmp(&(&hi[y], hid[y], &hd[y])));
-    out.push(table(
-        "human_scores.parquet",
-        vec![
-            (
-                "instrument",
-                Col::S(idx.iter().map(|&i| hi[i].clone()).collect()),
-            ),
-            ("id", Col::I(idx.iter().map(|&i| hid[i]).collect())),
-            (
-                "dimension",
-                Col::S(idx.iter().map(|&i| hd[i].clone()).collect()),
-            ),
-            ("stored", Col::F(idx.iter().map(|&i| hs[i]).collect())),
-            ("computed", Col::F(idx.iter().map(|&i| hc[i]).collect())),
-            ("equal", Col::B(idx.iter().map(|&i| he[i]).collect())),
         ],
     )?);
 
@@ -245,17 +453,11 @@ pub fn tables(run: &ParityRun, inputs: &[HumanInput]) -> Result<Vec<Table>, Scor
 
     let (mut t, mut d, mut v, mut c) = (vec![], vec![], vec![], vec![]);
     for n in &ns {
-        let mut i = 0;
-        while i < n.values.len() {
-            let j = n.values[i..]
-                .iter()
-                .take_while(|x| **x == n.values[i])
-                .count();
+        for &(value, count) in &n.values {
             t.push(s(&n.test));
             d.push(s(&n.dimension));
-            v.push(Some(n.values[i]));
-            c.push(j as i64);
-            i += j;
+            v.push(Some(value));
+            c.push(count as i64);
         }
     }
     out.push(table(
