@@ -929,8 +929,7 @@ fn single_stages_keep_the_top_manifest_to_consistent_stages() {
     let bad_key = d.path().join("bad_key.csv");
     fs_err::write(
         &bad_key,
-        key.replacen("big_five,30,", "big_five,30,", 1)
-            .lines()
+        key.lines()
             .map(|l| {
                 if l.starts_with("big_five,30,") {
                     let mut f: Vec<&str> = l.split(',').collect();
