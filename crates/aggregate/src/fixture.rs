@@ -389,8 +389,8 @@ pub fn norms_batch() -> RecordBatch {
     RecordBatch::try_new(schema, cols).expect("fixture schema")
 }
 
-/// Write `scale_scores.parquet`, `parsed_answers.parquet` and `norms.parquet` of the fixture
-/// into `score_dir`.
+/// Write `scale_scores.parquet`, `parsed_answers.parquet`, `norms.parquet` and an empty
+/// `reply_rules.parquet` of the fixture into `score_dir`.
 pub fn write(score_dir: &Path) -> Result<(), protospread_core::CoreError> {
     let (s, a) = rows();
     let sb = scores_batch(&s);
@@ -403,5 +403,7 @@ pub fn write(score_dir: &Path) -> Result<(), protospread_core::CoreError> {
         &[ab],
     )?;
     protospread_core::pq::write(&score_dir.join("norms.parquet"), nb.schema(), &[nb])?;
+    let rb = RecordBatch::new_empty(protospread_core::tables::reply_rules_schema());
+    protospread_core::pq::write(&score_dir.join("reply_rules.parquet"), rb.schema(), &[rb])?;
     Ok(())
 }

@@ -6,8 +6,9 @@
 //!   (conditions, tests, instructions) a record may name.
 //! - [`import`]: read a stored-answer file (CSV, JSONL or Parquet), validate every record and
 //!   return it normalized and sorted. Used by the fetch stage.
-//! - [`parse`]: the strict reply rule as plain functions: which reply texts count as an
-//!   answer, and the mapping of a shown option number back to the human 0..4 scale. The score
+//! - [`parse`]: the reply rules (the strict rule of the study and a lenient one,
+//!   [`parse::ReplyRule`]) as plain functions: which reply texts count as an answer, and the
+//!   mapping of a shown option number back to the human 0..4 scale. The score
 //!   crate wraps them as DataFusion functions.
 //! - [`simulate`]: the simulated study with planted effects (every record labelled
 //!   "simulated").
