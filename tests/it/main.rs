@@ -11,6 +11,7 @@ mod cli_json;
 mod fetch;
 mod reliability;
 mod report;
+mod rules;
 mod score;
 mod support;
 mod sweep;
