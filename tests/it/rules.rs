@@ -205,12 +205,7 @@ fn record(condition: &str, item: Option<i32>, reply: &str, error: Option<&str>) 
             Mode::Whole
         },
         item,
-        item_order: item.is_none().then(|| {
-            (1..=60)
-                .map(|i| i.to_string())
-                .collect::<Vec<_>>()
-                .join(";")
-        }),
+        item_order: item.is_none().then(|| (1..=60).collect()),
         order_seed: None,
         option_order: OptionOrder::Human,
         instruction: "P1".into(),
