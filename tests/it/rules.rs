@@ -219,7 +219,7 @@ fn record(condition: &str, item: Option<i32>, reply: &str, error: Option<&str>) 
 /// (condition, mode, rule, requests, readable_replies, items, readable_items)
 type RuleRow = (String, String, String, i32, i32, i32, i32);
 
-fn rule_rows(batches: &[RecordBatch]) -> Vec<RuleRow> {
+fn rule_rows(batches: &[RecordBatch], model: &str) -> Vec<RuleRow> {
     let mut out = Vec::new();
     for b in batches {
         let s = |n: &str, i: usize| {
@@ -238,7 +238,12 @@ fn rule_rows(batches: &[RecordBatch]) -> Vec<RuleRow> {
         for i in 0..b.num_rows() {
             assert_eq!(
                 (s("source", i), s("label", i), s("model", i), s("arm", i)),
-                ("src".into(), "recorded".into(), "m".into(), "local".into())
+                (
+                    "src".into(),
+                    "recorded".into(),
+                    model.into(),
+                    "local".into()
+                )
             );
             out.push((
                 s("condition", i),
@@ -296,7 +301,7 @@ fn reply_rule_table_counts_requests_replies_and_items() {
         (c.into(), mode.into(), rule.into(), n[0], n[1], n[2], n[3])
     };
     assert_eq!(
-        rule_rows(&m.rules),
+        rule_rows(&m.rules, "m"),
         vec![
             row("B0", "whole", "strict", [1, 0, 60, 0]),
             row("B0", "whole", "lenient", [1, 1, 60, 60]),
@@ -318,9 +323,61 @@ fn reply_rule_table_counts_requests_replies_and_items() {
             .filter(|p| p.condition == c && p.status == Ok)
             .count() as i32
     };
-    for (c, _, rule, _, _, _, readable_items) in rule_rows(&m.rules) {
+    for (c, _, rule, _, _, _, readable_items) in rule_rows(&m.rules, "m") {
         if rule == "strict" {
             assert_eq!(ok_items(&c), readable_items, "{c}");
         }
     }
+}
+
+/// The recorded SmolLM2 replies (`4. Moderately Accurate` and the like): the lenient rule reads
+/// what the strict rule reads and more; the strict counts are the parsed answers' `ok` rows.
+#[test]
+fn recorded_replies_under_both_rules() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let records = protospread_answers::import::read_records(
+        &root.join("data/recorded/smollm2-135m-instruct.jsonl"),
+        &Vocabulary::default(),
+    )
+    .unwrap();
+    let key = ScoringKey::load(&root.join("data/scoring_key.csv")).unwrap();
+    let m = score_in_memory(
+        "src",
+        Some("recorded"),
+        &records,
+        &Vocabulary::default(),
+        &key,
+        &Norms::default(),
+        &[],
+    )
+    .unwrap();
+    let parsed = protospread_score::answers::parsed_rows(&m.parsed);
+    let rows = rule_rows(&m.rules, "SmolLM2-135M-Instruct.Q4_1");
+    assert_eq!(rows.len(), 2 * 11, "eleven conditions, two rules");
+    let (mut strict_total, mut lenient_total) = (0, 0);
+    for pair in rows.chunks(2) {
+        let (s, l) = (&pair[0], &pair[1]);
+        assert_eq!(
+            (s.0.as_str(), s.2.as_str(), l.2.as_str()),
+            (l.0.as_str(), "strict", "lenient")
+        );
+        // same requests and items; lenient reads at least what strict reads
+        assert_eq!((s.3, s.5), (l.3, l.5), "{s:?} {l:?}");
+        assert!(l.4 >= s.4 && l.6 >= s.6, "{s:?} {l:?}");
+        let ok = parsed
+            .iter()
+            .filter(|p| p.condition == s.0 && p.status == Ok)
+            .count() as i32;
+        assert_eq!(s.6, ok, "{}", s.0);
+        strict_total += s.6;
+        lenient_total += l.6;
+    }
+    // The figures data/recorded/README.md (strict: ok 1) and docs/stored-answers.md quote.
+    assert_eq!((strict_total, lenient_total), (1, 152));
+    let readable =
+        |c: &str| -> Vec<i32> { rows.iter().filter(|r| r.0 == c).map(|r| r.4).collect() };
+    assert_eq!(readable("S0"), [0, 39]);
+    assert_eq!(readable("SP"), [0, 49]);
+    assert_eq!(readable("ST1"), [1, 22]);
+    assert_eq!(readable("B0"), [0, 0]);
 }
