@@ -95,7 +95,7 @@ impl Ctx {
     /// configuration sha256, input sha256s) for the key-value metadata of every Parquet output.
     pub(crate) fn config(&self) -> anyhow::Result<protospread_core::config::Config> {
         let cfg = protospread_core::config::Config::load(&self.config_path)
-            .with_context(|| format!("reading configuration {}", self.config_path.display()))?;
+            .context("reading the configuration")?;
         let config_sha = protospread_core::hash::sha256_file(&self.config_path)?;
         let inputs: Vec<(String, String)> = cfg
             .inputs

@@ -2,7 +2,10 @@
 
 use crate::Ctx;
 use anyhow::Context;
-use protospread_answers::simulate;
+use protospread_answers::{
+    item_map, simulate, write_simulation, SIMULATED_ANSWERS_FILE, SIMULATED_LABEL,
+    SIMULATED_TRUTH_FILE,
+};
 use protospread_score::ScoringKey;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,8 +39,8 @@ pub(crate) struct Args {
 
 pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     if let (Some(n), Some(file)) = (args.answers, &args.parquet) {
-        let s = protospread_answers::bulk::write_bulk(file, n, args.seed)
-            .with_context(|| format!("writing {}", file.display()))?;
+        let s = protospread_answers::write_bulk(file, n, args.seed)
+            .context("writing the bulk answers")?;
         if ctx.json {
             ctx.emit(
                 "simulate",
@@ -64,25 +67,24 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         }
         None => PathBuf::from("data/scoring_key.csv"),
     };
-    let key = ScoringKey::load(&key_path)
-        .with_context(|| format!("loading the scoring key {}", key_path.display()))?;
-    let items = simulate::item_map(&key)?;
-    let sim = simulate::generate(args.seed, &items)?;
-    simulate::write(&ctx.out, &sim).with_context(|| format!("writing {}", ctx.out.display()))?;
-    let answers = ctx.out.join(simulate::ANSWERS_FILE);
+    let key = ScoringKey::load(&key_path).context("loading the scoring key")?;
+    let items = item_map(&key)?;
+    let sim = simulate(args.seed, &items)?;
+    write_simulation(&ctx.out, &sim).with_context(|| format!("writing {}", ctx.out.display()))?;
+    let answers = ctx.out.join(SIMULATED_ANSWERS_FILE);
     let sha = protospread_core::hash::sha256_file(&answers)?;
     if ctx.json {
         ctx.emit(
             "simulate",
             serde_json::json!({
-                "label": simulate::LABEL,
+                "label": SIMULATED_LABEL,
                 "seed": args.seed,
                 "records": sim.truth.records,
                 "models": sim.truth.models.len(),
                 "planted": sim.truth.planted_counts,
                 "answers": answers.display().to_string(),
                 "answers_sha256": sha,
-                "truth": ctx.out.join(simulate::TRUTH_FILE).display().to_string(),
+                "truth": ctx.out.join(SIMULATED_TRUTH_FILE).display().to_string(),
             }),
         );
     } else {
@@ -98,7 +100,7 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         ctx.say(format!("wrote {} (sha256 {sha})", answers.display()));
         ctx.say(format!(
             "wrote {}",
-            ctx.out.join(simulate::TRUTH_FILE).display()
+            ctx.out.join(SIMULATED_TRUTH_FILE).display()
         ));
     }
     Ok(ExitCode::SUCCESS)

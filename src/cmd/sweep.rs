@@ -110,10 +110,7 @@ fn lm_eval(ctx: &Ctx, a: LmEvalArgs) -> anyhow::Result<ExitCode> {
     let out_dir = &ctx.out;
     let bench = Benchmark::parse(&a.task)?;
     if out_dir.exists() {
-        let non_empty = std::fs::read_dir(out_dir)
-            .with_context(|| format!("reading {}", out_dir.display()))?
-            .next()
-            .is_some();
+        let non_empty = fs_err::read_dir(out_dir)?.next().is_some();
         if non_empty {
             anyhow::bail!(
                 "{}: folder is not empty; lm-eval would also load any stale task file in it, so give a new folder",

@@ -34,7 +34,7 @@ fn fresh_dir() -> anyhow::Result<PathBuf> {
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     let d = std::env::temp_dir().join(format!("protospread-verify-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+    fs_err::create_dir_all(&d)?;
     Ok(d)
 }
 
@@ -77,7 +77,7 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
             );
         }
         let updated = update_checksums(&checksums, &inputs, &out);
-        let _ = std::fs::remove_dir_all(&work);
+        let _ = fs_err::remove_dir_all(&work);
         let (ni, no, nt) = updated?;
         ctx.say(format!(
             "verify --update: wrote {} ({ni} inputs, {no} outputs, {nt} tables); review with `git diff checksums/`",
@@ -98,7 +98,7 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         match compare_outputs(&checksums, &exp_outputs, &out) {
             Ok(d) => diffs.extend(d),
             Err(e) => {
-                let _ = std::fs::remove_dir_all(&work);
+                let _ = fs_err::remove_dir_all(&work);
                 return Err(e.into());
             }
         }
@@ -123,7 +123,7 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     }
     if ok {
         if !args.keep {
-            let _ = std::fs::remove_dir_all(&work);
+            let _ = fs_err::remove_dir_all(&work);
         }
         ctx.say(format!(
             "verify: OK, {} inputs and {} outputs match {}",

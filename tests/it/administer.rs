@@ -181,7 +181,7 @@ fn repo() -> PathBuf {
 fn workdir(extra: &str) -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
     let inst = repo().join("data/instruments/ipip50.toml");
-    std::fs::write(
+    fs_err::write(
         d.path().join("pipeline.toml"),
         format!(
             "[study]\nname = \"loopback\"\n\n[administer]\ninstruments = [{:?}]\nretry_backoff_ms = 10\n{extra}",
@@ -211,7 +211,7 @@ fn run(dir: &Path, server: &Server, out: &Path, extra: &[&str]) -> Output {
 }
 
 fn records(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
+    fs_err::read_to_string(path)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -299,11 +299,11 @@ fn success_records_every_request_exactly_as_sent() {
     assert_ne!(bs1, sorted);
 
     // A rerun sends nothing and leaves the file byte-identical.
-    let before = std::fs::read(&out).unwrap();
+    let before = fs_err::read(&out).unwrap();
     let o = run(d.path(), &server, &out, &["--conditions", "S0,SR,B0,BS1"]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(server.seen().len(), recs.len(), "nothing sent again");
-    assert_eq!(std::fs::read(&out).unwrap(), before);
+    assert_eq!(fs_err::read(&out).unwrap(), before);
 }
 
 #[test]
@@ -485,7 +485,7 @@ fn api_key_comes_from_the_environment_and_is_never_written() {
         server.seen()[0].auth.as_deref(),
         Some(format!("Bearer {secret}").as_str())
     );
-    let file = std::fs::read_to_string(&out).unwrap();
+    let file = fs_err::read_to_string(&out).unwrap();
     assert!(!file.contains(secret));
     assert!(!text(&o).contains(secret));
     // A named variable that is not set is an error, not an unauthenticated run.
@@ -567,7 +567,7 @@ fn resume_after_kill_sends_no_answered_request_twice() {
     // Wait until K replies are on disk and every worker is blocked on a held request.
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let lines = std::fs::read_to_string(&out)
+        let lines = fs_err::read_to_string(&out)
             .map(|t| t.lines().count())
             .unwrap_or(0);
         if lines == K && server.seen().len() == K + CONCURRENCY {
@@ -593,7 +593,7 @@ fn resume_after_kill_sends_no_answered_request_twice() {
     assert_eq!(in_flight.len(), CONCURRENCY);
 
     // A kill in the middle of a write leaves a partial last line: the rerun must cut it off.
-    std::fs::OpenOptions::new()
+    fs_err::OpenOptions::new()
         .append(true)
         .open(&out)
         .unwrap()

@@ -1,10 +1,10 @@
 //! Stored answers: the strict reply rule, the option mapping, import errors, and recovery of
 //! the planted effects of the committed simulated study (issue 4).
 
-use protospread_answers::format::{OptionOrder, StoredRecord, Vocabulary};
-use protospread_answers::import::{import_file, read_records};
-use protospread_answers::parse::{option_to_value, read_single, read_whole, Reading, Status};
-use protospread_answers::simulate::{self, ItemInfo};
+use protospread_answers::{import_file, read_records};
+use protospread_answers::{option_to_value, read_single, read_whole, Reading, Status};
+use protospread_answers::{ItemInfo, SIMULATED_ANSWERS_FILE, SIMULATED_TRUTH_FILE};
+use protospread_answers::{OptionOrder, StoredRecord, Vocabulary};
 use protospread_score::answers::{parse_and_score, ParsedRow, ScaleRow};
 use protospread_score::norms::Norms;
 use protospread_score::ScoringKey;
@@ -181,7 +181,7 @@ fn reversed_options_map_back_for_every_option() {
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
+    fs_err::write(&p, text).unwrap();
     p
 }
 
@@ -342,7 +342,7 @@ struct Sim {
 fn load_sim() -> Sim {
     let key = key();
     let records = read_records(
-        &sim_dir().join(simulate::ANSWERS_FILE),
+        &sim_dir().join(SIMULATED_ANSWERS_FILE),
         &Vocabulary::default(),
     )
     .unwrap();
@@ -356,14 +356,14 @@ fn load_sim() -> Sim {
     )
     .unwrap();
     let truth: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(sim_dir().join(simulate::TRUTH_FILE)).unwrap())
+        serde_json::from_slice(&fs_err::read(sim_dir().join(SIMULATED_TRUTH_FILE)).unwrap())
             .unwrap();
     Sim {
         records,
         parsed,
         scales,
         truth,
-        items: simulate::item_map(&key).unwrap(),
+        items: protospread_answers::item_map(&key).unwrap(),
     }
 }
 
@@ -383,11 +383,11 @@ fn simulate_is_deterministic_and_matches_the_committed_study() {
             .unwrap();
         assert!(st.success());
     }
-    for f in [simulate::ANSWERS_FILE, simulate::TRUTH_FILE] {
-        let a = std::fs::read(dir.path().join("a").join(f)).unwrap();
-        let b = std::fs::read(dir.path().join("b").join(f)).unwrap();
+    for f in [SIMULATED_ANSWERS_FILE, SIMULATED_TRUTH_FILE] {
+        let a = fs_err::read(dir.path().join("a").join(f)).unwrap();
+        let b = fs_err::read(dir.path().join("b").join(f)).unwrap();
         assert!(a == b, "{f} differs between two runs with the same seed");
-        let committed = std::fs::read(sim_dir().join(f)).unwrap();
+        let committed = fs_err::read(sim_dir().join(f)).unwrap();
         assert!(
             a == committed,
             "data/simulated/{f} is not what `simulate --seed {SEED}` writes"
@@ -406,8 +406,8 @@ fn simulate_is_deterministic_and_matches_the_committed_study() {
         .unwrap();
     assert!(st.success());
     assert_ne!(
-        std::fs::read(dir.path().join("c").join(simulate::ANSWERS_FILE)).unwrap(),
-        std::fs::read(dir.path().join("a").join(simulate::ANSWERS_FILE)).unwrap()
+        fs_err::read(dir.path().join("c").join(SIMULATED_ANSWERS_FILE)).unwrap(),
+        fs_err::read(dir.path().join("a").join(SIMULATED_ANSWERS_FILE)).unwrap()
     );
 }
 
@@ -758,7 +758,7 @@ fn bad_stored_answer_file_writes_nothing_downstream() {
     let cfg = dir.path().join("pipeline.toml");
     let out = dir.path().join("out");
     let write_cfg = |sha: &str| {
-        std::fs::write(
+        fs_err::write(
             &cfg,
             format!(
                 "[study]\nname = \"t\"\n\n[[inputs]]\nname = \"mine\"\nrole = \"answers\"\npath = \"answers.csv\"\nsha256 = \"{sha}\"\n"
@@ -776,7 +776,7 @@ fn bad_stored_answer_file_writes_nothing_downstream() {
             .output()
             .unwrap()
     };
-    std::fs::write(
+    fs_err::write(
         &data,
         format!("{HEADER}\n{}\n", csv_row("S0", "m", "1", 1, "3")),
     )
@@ -789,14 +789,14 @@ fn bad_stored_answer_file_writes_nothing_downstream() {
         String::from_utf8_lossy(&ok.stderr)
     );
     let fetched = out.join("fetch/answers/mine.parquet");
-    let before = std::fs::read(&fetched).unwrap();
+    let before = fs_err::read(&fetched).unwrap();
 
     for (bad, col) in [
         (csv_row("S7", "m", "1", 2, "3"), "column condition"),
         (csv_row("S0", "", "1", 2, "3"), "column model"),
         (csv_row("S0", "m", "first", 2, "3"), "column sample"),
     ] {
-        std::fs::write(
+        fs_err::write(
             &data,
             format!("{HEADER}\n{}\n{bad}\n", csv_row("S0", "m", "1", 1, "3")),
         )
@@ -810,7 +810,7 @@ fn bad_stored_answer_file_writes_nothing_downstream() {
             "{err}"
         );
         assert_eq!(
-            std::fs::read(&fetched).unwrap(),
+            fs_err::read(&fetched).unwrap(),
             before,
             "previous output changed"
         );
@@ -951,7 +951,7 @@ fn invalid_utf8_names_row_and_line() {
     bytes.extend_from_slice(&bad);
     bytes.push(b'\n');
     let p = dir.path().join("bad.jsonl");
-    std::fs::write(&p, &bytes).unwrap();
+    fs_err::write(&p, &bytes).unwrap();
     let e = import_file(&p).unwrap_err().to_string();
     assert!(
         e.contains("bad.jsonl: row 2 (line 2)") && e.contains("not UTF-8"),
@@ -962,7 +962,7 @@ fn invalid_utf8_names_row_and_line() {
     csv.extend_from_slice(csv_row("S0", "m", "1", 2, "3").as_bytes());
     csv.extend_from_slice(b"\xff\n");
     let p = dir.path().join("bad.csv");
-    std::fs::write(&p, &csv).unwrap();
+    fs_err::write(&p, &csv).unwrap();
     let e = import_file(&p).unwrap_err().to_string();
     assert!(
         e.contains("bad.csv: row 2 (line 3)") && e.contains("not UTF-8"),
@@ -1013,12 +1013,12 @@ fn parsing_table_through_the_plan() {
             format_version: 1,
             study: "t".into(),
             model: "m".into(),
-            arm: protospread_answers::format::Arm::Api,
+            arm: protospread_answers::Arm::Api,
             cohort: None,
             condition: "S0".into(),
             sample: 1,
             test: "riasec".into(),
-            mode: protospread_answers::format::Mode::Single,
+            mode: protospread_answers::Mode::Single,
             item: Some(k as i32 + 1),
             item_order: None,
             order_seed: None,

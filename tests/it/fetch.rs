@@ -2,9 +2,9 @@
 //! servers on 127.0.0.1 that each test starts itself (good, wrong hash, truncated, 404, 500
 //! then success, stall, redirects, the Hugging Face layout via HF_ENDPOINT).
 
+use fs_err as fs;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

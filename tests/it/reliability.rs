@@ -39,11 +39,11 @@ fn stderr(o: &Output) -> String {
 /// The repository's pipeline.toml with every `data/` path made absolute, plus `extra` TOML,
 /// written to `dir/name`.
 fn config_in(dir: &Path, name: &str, extra: &str) -> PathBuf {
-    let text = std::fs::read_to_string(repo().join("pipeline.toml")).unwrap();
+    let text = fs_err::read_to_string(repo().join("pipeline.toml")).unwrap();
     let data = format!("\"{}/data/", repo().display());
     let text = text.replace("\"data/", &data);
     let p = dir.join(name);
-    std::fs::write(&p, format!("{text}\n{extra}")).unwrap();
+    fs_err::write(&p, format!("{text}\n{extra}")).unwrap();
     p
 }
 
@@ -64,7 +64,7 @@ fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut m = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
+        let Ok(rd) = fs_err::read_dir(&d) else {
             continue;
         };
         for e in rd.flatten() {
@@ -74,7 +74,7 @@ fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
                 stack.push(p);
             } else if ft.is_file() {
                 let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
-                m.insert(rel, std::fs::read(&p).unwrap());
+                m.insert(rel, fs_err::read(&p).unwrap());
             }
         }
     }
@@ -103,7 +103,7 @@ fn assert_complete(out: &Path, context: &str) -> String {
         "{context}: sha256sum -c failed\n{}",
         text(&o)
     );
-    let manifest = std::fs::read_to_string(out.join("SHA256SUMS")).unwrap();
+    let manifest = fs_err::read_to_string(out.join("SHA256SUMS")).unwrap();
     let listed: Vec<&str> = manifest.lines().map(|l| &l[66..]).collect();
     for rel in snapshot(out).keys() {
         let name = rel.rsplit('/').next().unwrap();
@@ -135,7 +135,7 @@ fn temporaries(dir: &Path) -> Vec<String> {
     let mut v = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
+        for e in fs_err::read_dir(&d).unwrap().flatten() {
             let n = e.file_name().to_string_lossy().into_owned();
             if n.starts_with('.') && (n.ends_with(".tmp") || n.ends_with(".part")) {
                 v.push(e.path().display().to_string());
@@ -229,10 +229,10 @@ fn a_foreign_out_folder_is_refused_and_untouched() {
     let d = tempfile::tempdir().unwrap();
     let cfg = config_in(d.path(), "p.toml", "");
     let mine = d.path().join("mine");
-    std::fs::create_dir_all(mine.join("report")).unwrap();
-    std::fs::write(mine.join("notes.txt"), b"mine").unwrap();
-    std::fs::write(mine.join("report/draft.md"), b"mine too").unwrap();
-    std::fs::write(mine.join("table.parquet"), b"not protospread's").unwrap();
+    fs_err::create_dir_all(mine.join("report")).unwrap();
+    fs_err::write(mine.join("notes.txt"), b"mine").unwrap();
+    fs_err::write(mine.join("report/draft.md"), b"mine too").unwrap();
+    fs_err::write(mine.join("table.parquet"), b"not protospread's").unwrap();
     let before = snapshot(&mine);
     for cmd in ["run", "fetch", "report", "aggregate"] {
         let o = protospread(&cfg, &mine, &[cmd]);
@@ -276,7 +276,7 @@ fn a_file_protospread_did_not_write_in_a_stage_folder_stops_the_stage() {
     let out = d.path().join("out");
     let o = protospread(&cfg, &out, &["run"]);
     assert!(o.status.success(), "{}", text(&o));
-    std::fs::write(out.join("report/my-notes.md"), b"keep me").unwrap();
+    fs_err::write(out.join("report/my-notes.md"), b"keep me").unwrap();
     let before = outputs(&out);
     for cmd in ["report", "run"] {
         let o = protospread(&cfg, &out, &[cmd]);
@@ -289,16 +289,16 @@ fn a_file_protospread_did_not_write_in_a_stage_folder_stops_the_stage() {
         assert_eq!(outputs(&out), before);
     }
     // Other folders protospread does not write (here: a user's folder) survive a run.
-    std::fs::remove_file(out.join("report/my-notes.md")).unwrap();
-    std::fs::create_dir_all(out.join("administer")).unwrap();
-    std::fs::write(out.join("administer/m.jsonl"), b"records").unwrap();
+    fs_err::remove_file(out.join("report/my-notes.md")).unwrap();
+    fs_err::create_dir_all(out.join("administer")).unwrap();
+    fs_err::write(out.join("administer/m.jsonl"), b"records").unwrap();
     let o = protospread(&cfg, &out, &["run"]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(
-        std::fs::read(out.join("administer/m.jsonl")).unwrap(),
+        fs_err::read(out.join("administer/m.jsonl")).unwrap(),
         b"records"
     );
-    std::fs::remove_dir_all(out.join("administer")).unwrap();
+    fs_err::remove_dir_all(out.join("administer")).unwrap();
     assert_complete(&out, "run with a user folder");
 }
 
@@ -311,7 +311,7 @@ fn a_second_writer_is_refused_while_the_lock_is_held() {
     assert!(o.status.success(), "{}", text(&o));
     let before = outputs(&out);
     // This test process plays the first run: it holds the lock with its pid in the file.
-    let mut lock = std::fs::OpenOptions::new()
+    let mut lock = fs_err::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
@@ -346,24 +346,24 @@ fn temporaries_of_dead_processes_are_removed_and_only_those() {
     assert!(o.status.success(), "{}", text(&o));
     let dead = dead_pid();
     let alive = std::process::id();
-    std::fs::create_dir_all(out.join("cache")).unwrap();
+    fs_err::create_dir_all(out.join("cache")).unwrap();
     let planted_dead = [
         out.join(format!("cache/.{}.{dead}.part", "a".repeat(64))),
         out.join(format!("report/.verdict.csv.{dead}.tmp")),
         out.join(format!(".SHA256SUMS.{dead}.tmp")),
     ];
     for p in &planted_dead {
-        std::fs::write(p, b"partial").unwrap();
+        fs_err::write(p, b"partial").unwrap();
     }
     // A dead run's staging folder beside out/, holding the download cache it had moved in.
     let staging = d.path().join(format!(".out.{dead}.tmp"));
-    std::fs::create_dir_all(staging.join("score")).unwrap();
-    std::fs::write(staging.join(".protospread"), b"marker").unwrap();
-    std::fs::write(staging.join("score/x.parquet"), b"half").unwrap();
+    fs_err::create_dir_all(staging.join("score")).unwrap();
+    fs_err::write(staging.join(".protospread"), b"marker").unwrap();
+    fs_err::write(staging.join("score/x.parquet"), b"half").unwrap();
     let live = out.join(format!("cache/.{}.{alive}.part", "b".repeat(64)));
-    std::fs::write(&live, b"in progress").unwrap();
+    fs_err::write(&live, b"in progress").unwrap();
     let user = d.path().join(format!(".notes.{dead}.txt"));
-    std::fs::write(&user, b"not a temporary name").unwrap();
+    fs_err::write(&user, b"not a temporary name").unwrap();
 
     let o = protospread(&cfg, &out, &["run"]);
     assert!(o.status.success(), "{}", text(&o));
@@ -419,15 +419,15 @@ fn os_errors_are_printed_once() {
 #[test]
 fn duplicate_human_ids_are_refused_with_file_row_and_column() {
     let d = tempfile::tempdir().unwrap();
-    let src = std::fs::read_to_string(repo().join("data/jobcannon/dark_triad.csv")).unwrap();
+    let src = fs_err::read_to_string(repo().join("data/jobcannon/dark_triad.csv")).unwrap();
     let mut lines: Vec<&str> = src.lines().collect();
     let first_id = lines[1].split(',').next().unwrap().to_string();
     let copied = lines[2].replacen(lines[2].split(',').next().unwrap(), &first_id, 1);
     lines[2] = &copied;
     let csv = format!("{}\n", lines.join("\n"));
-    std::fs::write(d.path().join("dt.csv"), &csv).unwrap();
+    fs_err::write(d.path().join("dt.csv"), &csv).unwrap();
     let cfg = d.path().join("p.toml");
-    std::fs::write(
+    fs_err::write(
         &cfg,
         format!(
             "[study]\nname = \"t\"\n\n[[inputs]]\nname = \"dt\"\nrole = \"human\"\ninstrument = \"dark_triad\"\npath = \"dt.csv\"\nsha256 = \"{}\"\n",
@@ -450,12 +450,12 @@ fn duplicate_human_ids_are_refused_with_file_row_and_column() {
 fn huge_item_count_in_the_configuration_is_a_clear_error() {
     let d = tempfile::tempdir().unwrap();
     let cfg = config_in(d.path(), "p.toml", "");
-    let text_cfg = std::fs::read_to_string(&cfg).unwrap().replacen(
+    let text_cfg = fs_err::read_to_string(&cfg).unwrap().replacen(
         "[study]",
         "[answers]\nextra_tests = [{ name = \"x\", items = 4000000000 }]\n\n[study]",
         1,
     );
-    std::fs::write(&cfg, text_cfg).unwrap();
+    fs_err::write(&cfg, text_cfg).unwrap();
     let o = protospread(&cfg, &d.path().join("out"), &["run"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(
@@ -469,11 +469,11 @@ fn huge_item_count_in_the_configuration_is_a_clear_error() {
 fn verify_leaves_no_temporary_folder_after_a_manifest_error() {
     let d = tempfile::tempdir().unwrap();
     let tmp = d.path().join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
+    fs_err::create_dir_all(&tmp).unwrap();
     let sums = d.path().join("checksums");
-    std::fs::create_dir_all(&sums).unwrap();
-    std::fs::write(sums.join("inputs.sha256"), "not a manifest\n").unwrap();
-    std::fs::write(sums.join("outputs.sha256"), "not a manifest\n").unwrap();
+    fs_err::create_dir_all(&sums).unwrap();
+    fs_err::write(sums.join("inputs.sha256"), "not a manifest\n").unwrap();
+    fs_err::write(sums.join("outputs.sha256"), "not a manifest\n").unwrap();
     let o = Command::new(BIN)
         .arg("--config")
         .arg(repo().join("pipeline.toml"))
@@ -483,7 +483,7 @@ fn verify_leaves_no_temporary_folder_after_a_manifest_error() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    assert_eq!(fs_err::read_dir(&tmp).unwrap().count(), 0);
 }
 
 // ---- bag ------------------------------------------------------------------------------------
@@ -510,17 +510,17 @@ fn bag_refuses_tampered_outputs_symlinks_and_impossible_dates() {
     let o = bag("ok", "2025-02-03");
     assert!(o.status.success(), "{}", text(&o));
 
-    std::os::unix::fs::symlink("/etc/hostname", out.join("hostname")).unwrap();
+    fs_err::os::unix::fs::symlink("/etc/hostname", out.join("hostname")).unwrap();
     let o = bag("b2", "2025-02-03");
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(stderr(&o).contains("symlink"), "{}", text(&o));
     assert!(!d.path().join("b2").exists());
-    std::fs::remove_file(out.join("hostname")).unwrap();
+    fs_err::remove_file(out.join("hostname")).unwrap();
 
     let verdict = out.join("report/verdict.csv");
-    let mut bytes = std::fs::read(&verdict).unwrap();
+    let mut bytes = fs_err::read(&verdict).unwrap();
     bytes.extend_from_slice(b"tampered\n");
-    std::fs::write(&verdict, bytes).unwrap();
+    fs_err::write(&verdict, bytes).unwrap();
     let o = bag("b3", "2025-02-03");
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(
@@ -624,7 +624,7 @@ fn administer_refuses_a_file_that_is_not_its_own_and_touches_nothing() {
         "just notes, no newline",
     ] {
         let f = d.path().join("one.jsonl");
-        std::fs::write(&f, content).unwrap();
+        fs_err::write(&f, content).unwrap();
         let o = administer(d.path(), &url, &f, &["--items", "1"], None);
         assert_eq!(o.status.code(), Some(1), "{}", text(&o));
         assert!(
@@ -632,7 +632,7 @@ fn administer_refuses_a_file_that_is_not_its_own_and_touches_nothing() {
             "{}",
             text(&o)
         );
-        assert_eq!(std::fs::read_to_string(&f).unwrap(), content);
+        assert_eq!(fs_err::read_to_string(&f).unwrap(), content);
     }
 }
 
@@ -644,7 +644,7 @@ fn administer_never_stores_or_prints_the_key() {
     let key = "sk-test-0123456789abcdef";
     let o = administer(d.path(), &url, &f, &["--items", "1,2"], Some(key));
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    let stored = std::fs::read_to_string(&f).unwrap();
+    let stored = fs_err::read_to_string(&f).unwrap();
     assert!(stored.contains("HTTP 400"), "{stored}");
     assert!(
         stored.contains("<redacted>"),
@@ -662,8 +662,8 @@ fn a_second_administer_on_the_same_file_is_refused() {
     let f = d.path().join("a.jsonl");
     let o = administer(d.path(), &url, &f, &["--items", "1"], None);
     assert!(o.status.success(), "{}", text(&o));
-    let before = std::fs::read(&f).unwrap();
-    let held = std::fs::OpenOptions::new().append(true).open(&f).unwrap();
+    let before = fs_err::read(&f).unwrap();
+    let held = fs_err::OpenOptions::new().append(true).open(&f).unwrap();
     held.try_lock().unwrap();
     let o = administer(d.path(), &url, &f, &["--items", "2"], None);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
@@ -672,7 +672,7 @@ fn a_second_administer_on_the_same_file_is_refused() {
         "{}",
         text(&o)
     );
-    assert_eq!(std::fs::read(&f).unwrap(), before);
+    assert_eq!(fs_err::read(&f).unwrap(), before);
     drop(held);
     let o = administer(d.path(), &url, &f, &["--items", "2"], None);
     assert!(o.status.success(), "{}", text(&o));
@@ -748,7 +748,7 @@ mod numbers {
                 format!("{section}\n{name} = {value}\n")
             };
             let cfg = d.path().join("p.toml");
-            std::fs::write(&cfg, format!("[study]\nname = \"t\"\n\n{body}")).unwrap();
+            fs_err::write(&cfg, format!("[study]\nname = \"t\"\n\n{body}")).unwrap();
             // A dry run loads and checks the whole configuration, plans, and sends nothing.
             let o = Command::new(BIN)
                 .arg("--config").arg(&cfg)

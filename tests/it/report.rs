@@ -31,18 +31,18 @@ fn text(o: &Output) -> String {
 fn fixture_project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(
+    fs_err::write(
         d.join("pipeline.toml"),
         "[study]\nname = \"fixture\"\n\n[report]\ntables = []\ntitle = \"Fixture report\"\n",
     )
     .unwrap();
-    std::fs::create_dir_all(d.join("data")).unwrap();
-    std::fs::write(
+    fs_err::create_dir_all(d.join("data")).unwrap();
+    fs_err::write(
         d.join("data/scoring_key.csv"),
         "test,item,dimension,reverse,weight\n",
     )
     .unwrap();
-    protospread_aggregate::fixture::write(&d.join("out/score")).unwrap();
+    crate::aggregate_fixture::write(&d.join("out/score")).unwrap();
     // As the score stage leaves it: with its manifest, so protospread owns the folder.
     protospread_core::hash::write_manifest(&d.join("out/score")).unwrap();
     dir
@@ -92,18 +92,18 @@ fn aggregate_and_report_commands() {
         assert!(d.join("out/report").join(f).is_file(), "{f}");
     }
     // Same report bytes with many partitions.
-    std::fs::create_dir_all(d.join("out6")).unwrap();
+    fs_err::create_dir_all(d.join("out6")).unwrap();
     copy_dir(&d.join("out/score"), &d.join("out6/score"));
     let o = stage(d, "out6", &["aggregate", "--partitions", "6"]);
     assert!(o.status.success(), "{}", text(&o));
     let o = stage(d, "out6", &["--quiet", "report"]);
     assert!(o.status.success() && o.stdout.is_empty(), "{}", text(&o));
     assert_eq!(
-        std::fs::read(d.join("out/report/SHA256SUMS")).unwrap(),
-        std::fs::read(d.join("out6/report/SHA256SUMS")).unwrap()
+        fs_err::read(d.join("out/report/SHA256SUMS")).unwrap(),
+        fs_err::read(d.join("out6/report/SHA256SUMS")).unwrap()
     );
     // A missing score stage output is a clear error naming the file.
-    std::fs::remove_file(d.join("out6/score/parsed_answers.parquet")).unwrap();
+    fs_err::remove_file(d.join("out6/score/parsed_answers.parquet")).unwrap();
     let o = stage(d, "out6", &["aggregate"]);
     assert!(!o.status.success());
     assert!(
@@ -114,14 +114,14 @@ fn aggregate_and_report_commands() {
 }
 
 fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
+    fs_err::create_dir_all(to).unwrap();
+    for e in fs_err::read_dir(from).unwrap() {
         let e = e.unwrap();
         let t = to.join(e.file_name());
         if e.file_type().unwrap().is_dir() {
             copy_dir(&e.path(), &t);
         } else {
-            std::fs::copy(e.path(), t).unwrap();
+            fs_err::copy(e.path(), t).unwrap();
         }
     }
 }
@@ -152,15 +152,15 @@ fn bag_is_deterministic_and_validates_with_the_reference_validator() {
     ] {
         assert!(bag.join(f).is_file(), "{f} missing from the bag");
     }
-    let info = std::fs::read_to_string(bag.join("bag-info.txt")).unwrap();
+    let info = fs_err::read_to_string(bag.join("bag-info.txt")).unwrap();
     assert!(
         info.contains("Bagging-Date: 2025-01-02\n") && info.contains("Payload-Oxum: "),
         "{info}"
     );
-    assert!(!std::fs::read_to_string(bag.join("manifest-sha256.txt"))
+    assert!(!fs_err::read_to_string(bag.join("manifest-sha256.txt"))
         .unwrap()
         .contains("cache/"));
-    let prov = std::fs::read_to_string(bag.join("data/provenance.json")).unwrap();
+    let prov = fs_err::read_to_string(bag.join("data/provenance.json")).unwrap();
     assert!(
         prov.contains("cargo_lock_sha256") && prov.contains("\"version\""),
         "{prov}"
@@ -182,8 +182,8 @@ fn bag_is_deterministic_and_validates_with_the_reference_validator() {
         "tagmanifest-sha512.txt",
     ] {
         assert_eq!(
-            std::fs::read(bag.join(f)).unwrap(),
-            std::fs::read(bag2.join(f)).unwrap(),
+            fs_err::read(bag.join(f)).unwrap(),
+            fs_err::read(bag2.join(f)).unwrap(),
             "{f}"
         );
     }
@@ -216,7 +216,7 @@ fn bag_is_deterministic_and_validates_with_the_reference_validator() {
 /// A copy of the repository's configuration and data in a temporary folder.
 fn repo_copy() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(
+    fs_err::copy(
         repo().join("pipeline.toml"),
         dir.path().join("pipeline.toml"),
     )
@@ -243,11 +243,11 @@ fn verify(d: &Path, extra: &[&str]) -> Output {
 }
 
 fn flip_byte(p: &Path, at: usize) -> Vec<u8> {
-    let orig = std::fs::read(p).unwrap();
+    let orig = fs_err::read(p).unwrap();
     let mut b = orig.clone();
     let i = at.min(b.len() - 1);
     b[i] = if b[i] == b'1' { b'2' } else { b'1' };
-    std::fs::write(p, &b).unwrap();
+    fs_err::write(p, &b).unwrap();
     orig
 }
 
@@ -275,7 +275,7 @@ fn verify_passes_then_names_each_change() {
         "{}",
         text(&o)
     );
-    std::fs::write(&human, orig).unwrap();
+    fs_err::write(&human, orig).unwrap();
 
     // One byte of the key.
     let key = d.join("data/scoring_key.csv");
@@ -287,11 +287,11 @@ fn verify_passes_then_names_each_change() {
         "{}",
         text(&o)
     );
-    std::fs::write(&key, orig).unwrap();
+    fs_err::write(&key, orig).unwrap();
 
     // One committed expected hash (of a table): named, with the first differing row/column.
     let outputs = d.join("checksums/outputs.sha256");
-    let text0 = std::fs::read_to_string(&outputs).unwrap();
+    let text0 = fs_err::read_to_string(&outputs).unwrap();
     let line = text0
         .lines()
         .find(|l| l.ends_with("  report/cells.csv"))
@@ -302,7 +302,7 @@ fn verify_passes_then_names_each_change() {
         if line.starts_with('0') { '1' } else { '0' },
         &line[1..]
     );
-    std::fs::write(&outputs, text0.replace(&line, &flipped)).unwrap();
+    fs_err::write(&outputs, text0.replace(&line, &flipped)).unwrap();
     let o = verify(d, &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
@@ -311,22 +311,22 @@ fn verify_passes_then_names_each_change() {
         err.contains("checksums tables/cells.csv"),
         "the committed copy no longer matches the edited hash: {err}"
     );
-    std::fs::write(&outputs, &text0).unwrap();
+    fs_err::write(&outputs, &text0).unwrap();
 
     // A committed table copy edited: the row and column are named.
     let copy = d.join("checksums/tables/range.csv");
-    let t = std::fs::read_to_string(&copy).unwrap();
+    let t = fs_err::read_to_string(&copy).unwrap();
     let mut lines: Vec<String> = t.lines().map(str::to_string).collect();
     let mut cells: Vec<String> = lines[1].split(',').map(str::to_string).collect();
     cells[3] = "999999".into();
     lines[1] = cells.join(",");
-    std::fs::write(&copy, lines.join("\n") + "\n").unwrap();
+    fs_err::write(&copy, lines.join("\n") + "\n").unwrap();
     let new_hash = protospread_core::hash::sha256_file(&copy).unwrap();
     let l = text0
         .lines()
         .find(|l| l.ends_with("  report/range.csv"))
         .unwrap();
-    std::fs::write(
+    fs_err::write(
         &outputs,
         text0.replace(l, &format!("{new_hash}  report/range.csv")),
     )
@@ -340,7 +340,7 @@ fn verify_passes_then_names_each_change() {
     );
 
     // An extra expected file that is not regenerated.
-    std::fs::write(
+    fs_err::write(
         &outputs,
         format!("{text0}{}  report/ghost.csv\n", "0".repeat(64)),
     )
@@ -357,7 +357,7 @@ fn verify_passes_then_names_each_change() {
 /// The repository's pipeline.toml with every `data/` path made absolute and the recorded
 /// input's entry extended by `recorded_extra`, written into `dir`.
 fn embedded_config(dir: &Path, recorded_extra: &str) -> PathBuf {
-    let text = std::fs::read_to_string(repo().join("pipeline.toml")).unwrap();
+    let text = fs_err::read_to_string(repo().join("pipeline.toml")).unwrap();
     let text = text.replace("\"data/", &format!("\"{}/data/", repo().display()));
     let entry = "name = \"recorded_smollm2\"\n";
     assert!(
@@ -365,7 +365,7 @@ fn embedded_config(dir: &Path, recorded_extra: &str) -> PathBuf {
         "pipeline.toml has no recorded_smollm2 input"
     );
     let p = dir.join("pipeline.toml");
-    std::fs::write(&p, text.replace(entry, &format!("{entry}{recorded_extra}"))).unwrap();
+    fs_err::write(&p, text.replace(entry, &format!("{entry}{recorded_extra}"))).unwrap();
     p
 }
 

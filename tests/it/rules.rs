@@ -3,9 +3,9 @@
 
 use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::Int32Type;
-use protospread_answers::format::{Arm, Mode, OptionOrder, StoredRecord, Vocabulary};
-use protospread_answers::parse::{
-    read_single, read_single_lenient, read_whole, read_whole_lenient, Reading, ReplyRule, Status,
+use protospread_answers::{
+    read_single, read_single_lenient, read_whole, read_whole_lenient, Arm, Mode, OptionOrder,
+    Reading, ReplyRule, Status, StoredRecord, Vocabulary,
 };
 use protospread_score::answers::score_in_memory;
 use protospread_score::norms::Norms;
@@ -335,7 +335,7 @@ fn reply_rule_table_counts_requests_replies_and_items() {
 #[test]
 fn recorded_replies_under_both_rules() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let records = protospread_answers::import::read_records(
+    let records = protospread_answers::read_records(
         &root.join("data/recorded/smollm2-135m-instruct.jsonl"),
         &Vocabulary::default(),
     )

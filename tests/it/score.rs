@@ -17,7 +17,7 @@ fn config(dir: &Path, key: &Path, allowlist: &Path) -> PathBuf {
         allowlist.display()
     );
     let p = dir.join("pipeline.toml");
-    std::fs::write(&p, text).unwrap();
+    fs_err::write(&p, text).unwrap();
     p
 }
 
@@ -88,7 +88,7 @@ fn parity_counts_outputs_and_determinism() {
     ] {
         assert!(out1.join("score").join(f).is_file(), "{f}");
     }
-    let sums = std::fs::read_to_string(out1.join("score/SHA256SUMS")).unwrap();
+    let sums = fs_err::read_to_string(out1.join("score/SHA256SUMS")).unwrap();
     for f in [
         "parity_summary.parquet",
         "parity_rows.parquet",
@@ -108,7 +108,7 @@ fn parity_counts_outputs_and_determinism() {
     assert!(score(&cfg, &out2, &["--quiet"]).status.success());
     assert_eq!(
         sums,
-        std::fs::read_to_string(out2.join("score/SHA256SUMS")).unwrap()
+        fs_err::read_to_string(out2.join("score/SHA256SUMS")).unwrap()
     );
 
     // --json carries the same counts (the parity object is the first line; the stored-answer
@@ -146,9 +146,9 @@ fn unexplained_row_outside_the_allowlist_fails() {
     let d = tempfile::tempdir().unwrap();
     let allow = d.path().join("allow.csv");
     // Keep only the Big Five entry: RIASEC row 140 is then unexplained and not reviewed.
-    let full = std::fs::read_to_string(root().join("data/parity_allowlist.csv")).unwrap();
+    let full = fs_err::read_to_string(root().join("data/parity_allowlist.csv")).unwrap();
     let kept: Vec<&str> = full.lines().filter(|l| !l.starts_with("riasec,")).collect();
-    std::fs::write(&allow, kept.join("\n") + "\n").unwrap();
+    fs_err::write(&allow, kept.join("\n") + "\n").unwrap();
     let cfg = config(d.path(), &root().join("data/scoring_key.csv"), &allow);
     let o = score(&cfg, &d.path().join("out"), &["--no-sweep"]);
     assert_eq!(o.status.code(), Some(2));
@@ -157,7 +157,7 @@ fn unexplained_row_outside_the_allowlist_fails() {
     assert!(err.contains("nothing written"), "{err}");
     // A failed check writes nothing: no file appears (the staging folder may be left empty).
     let dir = d.path().join("out/score");
-    assert!(!dir.exists() || std::fs::read_dir(&dir).unwrap().next().is_none());
+    assert!(!dir.exists() || fs_err::read_dir(&dir).unwrap().next().is_none());
 }
 
 /// Issue 10, item 5: a failed parity check leaves the previous score/ byte for byte.
@@ -169,12 +169,12 @@ fn failed_parity_leaves_the_previous_output_intact() {
     let o = score(&good, &out, &["--no-sweep"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let snapshot = |dir: &Path| -> Vec<(String, Vec<u8>)> {
-        let mut v: Vec<_> = std::fs::read_dir(dir)
+        let mut v: Vec<_> = fs_err::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().path())
             .map(|p| {
                 let name = p.file_name().unwrap().to_string_lossy().into_owned();
-                (name, std::fs::read(&p).unwrap())
+                (name, fs_err::read(&p).unwrap())
             })
             .collect();
         v.sort();
@@ -186,7 +186,7 @@ fn failed_parity_leaves_the_previous_output_intact() {
     // The edited key lives in a folder of its own: an --out inside an input's folder is refused.
     let key_dir = tempfile::tempdir().unwrap();
     let key = key_dir.path().join("key.csv");
-    let text = std::fs::read_to_string(root().join("data/scoring_key.csv")).unwrap();
+    let text = fs_err::read_to_string(root().join("data/scoring_key.csv")).unwrap();
     let line = text
         .lines()
         .find(|l| l.starts_with("big_five,30,"))
@@ -194,9 +194,9 @@ fn failed_parity_leaves_the_previous_output_intact() {
     let mut cells: Vec<String> = line.split(',').map(str::to_string).collect();
     assert_eq!(cells[4], "1", "weight column of {line}");
     cells[4] = "2".into();
-    std::fs::write(&key, text.replacen(line, &cells.join(","), 1)).unwrap();
+    fs_err::write(&key, text.replacen(line, &cells.join(","), 1)).unwrap();
     let bad_dir = d.path().join("bad");
-    std::fs::create_dir(&bad_dir).unwrap();
+    fs_err::create_dir(&bad_dir).unwrap();
     let bad = config(&bad_dir, &key, &root().join("data/parity_allowlist.csv"));
     let o = score(&bad, &out, &["--no-sweep"]);
     assert_eq!(
@@ -213,8 +213,8 @@ fn a_wrong_key_breaks_parity_and_fails() {
     let d = tempfile::tempdir().unwrap();
     let key = d.path().join("key.csv");
     // Big Five item 1 (E) reversed: most Big Five rows are no longer reproduced.
-    let text = std::fs::read_to_string(root().join("data/scoring_key.csv")).unwrap();
-    std::fs::write(&key, text.replacen("big_five,1,E,0,", "big_five,1,E,1,", 1)).unwrap();
+    let text = fs_err::read_to_string(root().join("data/scoring_key.csv")).unwrap();
+    fs_err::write(&key, text.replacen("big_five,1,E,0,", "big_five,1,E,1,", 1)).unwrap();
     let cfg = config(d.path(), &key, &root().join("data/parity_allowlist.csv"));
     let o = score(&cfg, &d.path().join("out"), &["--no-sweep"]);
     assert_eq!(
@@ -228,7 +228,7 @@ fn a_wrong_key_breaks_parity_and_fails() {
 #[test]
 fn malformed_keys_are_rejected_naming_file_line_and_column() {
     let d = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(root().join("data/scoring_key.csv")).unwrap();
+    let text = fs_err::read_to_string(root().join("data/scoring_key.csv")).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let cases: Vec<(&str, String, &str)> = vec![
         (
@@ -254,7 +254,7 @@ fn malformed_keys_are_rejected_naming_file_line_and_column() {
     ];
     for (name, body, expect) in cases {
         let key = d.path().join(format!("{name}.csv"));
-        std::fs::write(&key, body).unwrap();
+        fs_err::write(&key, body).unwrap();
         let cfg = config(d.path(), &key, &root().join("data/parity_allowlist.csv"));
         let o = score(&cfg, &d.path().join("out"), &[]);
         let err = String::from_utf8_lossy(&o.stderr);

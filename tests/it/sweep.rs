@@ -2,7 +2,7 @@
 //! lm-eval 0.4.13 layout, tests/fixtures/lm_eval/), its failure reports, and the acceptance
 //! check against the real harness (scripts/lm-eval-check.sh).
 
-use std::fs;
+use fs_err as fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -302,7 +302,7 @@ fn lm_eval_task_folder_from_the_installed_package() {
         format!("#!/bin/sh\necho '{}'\n", tasks.path().display()),
     )
     .unwrap();
-    fs::set_permissions(&py, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(&py, std::fs::Permissions::from_mode(0o755)).unwrap();
     let cfg = dir.path().join("pipeline.toml");
     fs::write(
         &cfg,
@@ -337,7 +337,7 @@ fn lm_eval_task_folder_from_the_installed_package() {
         "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'lm_eval'\" >&2\nexit 1\n",
     )
     .unwrap();
-    fs::set_permissions(&nope, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(&nope, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = run(&[
         "--config",
         cfg.to_str().unwrap(),
@@ -693,7 +693,7 @@ mod real_lm_eval {
             if ["target", "pipeline.toml", "out", ".git"].contains(&name.to_str().unwrap()) {
                 continue;
             }
-            std::os::unix::fs::symlink(e.path(), dir.path().join(&name)).unwrap();
+            fs_err::os::unix::fs::symlink(e.path(), dir.path().join(&name)).unwrap();
         }
         let base = fs::read_to_string(repo().join("pipeline.toml")).unwrap();
         let cut = base.find("\n[sweep]").unwrap();

@@ -70,7 +70,7 @@ pub struct Instrument {
 impl Instrument {
     /// Read and validate an instrument file.
     pub fn load(path: &Path) -> Result<Self, AdministerError> {
-        let text = std::fs::read_to_string(path).map_err(|e| AdministerError::Instrument {
+        let text = fs_err::read_to_string(path).map_err(|e| AdministerError::Instrument {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
@@ -227,7 +227,7 @@ mod tests {
         let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/instruments");
         let inst = Instrument::load(&data.join("ipip50.toml")).unwrap();
         assert_eq!(inst.test, "big_five");
-        let csv = std::fs::read_to_string(data.join("ipip50_items.csv")).unwrap();
+        let csv = fs_err::read_to_string(data.join("ipip50_items.csv")).unwrap();
         let mut lines = csv.lines();
         assert_eq!(lines.next(), Some("item,text"));
         let mut n = 0;

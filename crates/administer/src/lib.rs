@@ -31,7 +31,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// Errors of the administer layer.
 #[derive(Debug, thiserror::Error)]
 pub enum AdministerError {
-    /// A file could not be read or written.
+    /// An I/O error whose message does not name its path (a raw OS error: a lock, a rename
+    /// system call); file-system calls go through `fs_err` and become [`Self::Fs`].
     #[error("{path}: {source}")]
     Io {
         /// The file or folder concerned.
@@ -40,6 +41,9 @@ pub enum AdministerError {
         #[source]
         source: std::io::Error,
     },
+    /// A file-system error from `fs_err`, whose message names the path.
+    #[error(transparent)]
+    Fs(#[from] std::io::Error),
     /// An instrument file is unreadable or invalid.
     /// An instrument file that does not load.
     #[error("instrument file {}: {message}", path.display())]

@@ -10,7 +10,7 @@ use crate::AdministerError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Version of the stored-answer format written.
 pub(crate) const FORMAT_VERSION: u32 = 1;
@@ -206,14 +206,10 @@ pub(crate) struct Existing {
 /// record or when it is the start of a record. Anything else is refused before the file is
 /// touched. Only then is an incomplete last line cut off, so appends start on a fresh line.
 pub(crate) fn load_existing(path: &Path) -> Result<Existing, AdministerError> {
-    let io = |e: std::io::Error| AdministerError::Io {
-        path: path.to_path_buf(),
-        source: e,
-    };
-    let bytes = match std::fs::read(path) {
+    let bytes = match fs_err::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Existing::default()),
-        Err(e) => return Err(io(e)),
+        Err(e) => return Err(e.into()),
     };
     let complete = match bytes.iter().rposition(|&b| b == b'\n') {
         Some(p) => p + 1,
@@ -257,12 +253,9 @@ pub(crate) fn load_existing(path: &Path) -> Result<Existing, AdministerError> {
                 "the last line is incomplete and no complete record precedes it".into(),
             ));
         }
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map_err(io)?;
-        f.set_len(complete as u64).map_err(io)?;
-        f.sync_all().map_err(io)?;
+        let f = fs_err::OpenOptions::new().write(true).open(path)?;
+        f.set_len(complete as u64)?;
+        f.sync_all()?;
     }
     Ok(Existing {
         records,
@@ -273,34 +266,30 @@ pub(crate) fn load_existing(path: &Path) -> Result<Existing, AdministerError> {
 /// The exclusive lock of an output file, held while a run appends to it and rewrites it.
 #[derive(Debug)]
 pub(crate) struct OutputLock {
-    _file: std::fs::File,
+    _file: fs_err::File,
 }
 
 /// Lock `path` (created empty if missing) for this process; a second run on the same file is
 /// refused instead of interleaving records.
 pub(crate) fn lock_output(path: &Path) -> Result<OutputLock, AdministerError> {
-    let io = |e: std::io::Error| AdministerError::Io {
-        path: path.to_path_buf(),
-        source: e,
-    };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| AdministerError::Io {
-            path: dir.to_path_buf(),
-            source: e,
-        })?;
+        fs_err::create_dir_all(dir)?;
     }
-    let file = std::fs::OpenOptions::new()
+    let file = fs_err::OpenOptions::new()
         .read(true)
         .append(true)
         .create(true)
-        .open(path)
-        .map_err(io)?;
+        .open(path)?;
     match file.try_lock() {
         Ok(()) => Ok(OutputLock { _file: file }),
         Err(std::fs::TryLockError::WouldBlock) => Err(AdministerError::Locked {
             path: path.to_path_buf(),
         }),
-        Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
+        // std's lock error does not name the file.
+        Err(std::fs::TryLockError::Error(e)) => Err(AdministerError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        }),
     }
 }
 
@@ -320,44 +309,29 @@ pub(crate) fn latest_by_key(records: Vec<Record>) -> BTreeMap<String, Record> {
 
 /// Appends records one line at a time, flushed and synced, so a kill loses nothing written.
 pub(crate) struct Appender {
-    path: PathBuf,
-    file: std::fs::File,
+    file: fs_err::File,
 }
 
 impl Appender {
     /// Open (create) `path` for appending.
     pub(crate) fn open(path: &Path) -> Result<Self, AdministerError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| AdministerError::Io {
-                path: dir.to_path_buf(),
-                source: e,
-            })?;
+            fs_err::create_dir_all(dir)?;
         }
-        let file = std::fs::OpenOptions::new()
+        let file = fs_err::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(path)
-            .map_err(|e| AdministerError::Io {
-                path: path.to_path_buf(),
-                source: e,
-            })?;
-        Ok(Appender {
-            path: path.to_path_buf(),
-            file,
-        })
+            .open(path)?;
+        Ok(Appender { file })
     }
 
     /// Append one record as one line (a single write call) and sync it to disk.
     pub(crate) fn append(&mut self, r: &Record) -> Result<(), AdministerError> {
         let mut line = serde_json::to_string(r).expect("record serializes");
         line.push('\n');
-        let io = |e| AdministerError::Io {
-            path: self.path.clone(),
-            source: e,
-        };
-        self.file.write_all(line.as_bytes()).map_err(io)?;
-        self.file.flush().map_err(io)?;
-        self.file.sync_data().map_err(io)
+        self.file.write_all(line.as_bytes())?;
+        self.file.flush()?;
+        Ok(self.file.sync_data()?)
     }
 }
 
@@ -424,12 +398,12 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("a.jsonl");
         let line = serde_json::to_string(&rec("a", None)).unwrap();
-        std::fs::write(&p, format!("{line}\n{{\"format_ver")).unwrap();
+        fs_err::write(&p, format!("{line}\n{{\"format_ver")).unwrap();
         let e = load_existing(&p).unwrap();
         assert_eq!((e.records.len(), e.truncated_bytes), (1, 12));
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), format!("{line}\n"));
+        assert_eq!(fs_err::read_to_string(&p).unwrap(), format!("{line}\n"));
 
-        std::fs::write(&p, format!("{line}\nnot json\n{line}\n")).unwrap();
+        fs_err::write(&p, format!("{line}\nnot json\n{line}\n")).unwrap();
         let err = load_existing(&p).unwrap_err().to_string();
         assert!(err.contains("a.jsonl") && err.contains("line 2"), "{err}");
     }
@@ -439,12 +413,12 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("one.jsonl");
         for content in ["{\"a\":1}", "{\"a\":1}\n{\"b\":2}", "hello"] {
-            std::fs::write(&p, content).unwrap();
+            fs_err::write(&p, content).unwrap();
             let err = load_existing(&p).unwrap_err().to_string();
             assert!(err.contains("not a stored-answer file"), "{err}");
-            assert_eq!(std::fs::read_to_string(&p).unwrap(), content);
+            assert_eq!(fs_err::read_to_string(&p).unwrap(), content);
         }
-        std::fs::write(&p, "{\"format_version\":1,\"mod").unwrap();
+        fs_err::write(&p, "{\"format_version\":1,\"mod").unwrap();
         assert_eq!(load_existing(&p).unwrap().truncated_bytes, 24);
     }
 

@@ -82,33 +82,28 @@ pub fn run_resumable<P, R: StoredRequest>(
         }
     }
     drop(answered);
-    let io = |e: std::io::Error| AdministerError::Io {
-        path: out.to_path_buf(),
-        source: e,
-    };
     let (mut sent, mut failed) = (0usize, 0usize);
     let mut new_records = Vec::new();
     if !todo.is_empty() {
         if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs_err::create_dir_all(dir).map_err(io)?;
+            fs_err::create_dir_all(dir)?;
         }
         let mut f = fs_err::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(out)
-            .map_err(io)?;
+            .open(out)?;
         if truncated_bytes > 0 {
             // Cut an interrupted last line so the next record starts on its own line.
-            let len = f.file().metadata().map_err(io)?.len();
-            f.file().set_len(len - truncated_bytes as u64).map_err(io)?;
+            let len = f.metadata()?.len();
+            f.set_len(len - truncated_bytes as u64)?;
         }
         for p in todo {
             let r = send(p);
             let mut line = serde_json::to_string(&r).expect("record serializes");
             line.push('\n');
-            f.write_all(line.as_bytes()).map_err(io)?;
-            f.flush().map_err(io)?;
-            f.file().sync_data().map_err(io)?;
+            f.write_all(line.as_bytes())?;
+            f.flush()?;
+            f.sync_data()?;
             sent += 1;
             if !r.answered() {
                 failed += 1;

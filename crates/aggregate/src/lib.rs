@@ -18,10 +18,6 @@ mod stage;
 mod stats;
 mod table;
 
-/// Synthetic score-stage output for tests of this crate, the report crate and the binary.
-#[doc(hidden)]
-pub mod fixture;
-
 use protospread_core::config::{AggregateSection, Config, InputRole};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -108,7 +108,7 @@ fn input_err(path: &Path, message: impl Into<String>) -> AggregateError {
 
 /// Check that `path` exists and has every contract column with a usable type.
 fn check_schema(path: &Path, columns: &[(&str, Kind)]) -> Result<(), AggregateError> {
-    let f = fs_err::File::open(path).map_err(|e| input_err(path, format!("cannot open: {e}")))?;
+    let f = fs_err::File::open(path).map_err(protospread_core::CoreError::Fs)?;
     let b = ParquetRecordBatchReaderBuilder::try_new(f.into_parts().0)
         .map_err(|e| input_err(path, format!("not a readable Parquet file: {e}")))?;
     let schema = b.schema();

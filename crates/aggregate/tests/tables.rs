@@ -4,11 +4,13 @@
 
 use arrow::array::{Array, BooleanArray, Float64Array, Int64Array, StringArray};
 use arrow::record_batch::RecordBatch;
-use protospread_aggregate::fixture::{self, FxAnswer, FxScore};
 use protospread_aggregate::Params;
 use protospread_core::config::AggregateSection;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+
+mod fixture;
+use fixture::{FxAnswer, FxScore};
 
 const PROTOCOL: &[&str] = &[
     "S0", "S0r", "SR", "SP", "B0", "B0r", "BS1", "BS2", "BS3", "BS4",
@@ -26,7 +28,7 @@ fn run_rows(
 ) -> (tempfile::TempDir, BTreeMap<String, RecordBatch>) {
     let dir = tempfile::tempdir().unwrap();
     let score = dir.path().join("score");
-    std::fs::create_dir_all(&score).unwrap();
+    fs_err::create_dir_all(&score).unwrap();
     write_many_row_groups(&score, scores, answers);
     let params = Params::from(AggregateSection {
         target_partitions: partitions,
@@ -34,7 +36,7 @@ fn run_rows(
     });
     protospread_aggregate::run(&score, &dir.path().join("aggregate"), &params).unwrap();
     let mut tables = BTreeMap::new();
-    for e in std::fs::read_dir(dir.path().join("aggregate")).unwrap() {
+    for e in fs_err::read_dir(dir.path().join("aggregate")).unwrap() {
         let p = e.unwrap().path();
         if p.extension().is_some_and(|x| x == "parquet") {
             let (_, b) = protospread_core::pq::read(&p).unwrap();
@@ -57,8 +59,9 @@ fn write_many_row_groups(score: &Path, s: &[FxScore], a: &[FxAnswer]) {
         ("scale_scores.parquet", fixture::scores_batch(s)),
         ("parsed_answers.parquet", fixture::answers_batch(a)),
         ("norms.parquet", fixture::norms_batch()),
+        ("reply_rules.parquet", fixture::reply_rules_batch()),
     ] {
-        let f = std::fs::File::create(score.join(name)).unwrap();
+        let f = fs_err::File::create(score.join(name)).unwrap();
         let props = WriterProperties::builder()
             .set_max_row_group_row_count(Some(97))
             .build();
@@ -245,7 +248,7 @@ fn one_and_many_partitions_give_identical_bytes() {
     let (d8, _) = run_fixture(8);
     let (d3, _) = run_fixture(3);
     let files = |d: &Path| {
-        let mut v: Vec<_> = std::fs::read_dir(d.join("aggregate"))
+        let mut v: Vec<_> = fs_err::read_dir(d.join("aggregate"))
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
@@ -256,15 +259,15 @@ fn one_and_many_partitions_give_identical_bytes() {
     assert!(names.len() >= 10, "{names:?}");
     assert_eq!(names, files(d8.path()));
     for n in &names {
-        let a = std::fs::read(d1.path().join("aggregate").join(n)).unwrap();
+        let a = fs_err::read(d1.path().join("aggregate").join(n)).unwrap();
         assert_eq!(
             a,
-            std::fs::read(d8.path().join("aggregate").join(n)).unwrap(),
+            fs_err::read(d8.path().join("aggregate").join(n)).unwrap(),
             "{n:?} differs between 1 and 8 partitions"
         );
         assert_eq!(
             a,
-            std::fs::read(d3.path().join("aggregate").join(n)).unwrap(),
+            fs_err::read(d3.path().join("aggregate").join(n)).unwrap(),
             "{n:?} differs between 1 and 3 partitions"
         );
     }
@@ -866,6 +869,34 @@ fn write_scores(dir: &Path, rows: &[FxScore], answers: &[FxAnswer]) {
     protospread_core::pq::write(&dir.join("scale_scores.parquet"), sb.schema(), &[sb]).unwrap();
     protospread_core::pq::write(&dir.join("parsed_answers.parquet"), ab.schema(), &[ab]).unwrap();
     protospread_core::pq::write(&dir.join("norms.parquet"), nb.schema(), &[nb]).unwrap();
+    let rb = fixture::reply_rules_batch();
+    protospread_core::pq::write(&dir.join("reply_rules.parquet"), rb.schema(), &[rb]).unwrap();
+}
+
+#[test]
+fn reply_rules_pass_through_sorted_strict_first() {
+    let (_d, t) = run_fixture(3);
+    let r = &t["reply_rules"];
+    let s = |n: &str| -> Vec<String> {
+        let c = r.column_by_name(n).unwrap();
+        let c = c.as_any().downcast_ref::<StringArray>().unwrap();
+        (0..c.len()).map(|i| c.value(i).to_string()).collect()
+    };
+    let i = |n: &str| -> Vec<i64> {
+        let c = r.column_by_name(n).unwrap();
+        c.as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap()
+            .values()
+            .to_vec()
+    };
+    assert_eq!(s("condition"), ["B0", "S0", "S0"]);
+    assert_eq!(s("rule"), ["strict", "strict", "lenient"]);
+    assert_eq!(s("mode"), ["whole", "single", "single"]);
+    assert_eq!(i("requests"), [1, 10, 10]);
+    assert_eq!(i("readable_replies"), [0, 7, 9]);
+    assert_eq!(i("items"), [50, 10, 10]);
+    assert_eq!(i("readable_items"), [49, 7, 9]);
 }
 
 #[test]
@@ -878,7 +909,7 @@ fn bad_inputs_are_named() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("scale_scores.parquet") && e.contains("cannot open"),
+        e.contains("failed to open file") && e.contains("scale_scores.parquet"),
         "{e}"
     );
     // Duplicate row.
@@ -954,12 +985,12 @@ fn bad_inputs_are_named() {
     );
     // No human norms.
     write_scores(dir.path(), &scores, &answers);
-    std::fs::remove_file(dir.path().join("norms.parquet")).unwrap();
+    fs_err::remove_file(dir.path().join("norms.parquet")).unwrap();
     let e = protospread_aggregate::compute_tables(dir.path(), &p)
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("norms.parquet") && e.contains("cannot open"),
+        e.contains("failed to open file") && e.contains("norms.parquet"),
         "{e}"
     );
     // Too many partitions is refused before any session is set up.
@@ -1014,7 +1045,7 @@ fn equal_variances_are_not_exceeding_on_any_partition_count() {
         );
         assert_eq!(f(c, "ratio")[k], Some(1.0));
         assert_eq!(f(c, "protocol_sd")[k], f(c, "sampling_sd")[k]);
-        let bytes = std::fs::read(d.path().join("aggregate/cells.parquet")).unwrap();
+        let bytes = fs_err::read(d.path().join("aggregate/cells.parquet")).unwrap();
         match &first {
             None => first = Some(bytes),
             Some(b) => assert_eq!(b, &bytes, "{parts} partitions"),
@@ -1026,8 +1057,8 @@ fn equal_variances_are_not_exceeding_on_any_partition_count() {
 fn failed_run_leaves_previous_outputs() {
     let (_d, _) = run_fixture(1);
     let out = _d.path().join("aggregate");
-    let before = std::fs::read(out.join("cells.parquet")).unwrap();
-    std::fs::write(
+    let before = fs_err::read(out.join("cells.parquet")).unwrap();
+    fs_err::write(
         _d.path().join("score/parsed_answers.parquet"),
         b"not parquet",
     )
@@ -1035,5 +1066,5 @@ fn failed_run_leaves_previous_outputs() {
     let e =
         protospread_aggregate::run(&_d.path().join("score"), &out, &Params::default()).unwrap_err();
     assert!(e.to_string().contains("parsed_answers.parquet"), "{e}");
-    assert_eq!(std::fs::read(out.join("cells.parquet")).unwrap(), before);
+    assert_eq!(fs_err::read(out.join("cells.parquet")).unwrap(), before);
 }

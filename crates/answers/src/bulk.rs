@@ -19,13 +19,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// Records per written batch.
-pub const BATCH_ROWS: usize = 65_536;
+pub(crate) const BATCH_ROWS: usize = 65_536;
 /// Item answers per model of the design.
-pub const ITEMS_PER_MODEL: u64 = 2_184;
+pub(crate) const ITEMS_PER_MODEL: u64 = 2_184;
 /// Label of every generated record.
-pub const BULK_LABEL: &str = "bulk";
+pub(crate) const BULK_LABEL: &str = "bulk";
 /// Study name of every generated record.
-pub const BULK_STUDY: &str = "questionnaire-protocol-sensitivity-bulk";
+pub(crate) const BULK_STUDY: &str = "questionnaire-protocol-sensitivity-bulk";
 
 /// What [`write_bulk`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,7 +219,7 @@ pub fn write_bulk(path: &Path, n_answers: u64, seed: u64) -> Result<BulkSummary,
     }
     let models = n_answers.div_ceil(ITEMS_PER_MODEL);
     let tmp = path.with_extension("parquet.tmp");
-    let file = std::fs::File::create(&tmp).map_err(|e| AnswersError::io(&tmp, e))?;
+    let file = fs_err::File::create(&tmp).map_err(AnswersError::Fs)?;
     let perr = |e: parquet::errors::ParquetError| AnswersError::File {
         file: tmp.clone(),
         message: e.to_string(),
@@ -319,7 +319,7 @@ pub fn write_bulk(path: &Path, n_answers: u64, seed: u64) -> Result<BulkSummary,
         w.write(&cols.finish()?).map_err(perr)?;
     }
     w.close().map_err(perr)?;
-    std::fs::rename(&tmp, path).map_err(|e| AnswersError::io(path, e))?;
+    fs_err::rename(&tmp, path).map_err(AnswersError::Fs)?;
     Ok(BulkSummary {
         models,
         requests,
@@ -337,7 +337,7 @@ mod tests {
         let (a, b) = (d.path().join("a.parquet"), d.path().join("b.parquet"));
         let s = write_bulk(&a, 3000, 7).unwrap();
         write_bulk(&b, 3000, 7).unwrap();
-        assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        assert_eq!(fs_err::read(&a).unwrap(), fs_err::read(&b).unwrap());
         assert_eq!(s.models, 2);
         assert_eq!(s.requests, 2 * 1200);
         assert_eq!(s.item_answers, 2 * 2184);

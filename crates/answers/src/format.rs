@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The only format version this build reads and writes.
-pub const FORMAT_VERSION: i32 = 1;
+pub(crate) const FORMAT_VERSION: i32 = 1;
 
 /// The eleven conditions of the study, in the study's order.
 pub const CONDITIONS: [&str; 11] = [
@@ -25,7 +25,7 @@ pub const PROTOCOL_CONDITIONS: [&str; 10] = [
 ];
 
 /// The four tests of the study with their item counts (168 items).
-pub const TESTS: [(&str, u32); 4] = [
+pub(crate) const TESTS: [(&str, u32); 4] = [
     ("big_five", 50),
     ("riasec", 60),
     ("dark_triad", 18),
@@ -33,13 +33,13 @@ pub const TESTS: [(&str, u32); 4] = [
 ];
 
 /// The two instructions of the study (P2 is a paraphrase of P1).
-pub const INSTRUCTIONS: [&str; 2] = ["P1", "P2"];
+pub(crate) const INSTRUCTIONS: [&str; 2] = ["P1", "P2"];
 
 /// Number of answer options shown for every item (five-point scales, shown as 1..=5).
 pub const OPTIONS: u8 = 5;
 
 /// Column names of the stored-answer format, in schema order.
-pub const COLUMNS: [&str; 18] = [
+pub(crate) const COLUMNS: [&str; 18] = [
     "format_version",
     "study",
     "model",
@@ -340,7 +340,7 @@ pub(crate) fn column<'a, T: 'static>(
 }
 
 /// Read records back from batches of [`stored_schema`] (as written by the fetch stage).
-pub fn from_batches(
+pub(crate) fn from_batches(
     batches: &[RecordBatch],
     file: &std::path::Path,
 ) -> Result<Vec<StoredRecord>, AnswersError> {

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Columns every file must have (optional columns may be left out entirely).
-pub const REQUIRED_COLUMNS: [&str; 11] = [
+pub(crate) const REQUIRED_COLUMNS: [&str; 11] = [
     "format_version",
     "study",
     "model",
@@ -45,11 +45,11 @@ pub const REQUIRED_COLUMNS: [&str; 11] = [
 
 /// Prefix of extension columns: carried by harnesses (request, usage, timing...), accepted
 /// and not imported. Any other unknown column is an error, so that a misspelt column is caught.
-pub const EXTENSION_PREFIX: &str = "x_";
+pub(crate) const EXTENSION_PREFIX: &str = "x_";
 
 /// Which file format a path holds, by extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
+pub(crate) enum FileKind {
     /// Comma-separated values with a header row.
     Csv,
     /// One JSON object per line.
@@ -60,7 +60,7 @@ pub enum FileKind {
 
 impl FileKind {
     /// `.csv`, `.jsonl` (or `.ndjson`), `.parquet`; anything else is refused.
-    pub fn of(path: &Path) -> Result<Self, AnswersError> {
+    pub(crate) fn of(path: &Path) -> Result<Self, AnswersError> {
         let ext = path
             .extension()
             .map(|e| e.to_string_lossy().to_ascii_lowercase())
@@ -114,7 +114,7 @@ const fn col(name: &str) -> usize {
 }
 
 /// Rows per batch while importing: the importer holds about this many rows at a time.
-pub const BATCH_ROWS: usize = 8192;
+pub(crate) const BATCH_ROWS: usize = 8192;
 
 type RowSink<'a> = dyn for<'r> FnMut(RawRow<'r>) -> Result<(), AnswersError> + 'a;
 
@@ -236,7 +236,7 @@ pub fn import_file(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), Answers
 
 /// As [`import_file`], also accepting the conditions, tests and instructions declared in
 /// `[answers]` of pipeline.toml. Collects the batches of [`import_into`].
-pub fn import_file_with(
+pub(crate) fn import_file_with(
     path: &Path,
     section: &AnswersSection,
 ) -> Result<(SchemaRef, Vec<RecordBatch>), AnswersError> {
@@ -272,7 +272,7 @@ pub fn import_into(
         .map_err(|e| AnswersError::io(std::env::temp_dir(), e))?;
     let staged = tmp.path().join("validated.parquet");
     let pq_err = |e: parquet::errors::ParquetError| file_err(&staged, e.to_string());
-    let file = fs_err::File::create(&staged).map_err(|e| AnswersError::io(&staged, e))?;
+    let file = fs_err::File::create(&staged).map_err(AnswersError::Fs)?;
     let mut writer =
         ArrowWriter::try_new(file, staging_schema(), Some(staging_properties())).map_err(pq_err)?;
     let mut builders = Builders::new();
@@ -392,7 +392,7 @@ fn empty_cells<'a>() -> [Option<Cow<'a, str>>; COLUMNS.len()] {
 }
 
 fn read_csv(path: &Path, f: &mut RowSink) -> Result<(), AnswersError> {
-    let file = fs_err::File::open(path).map_err(|e| AnswersError::io(path, e))?;
+    let file = fs_err::File::open(path).map_err(AnswersError::Fs)?;
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(false)
@@ -498,7 +498,7 @@ impl<'de> serde::Deserialize<'de> for JsonLine {
 
 fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<(), AnswersError> {
     use std::io::BufRead;
-    let file = fs_err::File::open(path).map_err(|e| AnswersError::io(path, e))?;
+    let file = fs_err::File::open(path).map_err(AnswersError::Fs)?;
     let mut reader = std::io::BufReader::new(file);
     let mut rows = 0usize;
     let mut buf = Vec::new();
@@ -507,7 +507,7 @@ fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<(), AnswersError> {
         buf.clear();
         let n = reader
             .read_until(b'\n', &mut buf)
-            .map_err(|e| AnswersError::io(path, e))?;
+            .map_err(AnswersError::Fs)?;
         if n == 0 {
             break;
         }
@@ -585,7 +585,7 @@ fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<(), AnswersError> {
 fn read_parquet(path: &Path, f: &mut RowSink) -> Result<(), AnswersError> {
     let perr =
         |e: parquet::errors::ParquetError| file_err(path, format!("not a Parquet file: {e}"));
-    let file = fs_err::File::open(path).map_err(|e| AnswersError::io(path, e))?;
+    let file = fs_err::File::open(path).map_err(AnswersError::Fs)?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file.into_parts().0).map_err(perr)?;
     let names: Vec<String> = builder
         .schema()

@@ -2,29 +2,49 @@
 //! the fetch, score and administer stages share it. This crate sits below all three and
 //! depends on none of them.
 //!
-//! - [`format`]: the stored-answer record, its fixed Arrow schema and the vocabularies
-//!   (conditions, tests, instructions) a record may name.
-//! - [`import`]: read a stored-answer file (CSV, JSONL or Parquet), validate every record and
-//!   return it normalized and sorted. Used by the fetch stage.
-//! - [`parse`]: the reply rules (the strict rule of the study and a lenient one,
-//!   [`parse::ReplyRule`]) as plain functions: which reply texts count as an answer, and the
-//!   mapping of a shown option number back to the human 0..4 scale. The score
-//!   crate wraps them as DataFusion functions.
-//! - [`simulate`]: the simulated study with planted effects (every record labelled
-//!   "simulated").
+//! - The format: the stored-answer record ([`StoredRecord`]), its fixed Arrow schema
+//!   ([`stored_schema`]) and the vocabularies (conditions, tests, instructions) a record may
+//!   name ([`Vocabulary`]).
+//! - Import: read a stored-answer file (CSV, JSONL or Parquet), validate every record and
+//!   return it normalized and sorted ([`import_file`], [`import_into`]). Used by the fetch
+//!   stage.
+//! - Parse: the reply rules as plain functions, the study's strict rule ([`read_single`],
+//!   [`read_whole`]) and a lenient one reported beside it ([`read_single_lenient`],
+//!   [`read_whole_lenient`]; [`ReplyRule`] names them): which reply texts count as an
+//!   answer, and the mapping of a shown option number back to the human 0..4 scale
+//!   ([`option_to_value`]). The score crate wraps them as DataFusion
+//!   functions.
+//! - Simulate: the simulated study with planted effects ([`simulate()`], every record labelled
+//!   "simulated"), and a large synthetic answer file for performance runs ([`write_bulk`]).
 
-pub mod bulk;
-pub mod format;
-pub mod import;
-pub mod parse;
-pub mod simulate;
+mod bulk;
+mod format;
+mod import;
+mod parse;
+mod simulate;
+
+pub use bulk::{write_bulk, BulkSummary};
+pub use format::{
+    stored_schema, to_batch, Arm, Mode, OptionOrder, StoredRecord, Vocabulary, CONDITIONS, OPTIONS,
+    PROTOCOL_CONDITIONS,
+};
+pub use import::{import_file, import_into, read_records, SORTED_BY};
+pub use parse::{
+    option_to_value, read_single, read_single_lenient, read_whole, read_whole_lenient,
+    value_to_option, Reading, ReplyRule, Status,
+};
+pub use simulate::{
+    item_map, simulate, write_simulation, ItemInfo, ItemKey, SimOutput, SIMULATED_ANSWERS_FILE,
+    SIMULATED_LABEL, SIMULATED_TRUTH_FILE,
+};
 
 use std::path::PathBuf;
 
 /// Errors of the stored-answer layer. Record errors name file, row and column.
 #[derive(Debug, thiserror::Error)]
 pub enum AnswersError {
-    /// A file could not be read or written.
+    /// An I/O error whose message does not name its path (a raw OS error: a lock, a rename
+    /// system call); file-system calls go through `fs_err` and become [`Self::Fs`].
     #[error("{path}: {source}")]
     Io {
         /// The file or folder concerned.
@@ -33,6 +53,9 @@ pub enum AnswersError {
         #[source]
         source: std::io::Error,
     },
+    /// A file-system error from `fs_err`, whose message names the path.
+    #[error(transparent)]
+    Fs(#[from] std::io::Error),
     /// One record (or cell) is invalid. `row` counts data records from 1 (the CSV header is
     /// not a row); `line` is the line of the file where the record starts, when known.
     #[error("{}: row {row}{}, column {column}: {message}", file.display(), line.map(|l| format!(" (line {l})")).unwrap_or_default())]

@@ -17,41 +17,41 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Version of the generative model; part of the truth file.
-pub const GENERATOR: &str = "protospread simulate v1";
+pub(crate) const SIMULATION_GENERATOR: &str = "protospread simulate v1";
 /// The label of every simulated record.
-pub const LABEL: &str = "simulated";
+pub const SIMULATED_LABEL: &str = "simulated";
 /// The study name of every simulated record.
-pub const STUDY: &str = "questionnaire-protocol-sensitivity-simulated";
+pub(crate) const SIMULATED_STUDY: &str = "questionnaire-protocol-sensitivity-simulated";
 /// File names written by [`write`].
-pub const ANSWERS_FILE: &str = "simulated_answers.jsonl";
+pub const SIMULATED_ANSWERS_FILE: &str = "simulated_answers.jsonl";
 /// File name of the planted truth (JSON).
-pub const TRUTH_FILE: &str = "simulated_truth.json";
+pub const SIMULATED_TRUTH_FILE: &str = "simulated_truth.json";
 
 /// Item order seeds of BS1..BS4 (the same for every model and test).
-pub const SHUFFLE_SEEDS: [(&str, i64); 4] = [("BS1", 1), ("BS2", 2), ("BS3", 3), ("BS4", 4)];
+pub(crate) const SHUFFLE_SEEDS: [(&str, i64); 4] = [("BS1", 1), ("BS2", 2), ("BS3", 3), ("BS4", 4)];
 
 /// Standard deviations and ranges of the generative model (docs/simulation.md).
-pub mod params {
+pub(crate) mod params {
     /// Trait level of a model on a scale, keyed 0..4 units: uniform on [LO, HI].
-    pub const TRAIT_LO: f64 = 0.8;
+    pub(crate) const TRAIT_LO: f64 = 0.8;
     /// Upper bound of the trait level.
-    pub const TRAIT_HI: f64 = 3.2;
+    pub(crate) const TRAIT_HI: f64 = 3.2;
     /// Per model and item deviation from the trait level.
-    pub const ITEM_SD: f64 = 0.5;
+    pub(crate) const ITEM_SD: f64 = 0.5;
     /// Condition shifts per model, test and scale.
-    pub const SR_SD: f64 = 0.3;
+    pub(crate) const SR_SD: f64 = 0.3;
     /// Condition shift SD of the single-item paraphrase (SP).
-    pub const SP_SD: f64 = 0.5;
+    pub(crate) const SP_SD: f64 = 0.5;
     /// Condition shift SD of the whole-test mode.
-    pub const WHOLE_SD: f64 = 0.6;
+    pub(crate) const WHOLE_SD: f64 = 0.6;
     /// Condition shift SD of the item shuffles (BS1..BS4).
-    pub const SHUFFLE_SD: f64 = 0.35;
+    pub(crate) const SHUFFLE_SD: f64 = 0.35;
     /// Option-order bias (towards lower option numbers), uniform on [0, BIAS_MAX].
-    pub const BIAS_MAX: f64 = 0.5;
+    pub(crate) const BIAS_MAX: f64 = 0.5;
     /// Temperature-1 noise per reply.
-    pub const ST1_SD: f64 = 0.35;
+    pub(crate) const ST1_SD: f64 = 0.35;
     /// Rerun noise of the one model whose endpoint does not honour temperature 0.
-    pub const JITTER_SD: f64 = 0.3;
+    pub(crate) const JITTER_SD: f64 = 0.3;
 }
 
 /// Scoring direction of one item, as the scoring key gives it.
@@ -266,7 +266,7 @@ fn to_option(latent: f64) -> i32 {
 }
 
 /// The item order of BSk for a test of `n` items (Fisher-Yates with its fixed seed).
-pub fn shuffled_order(n: usize, order_seed: i64) -> Vec<i32> {
+pub(crate) fn shuffled_order(n: usize, order_seed: i64) -> Vec<i32> {
     let mut v: Vec<i32> = (1..=n as i32).collect();
     let mut rng = ChaCha20Rng::seed_from_u64(order_seed as u64);
     for i in (1..n).rev() {
@@ -301,7 +301,7 @@ const VALUE_WORDS: [&str; 5] = [
 ];
 
 /// Generate the simulated study for `seed` over the items of `items`.
-pub fn generate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, AnswersError> {
+pub fn simulate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, AnswersError> {
     let mut out = Vec::<u8>::new();
     let mut models = Vec::new();
     let mut scales = Vec::new();
@@ -474,7 +474,7 @@ pub fn generate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, AnswersError
                     };
                     let base = |mode: &'static str, reply: String| OutRecord {
                         format_version: FORMAT_VERSION,
-                        study: STUDY,
+                        study: SIMULATED_STUDY,
                         model: &name,
                         arm: if is_api { "api" } else { "cli" },
                         cohort: cohort.as_deref(),
@@ -490,7 +490,7 @@ pub fn generate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, AnswersError
                         temperature,
                         reply,
                         error: None,
-                        label: LABEL,
+                        label: SIMULATED_LABEL,
                     };
                     let whole = cond.starts_with('B');
                     if !whole {
@@ -606,10 +606,10 @@ pub fn generate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, AnswersError
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     let truth = Truth {
-        generator: GENERATOR.into(),
+        generator: SIMULATION_GENERATOR.into(),
         seed,
-        label: LABEL.into(),
-        study: STUDY.into(),
+        label: SIMULATED_LABEL.into(),
+        study: SIMULATED_STUDY.into(),
         params,
         models,
         scales,
@@ -686,10 +686,10 @@ fn whole_reply(
 }
 
 /// Write the answers and the truth file into `dir` (created if needed), atomically.
-pub fn write(dir: &Path, sim: &SimOutput) -> Result<(), AnswersError> {
+pub fn write_simulation(dir: &Path, sim: &SimOutput) -> Result<(), AnswersError> {
     let mut staged = protospread_core::atomic::Staged::new();
-    staged.put(&dir.join(ANSWERS_FILE), &sim.answers_jsonl)?;
-    staged.put(&dir.join(TRUTH_FILE), &sim.truth_json)?;
+    staged.put(&dir.join(SIMULATED_ANSWERS_FILE), &sim.answers_jsonl)?;
+    staged.put(&dir.join(SIMULATED_TRUTH_FILE), &sim.truth_json)?;
     staged.commit()?;
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! file exactly as it was; rename within one folder is atomic on POSIX file systems.
 
 use crate::{CoreError, Result};
-use std::fs;
+use fs_err as fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -23,7 +23,7 @@ fn temp_sibling(path: &Path) -> PathBuf {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     if let Some(parent) = path.parent() {
         if !parent.as_os_str().is_empty() {
-            fs::create_dir_all(parent).map_err(|e| CoreError::io(parent, e))?;
+            fs::create_dir_all(parent).map_err(CoreError::Fs)?;
         }
     }
     let tmp = temp_sibling(path);
@@ -35,7 +35,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     })();
     if let Err(e) = result {
         let _ = fs::remove_file(&tmp);
-        return Err(CoreError::io(path, e));
+        return Err(CoreError::Fs(e));
     }
     Ok(())
 }
@@ -118,13 +118,13 @@ impl Staged {
                 file.write_all(bytes)?;
                 file.sync_all()
             })()
-            .map_err(|e| CoreError::io(&tmp, e))?;
+            .map_err(CoreError::Fs)?;
             self.pending.push((tmp, path.to_path_buf()));
             return Ok(());
         }
         if let Some(parent) = path.parent() {
             if !parent.as_os_str().is_empty() {
-                fs::create_dir_all(parent).map_err(|e| CoreError::io(parent, e))?;
+                fs::create_dir_all(parent).map_err(CoreError::Fs)?;
             }
         }
         let tmp = temp_sibling(path);
@@ -133,7 +133,7 @@ impl Staged {
             f.write_all(bytes)?;
             f.sync_all()
         })()
-        .map_err(|e| CoreError::io(&tmp, e))?;
+        .map_err(CoreError::Fs)?;
         self.pending.push((tmp, path.to_path_buf()));
         Ok(())
     }
@@ -160,7 +160,7 @@ impl Staged {
             return result;
         }
         for (tmp, dest) in pending {
-            fs::rename(&tmp, &dest).map_err(|e| CoreError::io(&dest, e))?;
+            fs::rename(&tmp, &dest).map_err(CoreError::Fs)?;
         }
         Ok(())
     }

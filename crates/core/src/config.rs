@@ -159,7 +159,7 @@ impl Config {
 
     /// Read and parse a configuration file.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| CoreError::io(path, e))?;
+        let text = fs_err::read_to_string(path).map_err(CoreError::Fs)?;
         let base = path
             .parent()
             .filter(|p| !p.as_os_str().is_empty())

@@ -5,9 +5,9 @@
 //! newline. Sorting by path makes the manifest itself deterministic.
 
 use crate::{CoreError, Result};
+use fs_err as fs;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -21,11 +21,11 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Lowercase hex sha256 of the file at `path`, streamed.
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut f = fs::File::open(path).map_err(|e| CoreError::io(path, e))?;
+    let mut f = fs::File::open(path).map_err(CoreError::Fs)?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
-        let n = f.read(&mut buf).map_err(|e| CoreError::io(path, e))?;
+        let n = f.read(&mut buf).map_err(CoreError::Fs)?;
         if n == 0 {
             break;
         }
@@ -61,14 +61,14 @@ impl Manifest {
         let mut entries = BTreeMap::new();
         let mut stack = vec![dir.to_path_buf()];
         while let Some(d) = stack.pop() {
-            for entry in fs::read_dir(&d).map_err(|e| CoreError::io(&d, e))? {
-                let entry = entry.map_err(|e| CoreError::io(&d, e))?;
+            for entry in fs::read_dir(&d).map_err(CoreError::Fs)? {
+                let entry = entry.map_err(CoreError::Fs)?;
                 let p = entry.path();
                 let name = entry.file_name().to_string_lossy().into_owned();
                 if name.starts_with('.') || (d == dir && skip.contains(&name.as_str())) {
                     continue;
                 }
-                let ft = entry.file_type().map_err(|e| CoreError::io(&p, e))?;
+                let ft = entry.file_type().map_err(CoreError::Fs)?;
                 if ft.is_dir() {
                     stack.push(p);
                 } else if ft.is_file() && name != MANIFEST_NAME {
@@ -123,7 +123,7 @@ impl Manifest {
 
     /// Read a manifest file.
     pub fn read(path: &Path) -> Result<Self> {
-        let text = fs::read_to_string(path).map_err(|e| CoreError::io(path, e))?;
+        let text = fs::read_to_string(path).map_err(CoreError::Fs)?;
         Self::parse(&text, path)
     }
 

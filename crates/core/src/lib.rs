@@ -23,7 +23,8 @@ use std::path::PathBuf;
 /// Errors of the shared layer. Each names the file it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum CoreError {
-    /// A file-system error.
+    /// An I/O error whose message does not name its path (a raw OS error: a lock, a rename
+    /// system call); file-system calls go through `fs_err` and become [`Self::Fs`].
     #[error("{path}: {source}")]
     Io {
         /// The file or folder concerned.

@@ -73,19 +73,19 @@ fn dead_temporary(name: &str) -> bool {
 /// `.NAME.PID.part` downloads) of processes that no longer exist. Returns what was removed.
 pub fn remove_dead_temporaries(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut removed = Vec::new();
-    let rd = match std::fs::read_dir(dir) {
+    let rd = match fs_err::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(removed),
-        Err(e) => return Err(CoreError::io(dir, e)),
+        Err(e) => return Err(CoreError::Fs(e)),
     };
     for entry in rd {
-        let entry = entry.map_err(|e| CoreError::io(dir, e))?;
+        let entry = entry.map_err(CoreError::Fs)?;
         let name = entry.file_name().to_string_lossy().into_owned();
         if !dead_temporary(&name) {
             continue;
         }
         let p = entry.path();
-        let ft = entry.file_type().map_err(|e| CoreError::io(&p, e))?;
+        let ft = entry.file_type().map_err(CoreError::Fs)?;
         if ft.is_dir() {
             fs::remove_dir_all(&p)?;
         } else {
@@ -103,7 +103,7 @@ fn files_below(dir: &Path, skip_top: &[&str]) -> Result<Vec<(String, PathBuf)>> 
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for entry in fs::read_dir(&d)? {
-            let entry = entry.map_err(|e| CoreError::io(&d, e))?;
+            let entry = entry.map_err(CoreError::Fs)?;
             let p = entry.path();
             let name = entry.file_name().to_string_lossy().into_owned();
             if d == dir && skip_top.contains(&name.as_str()) {
@@ -112,7 +112,7 @@ fn files_below(dir: &Path, skip_top: &[&str]) -> Result<Vec<(String, PathBuf)>> 
             if temporary_pid(&name).is_some() {
                 continue;
             }
-            let ft = entry.file_type().map_err(|e| CoreError::io(&p, e))?;
+            let ft = entry.file_type().map_err(CoreError::Fs)?;
             if ft.is_dir() {
                 stack.push(p);
             } else if ft.is_file() {
@@ -196,7 +196,7 @@ fn all_files_listed(out: &Path, cache_top: Option<&str>) -> Result<Option<PathBu
 /// The held lock of an output folder; dropping it releases the lock.
 #[derive(Debug)]
 pub struct OutLock {
-    _file: std::fs::File,
+    _file: fs_err::File,
     path: PathBuf,
     /// The folder did not exist before [`claim`] created it.
     created: Option<PathBuf>,
@@ -214,16 +214,16 @@ impl OutLock {
         let Some(out) = &self.created else {
             return;
         };
-        let only_ours = std::fs::read_dir(out).is_ok_and(|rd| {
+        let only_ours = fs_err::read_dir(out).is_ok_and(|rd| {
             rd.flatten().all(|e| {
                 let n = e.file_name();
                 n == MARKER_NAME || n == LOCK_NAME
             })
         });
         if only_ours {
-            let _ = std::fs::remove_file(out.join(MARKER_NAME));
-            let _ = std::fs::remove_file(&self.path);
-            let _ = std::fs::remove_dir(out);
+            let _ = fs_err::remove_file(out.join(MARKER_NAME));
+            let _ = fs_err::remove_file(&self.path);
+            let _ = fs_err::remove_dir(out);
         }
     }
 }
@@ -276,9 +276,7 @@ pub fn claim(out: &Path, cache_top: Option<&str>) -> Result<OutLock> {
         .write(true)
         .create(true)
         .truncate(false)
-        .open(&lock_path)?
-        .into_parts()
-        .0;
+        .open(&lock_path)?;
     match file.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
@@ -302,7 +300,7 @@ pub fn claim(out: &Path, cache_top: Option<&str>) -> Result<OutLock> {
         writeln!(file, "{}", std::process::id())?;
         file.sync_all()
     })()
-    .map_err(|e| CoreError::io(&lock_path, e))?;
+    .map_err(CoreError::Fs)?;
     if !out.join(MARKER_NAME).is_file() {
         crate::atomic::write_atomic(&out.join(MARKER_NAME), MARKER_TEXT.as_bytes())?;
     }
@@ -341,7 +339,7 @@ fn resolved(path: &Path) -> PathBuf {
             _ => break,
         }
     }
-    let mut out = existing.canonicalize().unwrap_or(existing);
+    let mut out = fs_err::canonicalize(&existing).unwrap_or(existing);
     for n in rest.into_iter().rev() {
         if n == ".." {
             out.pop();
@@ -427,7 +425,7 @@ fn rescue_dead_runs(out: &Path) -> Result<()> {
     };
     let parent = parent_of(out);
     let prefix = format!(".{name}.");
-    let Ok(rd) = std::fs::read_dir(&parent) else {
+    let Ok(rd) = fs_err::read_dir(&parent) else {
         return Ok(());
     };
     for entry in rd.flatten() {
@@ -604,10 +602,10 @@ impl Drop for RunStaging {
             let from = self.staging.join(c);
             let to = self.out.join(c);
             if from.exists() && !to.exists() {
-                let _ = std::fs::rename(&from, &to);
+                let _ = fs_err::rename(&from, &to);
             }
         }
-        let _ = std::fs::remove_dir_all(&self.staging);
+        let _ = fs_err::remove_dir_all(&self.staging);
     }
 }
 
@@ -628,11 +626,11 @@ mod tests {
     fn foreign_folder_is_refused_and_untouched() {
         let d = tempfile::tempdir().unwrap();
         let out = d.path().join("mine");
-        std::fs::create_dir_all(&out).unwrap();
-        std::fs::write(out.join("notes.txt"), b"keep").unwrap();
+        fs_err::create_dir_all(&out).unwrap();
+        fs_err::write(out.join("notes.txt"), b"keep").unwrap();
         let e = claim(&out, None).unwrap_err().to_string();
         assert!(e.contains("not created by protospread"), "{e}");
-        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
+        assert_eq!(fs_err::read_dir(&out).unwrap().count(), 1);
     }
 
     #[test]
@@ -648,24 +646,24 @@ mod tests {
     fn exchange_swaps_folders() {
         let d = tempfile::tempdir().unwrap();
         let (a, b) = (d.path().join("a"), d.path().join("b"));
-        std::fs::create_dir_all(&a).unwrap();
-        std::fs::create_dir_all(&b).unwrap();
-        std::fs::write(a.join("x"), b"a").unwrap();
-        std::fs::write(b.join("x"), b"b").unwrap();
+        fs_err::create_dir_all(&a).unwrap();
+        fs_err::create_dir_all(&b).unwrap();
+        fs_err::write(a.join("x"), b"a").unwrap();
+        fs_err::write(b.join("x"), b"b").unwrap();
         exchange(&a, &b).unwrap();
-        assert_eq!(std::fs::read(a.join("x")).unwrap(), b"b");
-        assert_eq!(std::fs::read(b.join("x")).unwrap(), b"a");
+        assert_eq!(fs_err::read(a.join("x")).unwrap(), b"b");
+        assert_eq!(fs_err::read(b.join("x")).unwrap(), b"a");
     }
 
     #[test]
     fn unlisted_file_in_stage_folder_is_refused() {
         let d = tempfile::tempdir().unwrap();
         let s = d.path().join("report");
-        std::fs::create_dir_all(&s).unwrap();
-        std::fs::write(s.join("a.csv"), b"1").unwrap();
+        fs_err::create_dir_all(&s).unwrap();
+        fs_err::write(s.join("a.csv"), b"1").unwrap();
         crate::hash::write_manifest(&s).unwrap();
         check_owned_stage_dir(&s).unwrap();
-        std::fs::write(s.join("mine.md"), b"2").unwrap();
+        fs_err::write(s.join("mine.md"), b"2").unwrap();
         let e = check_owned_stage_dir(&s).unwrap_err().to_string();
         assert!(e.contains("mine.md") && e.contains("not listed"), "{e}");
     }

@@ -105,7 +105,7 @@ pub fn read(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>)> {
         message: m,
     };
     let f = fs_err::File::open(path)
-        .map_err(|e| CoreError::io(path, e))?
+        .map_err(CoreError::Fs)?
         .into_parts()
         .0;
     let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| perr(e.to_string()))?;

@@ -3,8 +3,8 @@
 //! are done by the caller, so this module never touches a cache entry.
 
 use crate::FetchError;
+use fs_err as fs;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::fs;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Duration;
@@ -282,7 +282,6 @@ fn save_body(
     let io_fatal = |e: std::io::Error| {
         Failure::Fatal(FetchError::Io {
             input: input.to_string(),
-            path: tmp.to_path_buf(),
             error: e,
         })
     };

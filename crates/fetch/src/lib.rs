@@ -9,7 +9,7 @@
 //!   used without any network access.
 //! - `role = "human"` inputs become `out/fetch/human/<instrument>.parquet` with the explicit
 //!   schema of [`protospread_core::instruments::arrow_schema`] ([`import_human_csv`]);
-//!   `role = "answers"` inputs are imported by `protospread_answers::import` (validated,
+//!   `role = "answers"` inputs are imported by `protospread_answers::import_into` (validated,
 //!   normalized, sorted) and become `out/fetch/answers/<name>.parquet`;
 //!   `role = "other"` inputs are copied verbatim to `out/fetch/other/<name>`.
 //! - All outputs of a run are committed together ([`protospread_core::atomic::Staged`]); on
@@ -25,13 +25,13 @@ pub use human::{
     import_human_csv, import_human_csv_reporting, CsvError, CsvPlace, ExcludedRow, HumanImport,
 };
 
+use fs_err as fs;
 use protospread_core::atomic::Staged;
 use protospread_core::config::{Config, HfSource, Input, InputRole, Source};
 use protospread_core::hash::{self, MANIFEST_NAME};
 use protospread_core::{instruments, pq, CoreError};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -46,13 +46,11 @@ pub enum FetchError {
         /// What is wrong, for the user.
         message: String,
     },
-    /// A file could not be read or written.
-    #[error("input '{input}': {}: {error}", .path.display())]
+    /// A file could not be read or written (`error` comes from `fs_err` and names the file).
+    #[error("input '{input}': {error}")]
     Io {
         /// Input name.
         input: String,
-        /// The file.
-        path: PathBuf,
         /// The underlying I/O error.
         error: std::io::Error,
     },
@@ -309,14 +307,13 @@ pub fn obtain(
     opts: &Options,
 ) -> Result<Verified, FetchError> {
     let name = &input.name;
-    let io = |path: &Path, error: std::io::Error| FetchError::Io {
+    let io = |error: std::io::Error| FetchError::Io {
         input: name.clone(),
-        path: path.to_path_buf(),
         error,
     };
     let hash_of = |path: &Path| -> Result<String, FetchError> {
         hash::sha256_file(path).map_err(|e| match e {
-            CoreError::Io { path, source } => io(&path, source),
+            CoreError::Fs(source) => io(source),
             other => FetchError::Core(other),
         })
     };
@@ -333,7 +330,7 @@ pub fn obtain(
             if actual != input.sha256 {
                 return Err(mismatch(display, actual));
             }
-            let size = fs::metadata(&path).map_err(|e| io(&path, e))?.len();
+            let size = fs::metadata(&path).map_err(io)?.len();
             Ok(Verified {
                 path,
                 display,
@@ -352,7 +349,7 @@ pub fn obtain(
             let entry = cache.join(&input.sha256);
             let dest = entry.join(cache_file_name(&url, name));
             if dest.is_file() && hash_of(&dest)? == input.sha256 {
-                let size = fs::metadata(&dest).map_err(|e| io(&dest, e))?.len();
+                let size = fs::metadata(&dest).map_err(io)?.len();
                 return Ok(Verified {
                     path: dest,
                     display: url,
@@ -369,7 +366,7 @@ pub fn obtain(
                     break;
                 }
             }
-            fs::create_dir_all(&cache).map_err(|e| io(&cache, e))?;
+            fs::create_dir_all(&cache).map_err(io)?;
             // Partial downloads of killed runs (a cache outside --out is not cleaned on claim).
             protospread_core::outdir::remove_dead_temporaries(&cache)?;
             let tmp = cache.join(format!(".{}.{}.part", input.sha256, std::process::id()));
@@ -379,8 +376,8 @@ pub fn obtain(
                 if actual != input.sha256 {
                     return Err(mismatch(url.clone(), actual));
                 }
-                fs::create_dir_all(&entry).map_err(|e| io(&entry, e))?;
-                fs::rename(&tmp, &dest).map_err(|e| io(&dest, e))?;
+                fs::create_dir_all(&entry).map_err(io)?;
+                fs::rename(&tmp, &dest).map_err(io)?;
                 Ok(size)
             })();
             match result {
@@ -434,10 +431,9 @@ fn display_path(p: &Path) -> String {
 /// Read a verified file and check again that the bytes read are the bytes verified, so that
 /// a file replaced between verification and import is never imported.
 fn read_verified(input: &Input, v: &Verified) -> Result<Vec<u8>, FetchError> {
-    let bytes = fs::read(&v.path).map_err(|e| FetchError::Io {
+    let bytes = fs::read(&v.path).map_err(|error| FetchError::Io {
         input: input.name.clone(),
-        path: v.path.clone(),
-        error: e,
+        error,
     })?;
     let actual = hash::sha256_hex(&bytes);
     if actual != input.sha256 {
@@ -469,7 +465,7 @@ pub fn import_answers_input(
         memory_limit: opts.memory_limit.unwrap_or(cfg.engine.memory_limit.0),
         ..Default::default()
     };
-    let schema = protospread_answers::format::stored_schema();
+    let schema = protospread_answers::stored_schema();
     let perr = |e: parquet::errors::ParquetError| {
         FetchError::Core(CoreError::Parquet {
             path: dest.to_path_buf(),
@@ -480,8 +476,8 @@ pub fn import_answers_input(
         parquet::arrow::ArrowWriter::try_new(Vec::new(), schema, Some(pq::writer_properties()))
             .map_err(perr)?;
     let mut write_err = None;
-    let vocab = protospread_answers::format::Vocabulary::from_section(&cfg.answers);
-    let rows = protospread_answers::import::import_into(&verified.path, &vocab, &engine, |b| {
+    let vocab = protospread_answers::Vocabulary::from_section(&cfg.answers);
+    let rows = protospread_answers::import_into(&verified.path, &vocab, &engine, |b| {
         if let Err(e) = w.write(&b) {
             write_err = Some(e);
         }

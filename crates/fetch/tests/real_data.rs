@@ -20,7 +20,7 @@ fn data(file: &str) -> PathBuf {
 fn every_cell_of_every_file_survives_csv_to_parquet_and_back() {
     for inst in ALL {
         let path = data(&inst.file_name());
-        let bytes = std::fs::read(&path).unwrap();
+        let bytes = fs_err::read(&path).unwrap();
         let imported = import_human_csv_reporting(&path, &bytes, inst).unwrap();
         let batch = imported.batch;
         // The one reported exclusion of the data (docs/fetch.md): career_match row 1139.

@@ -156,15 +156,15 @@ pub fn write_bag(
         .map(|n| n.to_string_lossy().into_owned())
         .ok_or_else(|| ReportError::Usage(format!("{}: not a folder name", dest.display())))?;
     let tmp = dest.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
+    let _ = fs_err::remove_dir_all(&tmp);
     let result = build(&tmp, &files, info);
     match result {
         Ok(summary) => {
-            std::fs::rename(&tmp, dest).map_err(|e| CoreError::io(dest, e))?;
+            fs_err::rename(&tmp, dest).map_err(CoreError::Fs)?;
             Ok(summary)
         }
         Err(e) => {
-            let _ = std::fs::remove_dir_all(&tmp);
+            let _ = fs_err::remove_dir_all(&tmp);
             Err(e)
         }
     }
@@ -183,22 +183,22 @@ fn build(
         let bytes = match &f.content {
             Content::File(p) => {
                 // A bag holds files, never what a symlink points to.
-                let m = std::fs::symlink_metadata(p).map_err(|e| CoreError::io(p, e))?;
+                let m = fs_err::symlink_metadata(p).map_err(CoreError::Fs)?;
                 if !m.file_type().is_file() {
                     return Err(ReportError::Usage(format!(
                         "{}: not a regular file (a symlink?); a bag never follows links",
                         p.display()
                     )));
                 }
-                std::fs::read(p).map_err(|e| CoreError::io(p, e))?
+                fs_err::read(p).map_err(CoreError::Fs)?
             }
             Content::Bytes(b) => b.clone(),
         };
         let dest = root.join("data").join(&f.path);
         if let Some(parent) = dest.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| CoreError::io(parent, e))?;
+            fs_err::create_dir_all(parent).map_err(CoreError::Fs)?;
         }
-        std::fs::write(&dest, &bytes).map_err(|e| CoreError::io(&dest, e))?;
+        fs_err::write(&dest, &bytes).map_err(CoreError::Fs)?;
         octets += bytes.len() as u64;
         let p = encode_path(&format!("data/{}", f.path));
         m256.push_str(&format!("{}  {p}\n", hex::encode(Sha256::digest(&bytes))));
@@ -225,7 +225,7 @@ fn build(
     let mut t512 = String::new();
     for (n, content) in tags {
         let p = root.join(n);
-        std::fs::write(&p, content).map_err(|e| CoreError::io(&p, e))?;
+        fs_err::write(&p, content).map_err(CoreError::Fs)?;
         t256.push_str(&format!(
             "{}  {n}\n",
             hex::encode(Sha256::digest(content.as_bytes()))
@@ -240,7 +240,7 @@ fn build(
         ("tagmanifest-sha512.txt", t512),
     ] {
         let p = root.join(n);
-        std::fs::write(&p, content).map_err(|e| CoreError::io(&p, e))?;
+        fs_err::write(&p, content).map_err(CoreError::Fs)?;
     }
     Ok(BagSummary {
         files: files.len(),
@@ -306,13 +306,13 @@ mod tests {
                 octets: 8
             }
         );
-        let m = std::fs::read_to_string(dest.join("manifest-sha256.txt")).unwrap();
+        let m = fs_err::read_to_string(dest.join("manifest-sha256.txt")).unwrap();
         assert_eq!(
             m,
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad  data/a.txt\n\
              2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824  data/b/x.txt\n"
         );
-        let info = std::fs::read_to_string(dest.join("bag-info.txt")).unwrap();
+        let info = fs_err::read_to_string(dest.join("bag-info.txt")).unwrap();
         assert_eq!(info, "Bagging-Date: 2025-01-02\nPayload-Oxum: 8.2\n");
         assert!(
             write_bag(&dest, &payload, &[]).is_err(),

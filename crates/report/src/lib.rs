@@ -116,16 +116,10 @@ fn catalog_entry(name: &str) -> (usize, String, String) {
 pub fn collect_tables(out: &Path, section: &ReportSection) -> Result<Vec<Rendered>, ReportError> {
     let agg = out.join("aggregate");
     let mut sources: Vec<PathBuf> = Vec::new();
-    let rd = std::fs::read_dir(&agg).map_err(|e| {
-        ReportError::table(
-            &agg,
-            format!(
-                "cannot read the aggregate stage's folder ({e}); run `protospread aggregate` first"
-            ),
-        )
-    })?;
+    let rd = fs_err::read_dir(&agg)
+        .map_err(|e| ReportError::Usage(format!("{e}; run `protospread aggregate` first")))?;
     for e in rd {
-        let e = e.map_err(|e| protospread_core::CoreError::io(&agg, e))?;
+        let e = e.map_err(protospread_core::CoreError::Fs)?;
         let n = e.file_name().to_string_lossy().into_owned();
         if n.ends_with(".parquet") && !n.starts_with('.') {
             sources.push(Path::new("aggregate").join(n));

@@ -74,17 +74,15 @@ pub(crate) fn checked_outputs(
     let mut files = Vec::new();
     let mut stack = vec![out.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let rd = std::fs::read_dir(&d).map_err(|e| protospread_core::CoreError::io(&d, e))?;
+        let rd = fs_err::read_dir(&d).map_err(protospread_core::CoreError::Fs)?;
         for e in rd {
-            let e = e.map_err(|err| protospread_core::CoreError::io(&d, err))?;
+            let e = e.map_err(protospread_core::CoreError::Fs)?;
             let name = e.file_name().to_string_lossy().into_owned();
             let p = e.path();
             if name.starts_with('.') || (d == out && Some(name.as_str()) == cache_top) {
                 continue;
             }
-            let ft = e
-                .file_type()
-                .map_err(|err| protospread_core::CoreError::io(&p, err))?;
+            let ft = e.file_type().map_err(protospread_core::CoreError::Fs)?;
             if ft.is_symlink() {
                 return Err(usage(format!(
                     "{}: a symlink; a bag holds only files protospread wrote, never what a link points to",
@@ -144,7 +142,7 @@ pub(crate) fn checked_outputs(
 
 /// A regular file (not a symlink) to bag, or an error naming it.
 fn regular_file(p: &Path) -> Result<(), ReportError> {
-    let m = std::fs::symlink_metadata(p).map_err(|e| protospread_core::CoreError::io(p, e))?;
+    let m = fs_err::symlink_metadata(p).map_err(protospread_core::CoreError::Fs)?;
     if !m.file_type().is_file() {
         return Err(usage(format!(
             "{}: not a regular file (a symlink?); a bag never follows links",

@@ -45,16 +45,14 @@ impl std::fmt::Display for Difference {
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), ReportError> {
-    let rd = std::fs::read_dir(dir).map_err(|e| protospread_core::CoreError::io(dir, e))?;
+    let rd = fs_err::read_dir(dir).map_err(protospread_core::CoreError::Fs)?;
     for e in rd {
-        let e = e.map_err(|e| protospread_core::CoreError::io(dir, e))?;
+        let e = e.map_err(protospread_core::CoreError::Fs)?;
         let p = e.path();
         if e.file_name().to_string_lossy().starts_with('.') {
             continue;
         }
-        let ft = e
-            .file_type()
-            .map_err(|err| protospread_core::CoreError::io(&p, err))?;
+        let ft = e.file_type().map_err(protospread_core::CoreError::Fs)?;
         if ft.is_dir() {
             walk(&p, out)?;
         } else if ft.is_file() {
@@ -94,14 +92,14 @@ pub(crate) fn input_files(
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
+    match (fs_err::canonicalize(a), fs_err::canonicalize(b)) {
         (Ok(x), Ok(y)) => x == y,
         _ => a == b,
     }
 }
 
 fn rel_to(base: &Path, p: &Path) -> String {
-    if let (Ok(b), Ok(q)) = (base.canonicalize(), p.canonicalize()) {
+    if let (Ok(b), Ok(q)) = (fs_err::canonicalize(base), fs_err::canonicalize(p)) {
         if let Ok(r) = q.strip_prefix(&b) {
             return hash::rel_path(Path::new(""), r);
         }
@@ -245,9 +243,9 @@ pub fn compare_outputs(
                     .filter(|n| n.ends_with(".csv") && !n.contains('/'))
                 {
                     let copy = checksums.join(TABLES).join(name);
-                    match std::fs::read(&copy) {
+                    match fs_err::read(&copy) {
                         Ok(exp) if hash::sha256_hex(&exp) == *eh => {
-                            let act = std::fs::read(out.join(&path)).map_err(|e| protospread_core::CoreError::io(out.join(&path), e))?;
+                            let act = fs_err::read(out.join(&path)).map_err(protospread_core::CoreError::Fs)?;
                             if let Some(w) = first_csv_difference(&exp, &act) {
                                 s.push_str("; ");
                                 s.push_str(&w);
@@ -312,19 +310,17 @@ pub fn update(
             .strip_prefix("report/")
             .filter(|n| n.ends_with(".csv") && !n.contains('/'))
         {
-            let bytes = std::fs::read(out.join(p))
-                .map_err(|e| protospread_core::CoreError::io(out.join(p), e))?;
+            let bytes = fs_err::read(out.join(p)).map_err(protospread_core::CoreError::Fs)?;
             staged.put(&tdir.join(name), &bytes)?;
             names.push(name.to_string());
         }
     }
     staged.commit()?;
-    if let Ok(rd) = std::fs::read_dir(&tdir) {
+    if let Ok(rd) = fs_err::read_dir(&tdir) {
         for e in rd.flatten() {
             let n = e.file_name().to_string_lossy().into_owned();
             if !names.contains(&n) && !n.starts_with('.') {
-                std::fs::remove_file(e.path())
-                    .map_err(|err| protospread_core::CoreError::io(e.path(), err))?;
+                fs_err::remove_file(e.path()).map_err(protospread_core::CoreError::Fs)?;
             }
         }
     }
@@ -357,17 +353,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
         let ck = dir.path().join("checksums");
-        std::fs::create_dir_all(out.join("report")).unwrap();
-        std::fs::create_dir_all(out.join("cache")).unwrap();
-        std::fs::write(out.join("report/t.csv"), "a,b\n1,2\n").unwrap();
-        std::fs::write(out.join("cache/x"), "ignored").unwrap();
-        std::fs::write(out.join("report/SHA256SUMS"), "ignored").unwrap();
+        fs_err::create_dir_all(out.join("report")).unwrap();
+        fs_err::create_dir_all(out.join("cache")).unwrap();
+        fs_err::write(out.join("report/t.csv"), "a,b\n1,2\n").unwrap();
+        fs_err::write(out.join("cache/x"), "ignored").unwrap();
+        fs_err::write(out.join("report/SHA256SUMS"), "ignored").unwrap();
         update(&ck, &Manifest::default(), &out).unwrap();
         let (_, exp) = read_expected(&ck).unwrap();
         assert_eq!(exp.entries.keys().collect::<Vec<_>>(), vec!["report/t.csv"]);
         assert!(compare_outputs(&ck, &exp, &out).unwrap().is_empty());
-        std::fs::write(out.join("report/t.csv"), "a,b\n1,3\n").unwrap();
-        std::fs::write(out.join("report/new.md"), "x").unwrap();
+        fs_err::write(out.join("report/t.csv"), "a,b\n1,3\n").unwrap();
+        fs_err::write(out.join("report/new.md"), "x").unwrap();
         let d = compare_outputs(&ck, &exp, &out).unwrap();
         assert_eq!(d.len(), 2, "{d:?}");
         assert_eq!(d[0].path, "report/new.md");
@@ -376,7 +372,7 @@ mod tests {
             "{}",
             d[1]
         );
-        std::fs::write(ck.join("tables/t.csv"), "a,b\n9,9\n").unwrap();
+        fs_err::write(ck.join("tables/t.csv"), "a,b\n9,9\n").unwrap();
         let d = compare_outputs(&ck, &exp, &out).unwrap();
         assert!(
             d.iter()

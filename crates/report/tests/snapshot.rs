@@ -1,14 +1,17 @@
-//! The report stage on the aggregate fixture: committed snapshots of every CSV table and of
-//! report.md (rewrite them on purpose with `UPDATE_SNAPSHOTS=1`), the generic renderer on a
-//! table of another stage, and the self-containedness of report.html.
+//! The report stage on the aggregate fixture: committed insta snapshots of every CSV table and
+//! of report.md (tests/snapshots/), the generic renderer on a table of another stage, and the
+//! self-containedness of report.html.
+//!
+//! A difference fails the test and writes nothing, in CI or not: `.config/insta.yaml` at the
+//! workspace root sets `update: "no"`. Rewrite the snapshots on purpose with
+//! `INSTA_UPDATE=always cargo test --release --workspace --test snapshot` and review the diff.
 
 use protospread_core::config::ReportSection;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-fn snapshots() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots")
-}
+#[path = "../../aggregate/tests/fixture/mod.rs"]
+mod fixture;
 
 /// A score-stage-like table (the parity summary's contract shape).
 fn write_parity(out: &Path) {
@@ -39,7 +42,7 @@ fn write_parity(out: &Path) {
 fn build() -> (tempfile::TempDir, protospread_report::Summary) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path();
-    protospread_aggregate::fixture::write(&out.join("score")).unwrap();
+    fixture::write(&out.join("score")).unwrap();
     write_parity(out);
     protospread_aggregate::run(
         &out.join("score"),
@@ -59,7 +62,6 @@ fn build() -> (tempfile::TempDir, protospread_report::Summary) {
 fn tables_match_committed_snapshots() {
     let (dir, s) = build();
     let report = dir.path().join("report");
-    let update = std::env::var_os("UPDATE_SNAPSHOTS").is_some();
     let mut names: Vec<String> = s
         .files
         .iter()
@@ -68,35 +70,22 @@ fn tables_match_committed_snapshots() {
         .collect();
     names.push("report.md".to_string());
     assert!(names.len() >= 12, "{names:?}");
-    let mut mismatched = Vec::new();
-    for n in &names {
-        let got = std::fs::read(report.join(n)).unwrap();
-        let snap = snapshots().join(n);
-        if update {
-            std::fs::create_dir_all(snapshots()).unwrap();
-            std::fs::write(&snap, &got).unwrap();
-            continue;
+    let mut settings = insta::Settings::clone_current();
+    settings.set_omit_expression(true);
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| {
+        for n in &names {
+            let text = fs_err::read_to_string(report.join(n)).unwrap();
+            // One snapshot per file, named after it (`cells.csv` -> `cells_csv.snap`).
+            insta::assert_snapshot!(n.replace('.', "_"), text);
         }
-        match std::fs::read(&snap) {
-            Ok(want) if want == got => {}
-            Ok(want) => {
-                let w = protospread_report::first_csv_difference(&want, &got).unwrap_or_default();
-                mismatched.push(format!("{n}: {w}"));
-            }
-            Err(_) => mismatched.push(format!("{n}: no snapshot (run with UPDATE_SNAPSHOTS=1)")),
-        }
-    }
-    assert!(
-        mismatched.is_empty(),
-        "snapshots differ:\n{}",
-        mismatched.join("\n")
-    );
+    });
     // Every table carries its source label.
     for n in names
         .iter()
         .filter(|n| n.ends_with(".csv") && *n != "parity_summary.csv")
     {
-        let text = std::fs::read_to_string(report.join(n)).unwrap();
+        let text = fs_err::read_to_string(report.join(n)).unwrap();
         let lines = text.lines().count();
         if lines > 1 {
             assert!(
@@ -112,12 +101,12 @@ fn tables_match_committed_snapshots() {
 fn generic_rendering_and_manifest() {
     let (dir, _) = build();
     let report = dir.path().join("report");
-    let csv = std::fs::read_to_string(report.join("parity_summary.csv")).unwrap();
+    let csv = fs_err::read_to_string(report.join("parity_summary.csv")).unwrap();
     assert_eq!(
         csv,
         "instrument,category,reason,rows\nbig_five,reproduced,,877\nbig_five,set_aside,\"duplicate of row 3, \"\"same\"\" | answers\",3\n"
     );
-    let md = std::fs::read_to_string(report.join("parity_summary.md")).unwrap();
+    let md = fs_err::read_to_string(report.join("parity_summary.md")).unwrap();
     assert!(
         md.contains("| big_five | set_aside | duplicate of row 3, \"same\" \\| answers | 3 |"),
         "{md}"
@@ -131,7 +120,7 @@ fn generic_rendering_and_manifest() {
 #[test]
 fn html_is_self_contained_with_figures() {
     let (dir, _) = build();
-    let html = std::fs::read_to_string(dir.path().join("report/report.html")).unwrap();
+    let html = fs_err::read_to_string(dir.path().join("report/report.html")).unwrap();
     for banned in [
         "<script", "http://", "https://", "@import", "url(", "<link", "<img",
     ] {
@@ -153,7 +142,7 @@ fn html_is_self_contained_with_figures() {
 #[test]
 fn a_missing_listed_table_is_an_error_and_keeps_previous_outputs() {
     let (dir, _) = build();
-    let before = std::fs::read(dir.path().join("report/cells.csv")).unwrap();
+    let before = fs_err::read(dir.path().join("report/cells.csv")).unwrap();
     let section = ReportSection {
         tables: vec![PathBuf::from("score/nope.parquet")],
         ..ReportSection::default()
@@ -166,7 +155,7 @@ fn a_missing_listed_table_is_an_error_and_keeps_previous_outputs() {
         "{e}"
     );
     assert_eq!(
-        std::fs::read(dir.path().join("report/cells.csv")).unwrap(),
+        fs_err::read(dir.path().join("report/cells.csv")).unwrap(),
         before
     );
 }

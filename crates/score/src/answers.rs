@@ -21,8 +21,8 @@ use arrow::datatypes::SchemaRef;
 use datafusion::datasource::MemTable;
 use datafusion::prelude::{DataFrame, SessionContext};
 use parquet::arrow::ArrowWriter;
-use protospread_answers::format::{StoredRecord, Vocabulary, OPTIONS};
-use protospread_answers::parse::{ReplyRule, Status};
+use protospread_answers::{ReplyRule, Status};
+use protospread_answers::{StoredRecord, Vocabulary, OPTIONS};
 use protospread_core::atomic::Staged;
 use protospread_core::config::{Config, InputRole};
 use protospread_engine::{Engine, EngineOptions};
@@ -725,7 +725,7 @@ pub fn run(
         let p = fetched_path(out, &input.name);
         let what = p.display().to_string();
         engine
-            .register_sorted_parquet("raw", &what, &protospread_answers::import::SORTED_BY)
+            .register_sorted_parquet("raw", &what, &protospread_answers::SORTED_BY)
             .map_err(|e| df_err(&what, e))?;
         let sum = score_registered(
             &engine,
@@ -838,7 +838,7 @@ pub fn score_in_memory(
     pairs: &[[String; 2]],
 ) -> Result<InMemory, ScoreError> {
     let engine = session(&EngineOptions::default(), key, norms)?;
-    let batch = protospread_answers::format::to_batch(records)?;
+    let batch = protospread_answers::to_batch(records)?;
     engine
         .register_batches("raw", batch.schema(), vec![batch])
         .map_err(|e| df_err(source, e))?;

@@ -135,10 +135,7 @@ pub fn read_parquet(inst: &Instrument, path: &Path) -> Result<Vec<HumanRow>, Sco
 /// names file, line and column.
 pub fn read_csv(inst: &Instrument, path: &Path) -> Result<Vec<HumanRow>, ScoreError> {
     check_int(inst)?;
-    let bytes = std::fs::read(path).map_err(|source| ScoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = fs_err::read(path)?;
     let mut rdr = csv::ReaderBuilder::new().from_reader(bytes.as_slice());
     let header = rdr
         .headers()

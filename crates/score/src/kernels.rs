@@ -24,8 +24,8 @@ use datafusion::common::{exec_err, Result};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
-use protospread_answers::format::OptionOrder;
-use protospread_answers::parse::{option_to_value, Reading, ReplyRule, Status};
+use protospread_answers::OptionOrder;
+use protospread_answers::{option_to_value, Reading, ReplyRule, Status};
 use std::sync::Arc;
 
 /// Every function of this module, ready to register on a session.

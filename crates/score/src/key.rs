@@ -90,7 +90,7 @@ pub struct ScoringKey {
 
 /// The simulation reads dimensions and reverse flags from the key through this trait, so that
 /// the stored-answer crate does not depend on this one.
-impl protospread_answers::simulate::ItemKey for ScoringKey {
+impl protospread_answers::ItemKey for ScoringKey {
     fn test_items(&self, test: &str) -> Option<Vec<(i32, String, bool)>> {
         let tk = self.test(test)?;
         Some(
@@ -213,10 +213,7 @@ struct Row {
 }
 
 fn load_versions_inner(path: &Path) -> Result<Vec<ScoringKey>, ScoreError> {
-    let bytes = std::fs::read(path).map_err(|source| ScoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = fs_err::read(path)?;
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(false)
@@ -528,7 +525,7 @@ mod tests {
     fn write(text: &str) -> (tempfile::TempDir, PathBuf) {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("key.csv");
-        std::fs::write(&p, text).unwrap();
+        fs_err::write(&p, text).unwrap();
         (d, p)
     }
 
@@ -538,7 +535,7 @@ mod tests {
     }
 
     fn main_text() -> String {
-        std::fs::read_to_string(main_key_path()).unwrap()
+        fs_err::read_to_string(main_key_path()).unwrap()
     }
 
     #[test]

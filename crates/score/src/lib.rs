@@ -38,7 +38,8 @@ use std::path::PathBuf;
 /// line and column.
 #[derive(Debug, thiserror::Error)]
 pub enum ScoreError {
-    /// A file could not be read.
+    /// An I/O error whose message does not name its path (a raw OS error: a lock, a rename
+    /// system call); file-system calls go through `fs_err` and become [`Self::Fs`].
     #[error("{}: {source}", path.display())]
     Io {
         /// The file or folder concerned.
@@ -47,6 +48,9 @@ pub enum ScoreError {
         #[source]
         source: std::io::Error,
     },
+    /// A file-system error from `fs_err`, whose message names the path.
+    #[error(transparent)]
+    Fs(#[from] std::io::Error),
     /// A cell or row of an input file is invalid. `line` is the line of the file (the header
     /// is line 1).
     #[error("{}: line {line}, column {column}: {message}", path.display())]

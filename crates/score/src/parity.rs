@@ -262,10 +262,7 @@ impl Allowlist {
     /// Load the allow-list; every row needs a known study instrument, an integer id and a
     /// non-empty note.
     pub fn load(path: &Path) -> Result<Allowlist, ScoreError> {
-        let bytes = std::fs::read(path).map_err(|source| ScoreError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let bytes = fs_err::read(path)?;
         let mut rdr = csv::ReaderBuilder::new().from_reader(bytes.as_slice());
         let h = rdr
             .headers()

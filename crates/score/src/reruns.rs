@@ -88,7 +88,7 @@ mod tests {
     use super::*;
     use crate::answers::score_in_memory;
     use crate::norms::Norms;
-    use protospread_answers::format::{Arm, Mode, OptionOrder, StoredRecord, Vocabulary};
+    use protospread_answers::{Arm, Mode, OptionOrder, StoredRecord, Vocabulary};
 
     fn rec(cond: &str, item: i32, reply: &str, error: Option<&str>) -> StoredRecord {
         StoredRecord {

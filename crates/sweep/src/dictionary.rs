@@ -401,10 +401,10 @@ fn variant_from(s: &str) -> Option<SweepVariant> {
 
 /// Read a records file (missing file: empty). Every complete line must be a [`Record`].
 pub(crate) fn load(path: &Path) -> Result<Loaded, SweepError> {
-    let bytes = match std::fs::read(path) {
+    let bytes = match fs_err::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
-        Err(e) => return Err(SweepError::io(path, e)),
+        Err(e) => return Err(SweepError::Fs(e)),
     };
     let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let text = std::str::from_utf8(&bytes[..complete]).map_err(|e| SweepError::Malformed {

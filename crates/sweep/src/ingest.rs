@@ -232,8 +232,8 @@ pub(crate) const SAMPLE_FIELDS: [&str; 11] = [
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), SweepError> {
     let mut entries = Vec::new();
-    for e in fs_err::read_dir(dir).map_err(|e| SweepError::io(dir, e))? {
-        entries.push(e.map_err(|e| SweepError::io(dir, e))?.path());
+    for e in fs_err::read_dir(dir).map_err(SweepError::Fs)? {
+        entries.push(e.map_err(SweepError::Fs)?.path());
     }
     entries.sort();
     for p in entries {
@@ -298,8 +298,7 @@ pub(crate) fn read_samples(
     metric: &str,
     filter: &str,
 ) -> Result<RecordBatch, SweepError> {
-    let reader =
-        std::io::BufReader::new(fs_err::File::open(file).map_err(|e| SweepError::io(file, e))?);
+    let reader = std::io::BufReader::new(fs_err::File::open(file).map_err(SweepError::Fs)?);
     let mut cols = DocColumns::default();
     let mut seen: BTreeMap<u64, usize> = BTreeMap::new();
     let mut filters_seen: BTreeSet<String> = BTreeSet::new();
@@ -309,7 +308,7 @@ pub(crate) fn read_samples(
             if e.kind() == std::io::ErrorKind::InvalidData {
                 malformed(file, ln, "not UTF-8")
             } else {
-                SweepError::io(file, e)
+                SweepError::Fs(e)
             }
         })?;
         if line.trim().is_empty() {
@@ -585,12 +584,12 @@ pub(crate) fn ingest_lm_eval(
             continue;
         };
         results_files += 1;
-        let bytes = fs_err::read(f).map_err(|e| SweepError::io(f, e))?;
+        let bytes = fs_err::read(f).map_err(SweepError::Fs)?;
         let results: Value = serde_json::from_slice(&bytes)
             .map_err(|e| malformed(f, e.line(), format!("not JSON: {e}")))?;
         let model = model_of(&results, f)?;
         let rel = rel_path(dir, f);
-        let run = fs_err::canonicalize(f).map_err(|e| SweepError::io(f, e))?;
+        let run = fs_err::canonicalize(f).map_err(SweepError::Fs)?;
         if results.get("fewshot_as_multiturn") == Some(&Value::Bool(true)) {
             ing.problems.push(format!(
                 "{rel}: run with fewshot_as_multiturn = true: the delimiter was not in the prompt (rerun with --fewshot_as_multiturn false)"

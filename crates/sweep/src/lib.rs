@@ -37,7 +37,8 @@ use std::path::{Path, PathBuf};
 /// Errors of the sweep crate; each names what it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {
-    /// A file-system error.
+    /// An I/O error whose message does not name its path (a raw OS error: a lock, a rename
+    /// system call); file-system calls go through `fs_err` and become [`Self::Fs`].
     #[error("{path}: {source}")]
     Io {
         /// The file or folder concerned.
@@ -46,6 +47,9 @@ pub enum SweepError {
         #[source]
         source: std::io::Error,
     },
+    /// A file-system error from `fs_err`, whose message names the path.
+    #[error(transparent)]
+    Fs(#[from] std::io::Error),
     /// A file that does not parse.
     #[error("{}{}: {message}", file.display(), if *line > 0 { format!(": line {line}") } else { String::new() })]
     Malformed {
@@ -202,7 +206,7 @@ pub fn ingest_dictionary_runs(
             }
         }
         let records = dictionary::ingest(&path, spec)?;
-        let run = fs_err::canonicalize(&path).map_err(|e| SweepError::io(&path, e))?;
+        let run = fs_err::canonicalize(&path).map_err(SweepError::Fs)?;
         samples.extend(ingest::TaskSamples::from_records(
             &records, &source, &label, &run,
         ));

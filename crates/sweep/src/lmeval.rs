@@ -420,14 +420,14 @@ mod tests {
     fn fake_tasks_dir() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let t = dir.path();
-        std::fs::create_dir_all(t.join("mmlu/default")).unwrap();
+        fs_err::create_dir_all(t.join("mmlu/default")).unwrap();
         for s in MMLU_SUBJECTS {
-            std::fs::write(t.join(format!("mmlu/default/mmlu_{s}.yaml")), "x").unwrap();
+            fs_err::write(t.join(format!("mmlu/default/mmlu_{s}.yaml")), "x").unwrap();
         }
-        std::fs::create_dir_all(t.join("arc")).unwrap();
-        std::fs::write(t.join("arc/arc_challenge.yaml"), "x").unwrap();
-        std::fs::create_dir_all(t.join("commonsense_qa")).unwrap();
-        std::fs::write(t.join("commonsense_qa/default.yaml"), "x").unwrap();
+        fs_err::create_dir_all(t.join("arc")).unwrap();
+        fs_err::write(t.join("arc/arc_challenge.yaml"), "x").unwrap();
+        fs_err::create_dir_all(t.join("commonsense_qa")).unwrap();
+        fs_err::write(t.join("commonsense_qa/default.yaml"), "x").unwrap();
         dir
     }
 
