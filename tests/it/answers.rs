@@ -23,7 +23,7 @@ fn bin() -> Command {
 use Status::*;
 
 /// (reply, expected status, expected option number as replied)
-const TABLE: &[(&str, Status, Option<i32>)] = &[
+pub(crate) const TABLE: &[(&str, Status, Option<i32>)] = &[
     ("", NotANumber, None),
     ("   ", NotANumber, None),
     ("\n\t ", NotANumber, None),

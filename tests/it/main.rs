@@ -14,6 +14,7 @@ mod cli_json;
 mod fetch;
 mod reliability;
 mod report;
+mod rules;
 mod score;
 mod support;
 mod sweep;

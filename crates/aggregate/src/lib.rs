@@ -1,7 +1,8 @@
 //! protospread-aggregate: per-cell protocol and sampling spread of questionnaire scale scores.
 //!
-//! Reads `out/score/scale_scores.parquet`, `out/score/parsed_answers.parquet` and
-//! `out/score/norms.parquet` and writes the per-cell statistics and the study tables to
+//! Reads `out/score/scale_scores.parquet`, `out/score/parsed_answers.parquet`,
+//! `out/score/norms.parquet` and `out/score/reply_rules.parquet` (passed through as table
+//! `reply_rules`) and writes the per-cell statistics and the study tables to
 //! `out/aggregate/` (one Parquet file per table, plus `SHA256SUMS`). Every table is a DataFusion
 //! plan (SQL over the inputs and the scalar functions of `stats`) run in the engine's bounded,
 //! spilling session. The statistical conventions (sample SD with divisor n - 1 from exact

@@ -68,6 +68,20 @@ const ANSWER_COLUMNS: &[(&str, Kind)] = &[
     ("status", Kind::Str),
 ];
 
+const RULE_COLUMNS: &[(&str, Kind)] = &[
+    ("source", Kind::Str),
+    ("label", Kind::Str),
+    ("model", Kind::Str),
+    ("arm", Kind::Str),
+    ("condition", Kind::Str),
+    ("mode", Kind::Str),
+    ("rule", Kind::Str),
+    ("requests", Kind::Int),
+    ("readable_replies", Kind::Int),
+    ("items", Kind::Int),
+    ("readable_items", Kind::Int),
+];
+
 const NORM_COLUMNS: &[(&str, Kind)] = &[
     ("test", Kind::Str),
     ("dimension", Kind::Str),
@@ -155,6 +169,7 @@ struct Files {
     scores: PathBuf,
     answers: PathBuf,
     norms: PathBuf,
+    rules: PathBuf,
 }
 
 struct Run<'a> {
@@ -450,6 +465,7 @@ impl Run<'_> {
             ("scores", &f.scores),
             ("answers", &f.answers),
             ("norms", &f.norms),
+            ("reply_rules", &f.rules),
         ] {
             let p = path
                 .to_str()
@@ -500,6 +516,14 @@ impl Run<'_> {
         for (name, sql) in plan::request_tables() {
             out.push(self.table(name, &sql, &f.answers)?);
         }
+        // The score stage's readable replies per reply rule, passed through (strict first).
+        out.push(self.table(
+            "reply_rules",
+            "SELECT source, label, model, arm, condition, mode, rule, requests, \
+                    readable_replies, items, readable_items FROM reply_rules \
+             ORDER BY source, model, arm, condition, mode, rule <> 'strict', rule, label",
+            &f.rules,
+        )?);
         self.materialize("verdict_w", &plan::verdict_summary(a), &f.scores)?;
         out.push(self.table("verdict", &plan::verdict(a), &f.scores)?);
         out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -518,10 +542,12 @@ pub(crate) fn compute(
         scores: score_dir.join("scale_scores.parquet"),
         answers: score_dir.join("parsed_answers.parquet"),
         norms: score_dir.join("norms.parquet"),
+        rules: score_dir.join("reply_rules.parquet"),
     };
     check_schema(&files.scores, SCORE_COLUMNS)?;
     check_schema(&files.answers, ANSWER_COLUMNS)?;
     check_schema(&files.norms, NORM_COLUMNS)?;
+    check_schema(&files.rules, RULE_COLUMNS)?;
     let opts = EngineOptions {
         target_partitions: params.aggregate.target_partitions,
         ..engine.clone()

@@ -59,6 +59,7 @@ fn write_many_row_groups(score: &Path, s: &[FxScore], a: &[FxAnswer]) {
         ("scale_scores.parquet", fixture::scores_batch(s)),
         ("parsed_answers.parquet", fixture::answers_batch(a)),
         ("norms.parquet", fixture::norms_batch()),
+        ("reply_rules.parquet", fixture::reply_rules_batch()),
     ] {
         let f = fs_err::File::create(score.join(name)).unwrap();
         let props = WriterProperties::builder()
@@ -868,6 +869,34 @@ fn write_scores(dir: &Path, rows: &[FxScore], answers: &[FxAnswer]) {
     protospread_core::pq::write(&dir.join("scale_scores.parquet"), sb.schema(), &[sb]).unwrap();
     protospread_core::pq::write(&dir.join("parsed_answers.parquet"), ab.schema(), &[ab]).unwrap();
     protospread_core::pq::write(&dir.join("norms.parquet"), nb.schema(), &[nb]).unwrap();
+    let rb = fixture::reply_rules_batch();
+    protospread_core::pq::write(&dir.join("reply_rules.parquet"), rb.schema(), &[rb]).unwrap();
+}
+
+#[test]
+fn reply_rules_pass_through_sorted_strict_first() {
+    let (_d, t) = run_fixture(3);
+    let r = &t["reply_rules"];
+    let s = |n: &str| -> Vec<String> {
+        let c = r.column_by_name(n).unwrap();
+        let c = c.as_any().downcast_ref::<StringArray>().unwrap();
+        (0..c.len()).map(|i| c.value(i).to_string()).collect()
+    };
+    let i = |n: &str| -> Vec<i64> {
+        let c = r.column_by_name(n).unwrap();
+        c.as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap()
+            .values()
+            .to_vec()
+    };
+    assert_eq!(s("condition"), ["B0", "S0", "S0"]);
+    assert_eq!(s("rule"), ["strict", "strict", "lenient"]);
+    assert_eq!(s("mode"), ["whole", "single", "single"]);
+    assert_eq!(i("requests"), [1, 10, 10]);
+    assert_eq!(i("readable_replies"), [0, 7, 9]);
+    assert_eq!(i("items"), [50, 10, 10]);
+    assert_eq!(i("readable_items"), [49, 7, 9]);
 }
 
 #[test]

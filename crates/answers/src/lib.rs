@@ -8,9 +8,11 @@
 //! - Import: read a stored-answer file (CSV, JSONL or Parquet), validate every record and
 //!   return it normalized and sorted ([`import_file`], [`import_into`]). Used by the fetch
 //!   stage.
-//! - Parse: the strict reply rule as plain functions ([`read_single`], [`read_whole`]): which
-//!   reply texts count as an answer, and the mapping of a shown option number back to the
-//!   human 0..4 scale ([`option_to_value`]). The score crate wraps them as DataFusion
+//! - Parse: the reply rules as plain functions, the study's strict rule ([`read_single`],
+//!   [`read_whole`]) and a lenient one reported beside it ([`read_single_lenient`],
+//!   [`read_whole_lenient`]; [`ReplyRule`] names them): which reply texts count as an
+//!   answer, and the mapping of a shown option number back to the human 0..4 scale
+//!   ([`option_to_value`]). The score crate wraps them as DataFusion
 //!   functions.
 //! - Simulate: the simulated study with planted effects ([`simulate()`], every record labelled
 //!   "simulated"), and a large synthetic answer file for performance runs ([`write_bulk`]).
@@ -27,7 +29,10 @@ pub use format::{
     PROTOCOL_CONDITIONS,
 };
 pub use import::{import_file, import_into, read_records, SORTED_BY};
-pub use parse::{option_to_value, read_single, read_whole, value_to_option, Reading, Status};
+pub use parse::{
+    option_to_value, read_single, read_single_lenient, read_whole, read_whole_lenient,
+    value_to_option, Reading, ReplyRule, Status,
+};
 pub use simulate::{
     item_map, simulate, write_simulation, ItemInfo, ItemKey, SimOutput, SIMULATED_ANSWERS_FILE,
     SIMULATED_LABEL, SIMULATED_TRUTH_FILE,

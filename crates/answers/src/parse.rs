@@ -1,4 +1,7 @@
-//! The strict reply rule (docs/stored-answers.md, "Which replies count as an answer").
+//! The reply rules (docs/stored-answers.md, "Which replies count as an answer"): the strict
+//! rule, which is the study's rule, and one lenient rule reported beside it ([`ReplyRule`]).
+//!
+//! ## The strict rule
 //!
 //! Single item: after removing leading and trailing whitespace (Unicode `White_Space`), the
 //! reply must be one or more ASCII digits, optionally followed by exactly one `.` or `)`.
@@ -12,6 +15,24 @@
 //! start that way are prose and are ignored, as are answer lines whose position is not
 //! 1..=n. A position with no answer line is `missing_in_whole`; a position with two or more
 //! answer lines is `duplicate_in_whole` (even if they agree).
+//!
+//! ## The lenient rule
+//!
+//! Single item: after removing leading and trailing whitespace, the reply must start with one
+//! or more ASCII digits (the option number); then may come spaces or tabs and at most one
+//! separator out of `.` `)` `:` `-`; then, optionally, a label: letters (Unicode `Alphabetic`),
+//! spaces and tabs only, followed by nothing but `.`, `!` and whitespace. So `4. Moderately
+//! Accurate`, `4)`, `4: Accurate`, `4 - Moderately Accurate` and `4 Very Accurate!` are read as
+//! option 4; `4 or 5`, `4/5`, `4, 5`, `4.0`, `(4)`, `Answer: 4` and a `4` followed by a second
+//! line are not. The label is **not** checked against the option the number names (the
+//! stored-answer format does not carry the option labels that were shown), so `4. Very
+//! Inaccurate` is read as 4. Number ranges and statuses are those of the strict rule.
+//!
+//! Whole test: the answer lines of the strict rule, with the rest of each line read by the
+//! lenient single-item rule (so `1: 4. Moderately Accurate` answers position 1 with option 4).
+//! Everything else (prose, missing and duplicate positions) is as under the strict rule.
+//!
+//! Every reply the strict rule reads is read identically by the lenient rule.
 //!
 //! Options are shown numbered 1..=5. With `option_order = human`, option k is human value
 //! k-1; with `reversed`, option k is human value 5-k.
@@ -78,6 +99,66 @@ impl Reading {
     }
 }
 
+/// A reply rule: which reply texts count as an answer. [`ReplyRule::Strict`] is the study's
+/// rule and the default; [`ReplyRule::Lenient`] is reported beside it to show how much the
+/// figures depend on parsing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ReplyRule {
+    /// [`read_single`] / [`read_whole`].
+    Strict,
+    /// [`read_single_lenient`] / [`read_whole_lenient`].
+    Lenient,
+}
+
+impl ReplyRule {
+    /// Every rule, strict first.
+    pub const ALL: [ReplyRule; 2] = [ReplyRule::Strict, ReplyRule::Lenient];
+
+    /// The name used in pipeline.toml (`[score] reply_rules`) and in the tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplyRule::Strict => "strict",
+            ReplyRule::Lenient => "lenient",
+        }
+    }
+
+    /// The rule named `name` (exact, lower case), if any.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.as_str() == name)
+    }
+
+    /// Read a single-item reply by this rule.
+    pub fn read_single(self, reply: &str) -> Reading {
+        match self {
+            ReplyRule::Strict => read_single(reply),
+            ReplyRule::Lenient => read_single_lenient(reply),
+        }
+    }
+
+    /// Read a whole-test reply showing `n` items by this rule.
+    pub fn read_whole(self, reply: &str, n: usize) -> Vec<Reading> {
+        match self {
+            ReplyRule::Strict => read_whole(reply, n),
+            ReplyRule::Lenient => read_whole_lenient(reply, n),
+        }
+    }
+}
+
+/// The reading of an option number that the rule accepted: `ok` in 1..=5, else
+/// `out_of_range` (saturated at `i32::MAX`).
+fn number(digits: &str) -> Reading {
+    let n: i32 = digits.parse().unwrap_or(i32::MAX);
+    let status = if (1..=OPTIONS as i32).contains(&n) {
+        Status::Ok
+    } else {
+        Status::OutOfRange
+    };
+    Reading {
+        option: Some(n),
+        status,
+    }
+}
+
 /// Read a single-item reply by the strict rule.
 pub fn read_single(reply: &str) -> Reading {
     let t = reply.trim();
@@ -88,16 +169,29 @@ pub fn read_single(reply: &str) -> Reading {
     if body.is_empty() || !body.bytes().all(|b| b.is_ascii_digit()) {
         return Reading::status(Status::NotANumber);
     }
-    let n: i32 = body.parse().unwrap_or(i32::MAX);
-    let status = if (1..=OPTIONS as i32).contains(&n) {
-        Status::Ok
-    } else {
-        Status::OutOfRange
-    };
-    Reading {
-        option: Some(n),
-        status,
+    number(body)
+}
+
+/// Read a single-item reply by the lenient rule: a leading option number, at most one
+/// separator, and at most a label of letters (not checked against the option).
+pub fn read_single_lenient(reply: &str) -> Reading {
+    let t = reply.trim();
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return Reading::status(Status::NotANumber);
     }
+    let rest = t[digits..].trim_start_matches([' ', '\t']);
+    let rest = rest
+        .strip_prefix(['.', ')', ':', '-'])
+        .unwrap_or(rest)
+        .trim_end_matches(|c: char| c == '.' || c == '!' || c.is_whitespace());
+    if !rest
+        .chars()
+        .all(|c| c.is_alphabetic() || c == ' ' || c == '\t')
+    {
+        return Reading::status(Status::NotANumber);
+    }
+    number(&t[..digits])
 }
 
 /// The human value (0..=4) shown as option `option` (1..=5); `None` outside 1..=5.
@@ -139,14 +233,24 @@ fn answer_line(line: &str) -> Option<(u64, &str)> {
     }
 }
 
-/// Read a whole-test reply showing `n` items: one [`Reading`] per shown position 1..=n
-/// (index 0 is position 1).
+/// Read a whole-test reply showing `n` items by the strict rule: one [`Reading`] per shown
+/// position 1..=n (index 0 is position 1).
 pub fn read_whole(reply: &str, n: usize) -> Vec<Reading> {
+    whole(reply, n, read_single)
+}
+
+/// Read a whole-test reply showing `n` items by the lenient rule: the strict rule's answer
+/// lines, each line's answer read by [`read_single_lenient`].
+pub fn read_whole_lenient(reply: &str, n: usize) -> Vec<Reading> {
+    whole(reply, n, read_single_lenient)
+}
+
+fn whole(reply: &str, n: usize, read: fn(&str) -> Reading) -> Vec<Reading> {
     let mut found: Vec<Vec<Reading>> = vec![Vec::new(); n];
     for line in reply.lines() {
         if let Some((pos, rest)) = answer_line(line) {
             if pos >= 1 && pos <= n as u64 {
-                found[(pos - 1) as usize].push(read_single(rest));
+                found[(pos - 1) as usize].push(read(rest));
             }
         }
     }
@@ -191,6 +295,18 @@ mod tests {
             assert_eq!(option_to_value(bad, OptionOrder::Human), None);
             assert_eq!(option_to_value(bad, OptionOrder::Reversed), None);
         }
+    }
+
+    #[test]
+    fn rule_names_round_trip_and_match_the_configuration() {
+        for r in ReplyRule::ALL {
+            assert_eq!(ReplyRule::parse(r.as_str()), Some(r));
+        }
+        assert_eq!(ReplyRule::parse("Strict"), None);
+        assert_eq!(
+            ReplyRule::ALL.map(ReplyRule::as_str),
+            protospread_core::config::REPLY_RULES
+        );
     }
 
     #[test]
@@ -267,6 +383,51 @@ mod tests {
             } else {
                 prop_assert_eq!(r, st(Status::NotANumber));
             }
+        }
+
+        #[test]
+        fn strict_readable_is_lenient_readable_alike(s in "\\PC{0,12}|[0-9 .):a-z\u{0663}\u{ff13}\t\n-]{0,10}") {
+            let strict = read_single(&s);
+            let lenient = read_single_lenient(&s);
+            if strict.status != Status::NotANumber {
+                prop_assert_eq!(lenient, strict);
+            }
+            let n = 3;
+            let text = format!("1: {s}\n2: 4\n");
+            let (ws, wl) = (read_whole(&text, n), read_whole_lenient(&text, n));
+            for (a, b) in ws.iter().zip(&wl) {
+                if a.status == Status::Ok {
+                    prop_assert_eq!(a, b);
+                }
+            }
+        }
+
+        #[test]
+        fn lenient_never_reads_an_out_of_range_leading_number(
+            n in prop_oneof![0u64..1, 6u64..1_000_000],
+            zeros in 0usize..3,
+            pre in "[ \t\n\u{a0}]{0,3}",
+            // A tail starting with a digit would make another leading number.
+            tail in "([^0-9]\\PC{0,9})?",
+        ) {
+            let s = format!("{pre}{}{n}{tail}", "0".repeat(zeros));
+            let got = read_single_lenient(&s);
+            prop_assert_ne!(got.status, Status::Ok, "{:?}", s);
+            if got.status == Status::OutOfRange {
+                prop_assert_eq!(got.option, Some(n as i32));
+            }
+        }
+
+        #[test]
+        fn lenient_reads_an_in_range_number_with_any_label(
+            n in 1i32..=5,
+            pre in "[ \t\n\u{a0}]{0,3}",
+            sep in prop::sample::select(vec!["", ".", ")", ":", "-", " .", " -", " :"]),
+            label in "( [A-Za-zé]{1,8}){0,4}",
+            end in prop::sample::select(vec!["", ".", "!", " ", ".\n", "!!"]),
+        ) {
+            let s = format!("{pre}{n}{sep}{label}{end}");
+            prop_assert_eq!(read_single_lenient(&s), ok(n), "{:?}", s);
         }
 
         #[test]

@@ -237,6 +237,7 @@ impl Config {
                 }
             }
         }
+        self.score.validate()?;
         crate::limits::check_config(self)
     }
 }
@@ -322,6 +323,34 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("input 'a': `headline_arm` is empty"), "{e}");
+    }
+
+    #[test]
+    fn reply_rules_default_strict_and_are_checked() {
+        let parse = |rules: &str| {
+            Config::parse(
+                &format!("{MIN}[score]\nreply_rules = {rules}\n"),
+                Path::new("p.toml"),
+                Path::new("."),
+            )
+        };
+        let c = Config::parse(MIN, Path::new("p.toml"), Path::new(".")).unwrap();
+        assert_eq!(c.score.reply_rules, ["strict"]);
+        let c = parse("[\"strict\", \"lenient\"]").unwrap();
+        assert_eq!(c.score.reply_rules, ["strict", "lenient"]);
+        for (rules, want) in [
+            ("[\"strict\", \"fuzzy\"]", "unknown rule \"fuzzy\""),
+            ("[\"lenient\", \"strict\"]", "must be listed first"),
+            ("[\"lenient\"]", "must be listed first"),
+            ("[]", "must be listed first"),
+            ("[\"strict\", \"strict\"]", "listed twice"),
+        ] {
+            let e = parse(rules).unwrap_err().to_string();
+            assert!(
+                e.contains("p.toml") && e.contains("[score] reply_rules") && e.contains(want),
+                "{rules}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -56,3 +56,24 @@ pub fn scale_scores_schema() -> SchemaRef {
         b("constant_answers"),
     ]))
 }
+
+/// Schema of `out/score/reply_rules.parquet`: one row per (source, model, condition, rule):
+/// requests and the replies and items each configured reply rule reads. Written by the score
+/// stage, passed through by the aggregate stage.
+pub fn reply_rules_schema() -> SchemaRef {
+    let s = |n: &str| Field::new(n, DataType::Utf8, false);
+    let i = |n: &str| Field::new(n, DataType::Int32, false);
+    Arc::new(Schema::new(vec![
+        s("source"),
+        s("label"),
+        s("model"),
+        s("arm"),
+        s("condition"),
+        s("mode"),
+        s("rule"),
+        i("requests"),
+        i("readable_replies"),
+        i("items"),
+        i("readable_items"),
+    ]))
+}

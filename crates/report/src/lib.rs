@@ -61,6 +61,7 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     ("reruns", "Rerun differences", "Absolute difference in human SDs between a condition and its rerun, per group: median and max over cells."),
     ("separate_arms", "Separate arms (command-line tools)", "Arms reported apart (no temperature control): same direction = the cell's protocol shift (mean z whole-test minus single-item setups) has the sign of the median shift of that scale in the source's headline arm (reference_arm); median range in human SDs."),
     ("requests", "Requests, unreadable replies and constant-answer administrations", "Per model and condition: requests sent, failed, replies with an unreadable answer, administrations with constant answers."),
+    ("reply_rules", "Readable replies under each reply rule", "Per source, model and condition: requests, replies read under each rule of [score] reply_rules (strict = the study's rule, behind every other table; lenient = a leading option number with at most an option label, docs/stored-answers.md), and item lines read. A whole-test reply is readable when every shown position is read."),
     ("constant_runs", "Constant-answer administrations", "Every administration whose answers were all the same option."),
     ("dropped_cells", "Dropped cells", "Every cell left out of the tables, with the reason."),
     ("cells", "Per-cell detail", "Every cell (model x scale) with its statistics; SDs and ranges in human SDs."),

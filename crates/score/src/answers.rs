@@ -21,7 +21,7 @@ use arrow::datatypes::SchemaRef;
 use datafusion::datasource::MemTable;
 use datafusion::prelude::{DataFrame, SessionContext};
 use parquet::arrow::ArrowWriter;
-use protospread_answers::Status;
+use protospread_answers::{ReplyRule, Status};
 use protospread_answers::{StoredRecord, Vocabulary, OPTIONS};
 use protospread_core::atomic::Staged;
 use protospread_core::config::{Config, InputRole};
@@ -34,6 +34,8 @@ use std::sync::Arc;
 pub const PARSED_FILE: &str = "parsed_answers.parquet";
 /// File name of the scale-score table.
 pub const SCALES_FILE: &str = "scale_scores.parquet";
+/// File name of the reply-rule table (readable replies under each configured rule).
+pub const RULES_FILE: &str = "reply_rules.parquet";
 
 /// One row of `parsed_answers.parquet`.
 #[derive(Debug, Clone, PartialEq)]
@@ -291,11 +293,12 @@ pub fn session(
     Ok(engine)
 }
 
-/// The three plans of one source, over its stored answers registered as table `raw`.
+/// The plans of one source, over its stored answers registered as table `raw`.
 struct SourcePlans {
     parsed: DataFrame,
     scales: DataFrame,
     reruns: Option<DataFrame>,
+    rules: DataFrame,
     records: usize,
 }
 
@@ -308,6 +311,7 @@ fn plan_source(
     vocab: &Vocabulary,
     key: &ScoringKey,
     pairs: &[[String; 2]],
+    rules: &[ReplyRule],
 ) -> Result<SourcePlans, ScoreError> {
     let what = format!("source {source}");
     let e = |x| df_err(&what, x);
@@ -502,10 +506,37 @@ fn plan_source(
             .map_err(e)?,
         )
     };
+    // Every request read by every configured rule; a whole-test reply is readable when each
+    // shown position is read `ok`. `ord` keeps the configured order (strict first).
+    let per_rule = rules
+        .iter()
+        .enumerate()
+        .map(|(ord, r)| {
+            format!(
+                "SELECT {label} AS label, model, arm, condition, mode, {name} AS rule, {ord} AS ord, \
+                        reply_counts({name}, reply, error IS NOT NULL, item_order) AS c FROM raw",
+                name = lit(r.as_str())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ");
+    let rules = sql(format!(
+        "SELECT {src} AS source, label, model, arm, condition, mode, rule, \
+                CAST(count(*) AS INT) AS requests, \
+                CAST(sum(CASE WHEN get_field(c, 'readable_items') = get_field(c, 'items') \
+                     THEN 1 ELSE 0 END) AS INT) AS readable_replies, \
+                CAST(sum(get_field(c, 'items')) AS INT) AS items, \
+                CAST(sum(get_field(c, 'readable_items')) AS INT) AS readable_items \
+         FROM ({per_rule}) GROUP BY label, model, arm, condition, mode, rule, ord \
+         ORDER BY model, arm, condition, mode, ord, label",
+        src = lit(source)
+    ))
+    .map_err(e)?;
     Ok(SourcePlans {
         parsed,
         scales,
         reruns,
+        rules,
         records,
     })
 }
@@ -644,8 +675,9 @@ pub fn fetched_path(out: &Path, name: &str) -> PathBuf {
 }
 
 /// Parse and score every `role = "answers"` input of `cfg` (inputs in name order) from
-/// `out/fetch/answers/`, and stage [`PARSED_FILE`], [`SCALES_FILE`] and
-/// [`crate::reruns::RERUNS_FILE`] into `score_dir` through `staged`. With no answer inputs,
+/// `out/fetch/answers/`, and stage [`PARSED_FILE`], [`SCALES_FILE`],
+/// [`crate::reruns::RERUNS_FILE`] and [`RULES_FILE`] (the rules of `[score] reply_rules`) into
+/// `score_dir` through `staged`. With no answer inputs,
 /// the files are written empty (with their schemas), so that downstream stages always find
 /// them.
 pub fn run(
@@ -669,6 +701,17 @@ pub fn run(
             });
         }
     }
+    let rules = cfg
+        .score
+        .reply_rules
+        .iter()
+        .map(|r| {
+            ReplyRule::parse(r).ok_or_else(|| ScoreError::Score {
+                test: "[score] reply_rules".into(),
+                message: format!("unknown reply rule {r:?}"),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let engine = session(engine, key, norms)?;
     let mut parsed = Sink::parquet(score_dir.join(PARSED_FILE), parsed_schema())?;
     let mut scales = Sink::parquet(score_dir.join(SCALES_FILE), scales_schema())?;
@@ -676,6 +719,7 @@ pub fn run(
         score_dir.join(crate::reruns::RERUNS_FILE),
         crate::reruns::schema(),
     )?;
+    let mut rule_sink = Sink::parquet(score_dir.join(RULES_FILE), rules_schema())?;
     let mut summary = Summary::default();
     for input in &inputs {
         let p = fetched_path(out, &input.name);
@@ -690,9 +734,13 @@ pub fn run(
             &vocab,
             key,
             &cfg.aggregate.rerun_pairs,
-            &mut parsed,
-            &mut scales,
-            &mut reruns,
+            &rules,
+            Sinks {
+                parsed: &mut parsed,
+                scales: &mut scales,
+                reruns: &mut reruns,
+                rules: &mut rule_sink,
+            },
         );
         engine
             .context()
@@ -703,14 +751,22 @@ pub fn run(
         summary.scale_rows += sum.scale_rows;
         summary.sources.push(sum);
     }
-    for sink in [parsed, scales, reruns] {
+    for sink in [parsed, scales, reruns, rule_sink] {
         let (path, bytes) = sink.finish()?;
         staged.put(&path, &bytes)?;
     }
     Ok(summary)
 }
 
-/// Run the plans of one source registered as `raw`, streaming into the three sinks.
+/// The sinks of the score stage's stored-answer tables.
+struct Sinks<'a> {
+    parsed: &'a mut Sink,
+    scales: &'a mut Sink,
+    reruns: &'a mut Sink,
+    rules: &'a mut Sink,
+}
+
+/// Run the plans of one source registered as `raw`, streaming into the sinks.
 #[allow(clippy::too_many_arguments)]
 fn score_registered(
     engine: &Engine,
@@ -719,11 +775,16 @@ fn score_registered(
     vocab: &Vocabulary,
     key: &ScoringKey,
     pairs: &[[String; 2]],
-    parsed: &mut Sink,
-    scales: &mut Sink,
-    reruns: &mut Sink,
+    rules: &[ReplyRule],
+    sinks: Sinks<'_>,
 ) -> Result<SourceSummary, ScoreError> {
-    let plans = plan_source(engine, source, input_label, vocab, key, pairs)?;
+    let Sinks {
+        parsed,
+        scales,
+        reruns,
+        rules: rule_sink,
+    } = sinks;
+    let plans = plan_source(engine, source, input_label, vocab, key, pairs, rules)?;
     let mut sum = SourceSummary {
         source: source.to_string(),
         label: input_label.unwrap_or("").to_string(),
@@ -745,10 +806,12 @@ fn score_registered(
         let schema = reruns.schema.clone();
         drain(engine, df, &schema, |b| reruns.write(&b))?;
     }
+    let schema = rule_sink.schema.clone();
+    drain(engine, plans.rules, &schema, |b| rule_sink.write(&b))?;
     Ok(sum)
 }
 
-/// What [`score_in_memory`] returns: the three tables as batches, and the summary.
+/// What [`score_in_memory`] returns: the tables as batches, and the summary.
 #[derive(Debug, Clone)]
 pub struct InMemory {
     /// Parsed-answer batches.
@@ -757,6 +820,8 @@ pub struct InMemory {
     pub scales: Vec<RecordBatch>,
     /// Reply-rerun batches.
     pub reruns: Vec<RecordBatch>,
+    /// Reply-rule batches, for every rule of [`ReplyRule::ALL`].
+    pub rules: Vec<RecordBatch>,
     /// What the source produced.
     pub summary: SourceSummary,
 }
@@ -780,6 +845,7 @@ pub fn score_in_memory(
     let mut parsed = Sink::memory(PARSED_FILE, parsed_schema());
     let mut scales = Sink::memory(SCALES_FILE, scales_schema());
     let mut reruns = Sink::memory(crate::reruns::RERUNS_FILE, crate::reruns::schema());
+    let mut rules = Sink::memory(RULES_FILE, rules_schema());
     let summary = score_registered(
         &engine,
         source,
@@ -787,14 +853,19 @@ pub fn score_in_memory(
         vocab,
         key,
         pairs,
-        &mut parsed,
-        &mut scales,
-        &mut reruns,
+        &ReplyRule::ALL,
+        Sinks {
+            parsed: &mut parsed,
+            scales: &mut scales,
+            reruns: &mut reruns,
+            rules: &mut rules,
+        },
     )?;
     Ok(InMemory {
         parsed: parsed.kept,
         scales: scales.kept,
         reruns: reruns.kept,
+        rules: rules.kept,
         summary,
     })
 }
@@ -908,4 +979,9 @@ pub fn parsed_schema() -> SchemaRef {
 /// Schema of `scale_scores.parquet` (the contract with the aggregate stage).
 pub fn scales_schema() -> SchemaRef {
     protospread_core::tables::scale_scores_schema()
+}
+
+/// Schema of `reply_rules.parquet` (passed through by the aggregate stage).
+pub fn rules_schema() -> SchemaRef {
+    protospread_core::tables::reply_rules_schema()
 }

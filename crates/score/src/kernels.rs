@@ -5,6 +5,8 @@
 //! |---|---|---|
 //! | `strict_reply(reply, failed, option_order)` | [`read_single`], [`option_to_value`] | struct `{option, value, status}` |
 //! | `whole_reply(reply, failed, option_order, item_order)` | [`read_whole`], [`option_to_value`] | list of struct `{item, shown_position, option, value, status}`, one per shown position |
+//! | `lenient_reply`, `whole_reply_lenient` (same arguments) | the same with [`ReplyRule::Lenient`] | as above |
+//! | `reply_counts(rule, reply, failed, item_order)` | [`ReplyRule::read_single`], [`ReplyRule::read_whole`] | struct `{items, readable_items}`: positions shown (1 for a single-item request) and those read `ok` |
 //! | `scale_value(points, max_points, raw_unit)` | [`crate::scorer::scale_value`] | f64 |
 //! | `norm_z(test, dimension, value)` | [`crate::norms::Norm::z`] | f64, null when not finite |
 //! | `norm_percentile(test, dimension, value)` | [`crate::norms::Norm::percentile`] | f64, null when not finite |
@@ -23,14 +25,17 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use protospread_answers::OptionOrder;
-use protospread_answers::{option_to_value, read_single, read_whole, Reading, Status};
+use protospread_answers::{option_to_value, Reading, ReplyRule, Status};
 use std::sync::Arc;
 
 /// Every function of this module, ready to register on a session.
 pub fn udfs(norms: Arc<Norms>) -> Vec<ScalarUDF> {
     vec![
-        ScalarUDF::from(StrictReply::new()),
-        ScalarUDF::from(WholeReply::new()),
+        ScalarUDF::from(StrictReply::new(ReplyRule::Strict)),
+        ScalarUDF::from(WholeReply::new(ReplyRule::Strict)),
+        ScalarUDF::from(StrictReply::new(ReplyRule::Lenient)),
+        ScalarUDF::from(WholeReply::new(ReplyRule::Lenient)),
+        ScalarUDF::from(ReplyCounts::new()),
         ScalarUDF::from(ScaleValue::new()),
         ScalarUDF::from(NormFn::new("norm_z", norms.clone())),
         ScalarUDF::from(NormFn::new("norm_percentile", norms)),
@@ -75,15 +80,27 @@ fn option_order(text: &str) -> Result<OptionOrder> {
     }
 }
 
-/// The reading of one request's reply: the failed-request rule, then the strict reply rule.
-fn reading(reply: &str, failed: bool) -> Reading {
+/// The reading of one request's reply: the failed-request rule, then the reply rule.
+fn reading(rule: ReplyRule, reply: &str, failed: bool) -> Reading {
     if failed {
         Reading {
             option: None,
             status: Status::RequestFailed,
         }
     } else {
-        read_single(reply)
+        rule.read_single(reply)
+    }
+}
+
+/// The human items shown by a whole-test request, in shown order.
+fn shown_items(item_order: &str) -> Result<Vec<i32>> {
+    match item_order
+        .split(';')
+        .map(|x| x.parse::<i32>())
+        .collect::<std::result::Result<Vec<_>, _>>()
+    {
+        Ok(items) => Ok(items),
+        Err(_) => exec_err!("item_order {item_order:?} is not a list of item numbers"),
     }
 }
 
@@ -95,15 +112,18 @@ fn value(r: &Reading, order: OptionOrder) -> Option<i32> {
     }
 }
 
-/// `strict_reply(reply, failed, option_order)`: a single-item request's reading.
+/// `strict_reply(reply, failed, option_order)` (`lenient_reply` for the lenient rule): a
+/// single-item request's reading.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct StrictReply {
+    rule: ReplyRule,
     signature: Signature,
 }
 
 impl StrictReply {
-    fn new() -> Self {
+    fn new(rule: ReplyRule) -> Self {
         StrictReply {
+            rule,
             signature: Signature::any(3, Volatility::Immutable),
         }
     }
@@ -111,7 +131,10 @@ impl StrictReply {
 
 impl ScalarUDFImpl for StrictReply {
     fn name(&self) -> &str {
-        "strict_reply"
+        match self.rule {
+            ReplyRule::Strict => "strict_reply",
+            ReplyRule::Lenient => "lenient_reply",
+        }
     }
     fn signature(&self) -> &Signature {
         &self.signature
@@ -134,9 +157,9 @@ impl ScalarUDFImpl for StrictReply {
         );
         for i in 0..n {
             if reply.is_null(i) || failed.is_null(i) || order.is_null(i) {
-                return exec_err!("strict_reply: null argument in row {i}");
+                return exec_err!("{}: null argument in row {i}", self.name());
             }
-            let r = reading(reply.value(i), failed.value(i));
+            let r = reading(self.rule, reply.value(i), failed.value(i));
             opt.append_option(r.option);
             val.append_option(value(&r, option_order(order.value(i))?));
             st.append_value(r.status.as_str());
@@ -154,16 +177,19 @@ impl ScalarUDFImpl for StrictReply {
     }
 }
 
-/// `whole_reply(reply, failed, option_order, item_order)`: a whole-test request's readings,
-/// one per shown position, each placed on the human item shown there.
+/// `whole_reply(reply, failed, option_order, item_order)` (`whole_reply_lenient` for the
+/// lenient rule): a whole-test request's readings, one per shown position, each placed on the
+/// human item shown there.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct WholeReply {
+    rule: ReplyRule,
     signature: Signature,
 }
 
 impl WholeReply {
-    fn new() -> Self {
+    fn new(rule: ReplyRule) -> Self {
         WholeReply {
+            rule,
             signature: Signature::any(4, Volatility::Immutable),
         }
     }
@@ -171,7 +197,10 @@ impl WholeReply {
 
 impl ScalarUDFImpl for WholeReply {
     fn name(&self) -> &str {
-        "whole_reply"
+        match self.rule {
+            ReplyRule::Strict => "whole_reply",
+            ReplyRule::Lenient => "whole_reply_lenient",
+        }
     }
     fn signature(&self) -> &Signature {
         &self.signature
@@ -209,22 +238,12 @@ impl ScalarUDFImpl for WholeReply {
                 list.append(true);
                 continue;
             }
-            let items = item_order
-                .value(i)
-                .split(';')
-                .map(|x| x.parse::<i32>())
-                .collect::<std::result::Result<Vec<_>, _>>();
-            let Ok(items) = items else {
-                return exec_err!(
-                    "whole_reply: item_order {:?} is not a list of item numbers",
-                    item_order.value(i)
-                );
-            };
+            let items = shown_items(item_order.value(i))?;
             let oo = option_order(order.value(i))?;
             let readings = if failed.value(i) {
-                vec![reading("", true); items.len()]
+                vec![reading(self.rule, "", true); items.len()]
             } else {
-                read_whole(reply.value(i), items.len())
+                self.rule.read_whole(reply.value(i), items.len())
             };
             let s = list.values();
             for (p, (r, item)) in readings.iter().zip(&items).enumerate() {
@@ -248,6 +267,89 @@ impl ScalarUDFImpl for WholeReply {
             list.append(true);
         }
         Ok(ColumnarValue::Array(Arc::new(list.finish())))
+    }
+}
+
+fn count_fields() -> Fields {
+    Fields::from(vec![
+        Field::new("items", DataType::Int32, false),
+        Field::new("readable_items", DataType::Int32, false),
+    ])
+}
+
+/// `reply_counts(rule, reply, failed, item_order)`: how many items a request shows (1 for a
+/// single-item request, whose `item_order` is null) and how many of them the rule reads `ok`.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct ReplyCounts {
+    signature: Signature,
+}
+
+impl ReplyCounts {
+    fn new() -> Self {
+        ReplyCounts {
+            signature: Signature::any(4, Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for ReplyCounts {
+    fn name(&self) -> &str {
+        "reply_counts"
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Struct(count_fields()))
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let a = arrays(
+            &args,
+            &[
+                DataType::Utf8,
+                DataType::Utf8,
+                DataType::Boolean,
+                DataType::Utf8,
+            ],
+        )?;
+        let (rule, reply, failed, item_order) = (
+            a[0].as_string::<i32>(),
+            a[1].as_string::<i32>(),
+            a[2].as_boolean(),
+            a[3].as_string::<i32>(),
+        );
+        let n = reply.len();
+        let (mut items, mut readable) = (
+            Int32Builder::with_capacity(n),
+            Int32Builder::with_capacity(n),
+        );
+        for i in 0..n {
+            if rule.is_null(i) || reply.is_null(i) || failed.is_null(i) {
+                return exec_err!("reply_counts: null argument in row {i}");
+            }
+            let Some(r) = ReplyRule::parse(rule.value(i)) else {
+                return exec_err!("reply_counts: unknown reply rule {:?}", rule.value(i));
+            };
+            let readings = match (failed.value(i), item_order.is_null(i)) {
+                (true, true) => vec![reading(r, "", true)],
+                (true, false) => {
+                    vec![reading(r, "", true); shown_items(item_order.value(i))?.len()]
+                }
+                (false, true) => vec![r.read_single(reply.value(i))],
+                (false, false) => {
+                    r.read_whole(reply.value(i), shown_items(item_order.value(i))?.len())
+                }
+            };
+            let ok = readings.iter().filter(|x| x.status == Status::Ok).count();
+            items.append_value(readings.len() as i32);
+            readable.append_value(ok as i32);
+        }
+        let s = StructArray::try_new(
+            count_fields(),
+            vec![Arc::new(items.finish()), Arc::new(readable.finish())],
+            None,
+        )?;
+        Ok(ColumnarValue::Array(Arc::new(s)))
     }
 }
 

@@ -46,6 +46,37 @@ pub struct ScoreSection {
     pub allowlist: PathBuf,
     /// Run the mutation sweep over every item of the key (336 re-scorings).
     pub sweep: bool,
+    /// Reply rules whose readable replies the score stage counts (`reply_rules.parquet`), by
+    /// name out of [`REPLY_RULES`]; `"strict"`, the study's rule, must be listed first.
+    pub reply_rules: Vec<String>,
+}
+
+/// Names of the reply rules `[score] reply_rules` may list, as `protospread_answers::parse::
+/// ReplyRule::as_str` spells them (a test there checks that the two lists agree).
+pub const REPLY_RULES: [&str; 2] = ["strict", "lenient"];
+
+impl ScoreSection {
+    /// Check `reply_rules`: known names, no repeats, `"strict"` first.
+    pub(crate) fn validate(&self) -> std::result::Result<(), String> {
+        let key = "[score] reply_rules";
+        for (i, r) in self.reply_rules.iter().enumerate() {
+            if !REPLY_RULES.contains(&r.as_str()) {
+                return Err(format!(
+                    "{key}: unknown rule {r:?} (known: {})",
+                    REPLY_RULES.join(", ")
+                ));
+            }
+            if self.reply_rules[..i].contains(r) {
+                return Err(format!("{key}: {r:?} is listed twice"));
+            }
+        }
+        if self.reply_rules.first().map(String::as_str) != Some("strict") {
+            return Err(format!(
+                "{key}: \"strict\" (the study's rule) must be listed first"
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for ScoreSection {
@@ -55,6 +86,7 @@ impl Default for ScoreSection {
             legacy_keys: PathBuf::from("data/scoring_key_legacy.csv"),
             allowlist: PathBuf::from("data/parity_allowlist.csv"),
             sweep: true,
+            reply_rules: vec!["strict".to_string()],
         }
     }
 }

@@ -1,0 +1,383 @@
+//! The reply rules side by side (issue 13): the lenient rule's reply table next to the strict
+//! one, whole-test replies under both rules, and the score stage's `reply_rules` table.
+
+use arrow::array::{AsArray, RecordBatch};
+use arrow::datatypes::Int32Type;
+use protospread_answers::{
+    read_single, read_single_lenient, read_whole, read_whole_lenient, Arm, Mode, OptionOrder,
+    Reading, ReplyRule, Status, StoredRecord, Vocabulary,
+};
+use protospread_score::answers::score_in_memory;
+use protospread_score::norms::Norms;
+use protospread_score::ScoringKey;
+use std::path::PathBuf;
+
+use Status::*;
+
+const fn r(status: Status, option: Option<i32>) -> Reading {
+    Reading { option, status }
+}
+const NAN: Reading = r(NotANumber, None);
+const fn ok(n: i32) -> Reading {
+    r(Ok, Some(n))
+}
+const fn oor(n: i32) -> Reading {
+    r(OutOfRange, Some(n))
+}
+
+/// (reply, strict reading, lenient reading): every reply of the strict rule's table
+/// (`answers::TABLE`, checked below) and the decorated forms the lenient rule is for.
+const TABLE: &[(&str, Reading, Reading)] = &[
+    // the strict table
+    ("", NAN, NAN),
+    ("   ", NAN, NAN),
+    ("\n\t ", NAN, NAN),
+    ("3", ok(3), ok(3)),
+    ("1", ok(1), ok(1)),
+    ("5", ok(5), ok(5)),
+    (" 3 ", ok(3), ok(3)),
+    ("3\n", ok(3), ok(3)),
+    ("\t4\r\n", ok(4), ok(4)),
+    ("\u{a0}2\u{a0}", ok(2), ok(2)),
+    ("3.", ok(3), ok(3)),
+    ("3)", ok(3), ok(3)),
+    ("03", ok(3), ok(3)),
+    ("0", oor(0), oor(0)),
+    ("6", oor(6), oor(6)),
+    ("6.", oor(6), oor(6)),
+    ("12", oor(12), oor(12)),
+    ("00", oor(0), oor(0)),
+    ("99999999999999999999", oor(i32::MAX), oor(i32::MAX)),
+    ("3 - Moderately Accurate", NAN, ok(3)),
+    ("Answer: 3", NAN, NAN),
+    ("3/5", NAN, NAN),
+    ("three", NAN, NAN),
+    ("Three.", NAN, NAN),
+    ("3 or 4", NAN, NAN),
+    ("3, 4", NAN, NAN),
+    ("3 4", NAN, NAN),
+    ("(3)", NAN, NAN),
+    ("**3**", NAN, NAN),
+    ("`3`", NAN, NAN),
+    ("\"3\"", NAN, NAN),
+    ("3.0", NAN, NAN),
+    ("3..", NAN, ok(3)),
+    ("3.)", NAN, NAN),
+    ("-3", NAN, NAN),
+    ("+3", NAN, NAN),
+    ("3!", NAN, ok(3)),
+    ("#3", NAN, NAN),
+    ("Option 3", NAN, NAN),
+    ("3 (Neutral)", NAN, NAN),
+    ("\u{ff13}", NAN, NAN),
+    ("\u{0663}", NAN, NAN),
+    ("\u{0969}", NAN, NAN),
+    ("\u{2462}", NAN, NAN),
+    ("III", NAN, NAN),
+    ("I'm an AI language model and don't have personal feelings, so I can't rate this statement.", NAN, NAN),
+    ("I cannot answer that.", NAN, NAN),
+    ("Considering the statement carefully, I would say that on most days I feel this way, but there are 2 or 3 exceptions each week, so overall I lean towards agreeing with it moderately.", NAN, NAN),
+    ("3\n\nExplanation: I am moderately accurate here.", NAN, NAN),
+    ("1: 3", NAN, NAN),
+    // decorated forms: a number, one separator, an option-like label
+    ("4. Moderately Accurate", NAN, ok(4)),
+    ("4)", ok(4), ok(4)),
+    ("4: Accurate", NAN, ok(4)),
+    ("4 - Moderately Accurate", NAN, ok(4)),
+    ("4 Very Accurate!", NAN, ok(4)),
+    ("4. Moderately Accurate.", NAN, ok(4)),
+    ("  4.\tNeither Accurate Nor Inaccurate \n", NAN, ok(4)),
+    ("4 :Accurate", NAN, ok(4)),
+    ("4-", NAN, ok(4)),
+    ("4:", NAN, ok(4)),
+    ("4. Modérément", NAN, ok(4)),
+    ("04. Moderately Accurate", NAN, ok(4)),
+    // the label is not checked against the option (the labels shown are not stored)
+    ("4. Very Inaccurate", NAN, ok(4)),
+    ("4 and five", NAN, ok(4)),
+    // out of range: read as the number, never ok
+    ("6. Very Accurate", NAN, oor(6)),
+    ("0) Never", NAN, oor(0)),
+    ("12: Agree", NAN, oor(12)),
+    ("7 Accurate", NAN, oor(7)),
+    // two numbers, a second line, markup, other scripts, other punctuation
+    ("4 5", NAN, NAN),
+    ("4-5", NAN, NAN),
+    ("4 and 5", NAN, NAN),
+    ("4: 4", NAN, NAN),
+    ("4. Moderately Accurate\n\nThe statement describes me.", NAN, NAN),
+    ("1. Moderately Accurate\n2. Very Accurate", NAN, NAN),
+    ("4. Moderately-Accurate", NAN, NAN),
+    ("4 (Moderately Accurate)", NAN, NAN),
+    ("**4. Moderately Accurate**", NAN, NAN),
+    ("4 \u{2014} Moderately Accurate", NAN, NAN),
+    ("4 ::", NAN, NAN),
+    ("4. Accurate, mostly", NAN, NAN),
+    ("Option 4. Moderately Accurate", NAN, NAN),
+    ("\u{0663}. Moderately Accurate", NAN, NAN),
+    ("\u{ff14}. Moderately Accurate", NAN, NAN),
+    ("4\u{ff0e} Moderately Accurate", NAN, NAN),
+];
+
+#[test]
+fn reply_table_under_both_rules() {
+    for (reply, strict, lenient) in TABLE {
+        assert_eq!(read_single(reply), *strict, "strict, reply {reply:?}");
+        assert_eq!(ReplyRule::Strict.read_single(reply), *strict, "{reply:?}");
+        assert_eq!(
+            read_single_lenient(reply),
+            *lenient,
+            "lenient, reply {reply:?}"
+        );
+        assert_eq!(ReplyRule::Lenient.read_single(reply), *lenient, "{reply:?}");
+    }
+}
+
+#[test]
+fn every_strict_table_reply_is_in_the_lenient_table() {
+    for (reply, status, option) in crate::answers::TABLE {
+        let row = TABLE.iter().find(|(x, _, _)| x == reply);
+        let Some((_, strict, _)) = row else {
+            panic!("reply {reply:?} of the strict table is missing here");
+        };
+        assert_eq!(*strict, r(*status, *option), "{reply:?}");
+    }
+}
+
+/// A whole-test reply for a 4-item test and the readings per shown position, strict then
+/// lenient.
+type WholeCase<'a> = (&'a str, [Reading; 4], [Reading; 4]);
+
+#[test]
+fn whole_reply_table_under_both_rules() {
+    let miss = r(MissingInWhole, None);
+    let dup = r(DuplicateInWhole, None);
+    let cases: &[WholeCase] = &[
+        (
+            "1: 4. Moderately Accurate\n2) 2 - Moderately Inaccurate\n3. 5!\n4 = 1",
+            [NAN, NAN, NAN, ok(1)],
+            [ok(4), ok(2), ok(5), ok(1)],
+        ),
+        // SmolLM2's whole-test shape: option lines, not answers per statement
+        (
+            "1. Very Accurate\n2. Not Accurate\n3. Moderately Accurate",
+            [NAN, NAN, NAN, miss],
+            [NAN, NAN, NAN, miss],
+        ),
+        (
+            "1: 4 or 5\n2: 6. Very Accurate\n3: 3\n3: 3. Neutral",
+            [NAN, NAN, dup, miss],
+            [NAN, oor(6), dup, miss],
+        ),
+        // the answer-line shape is the strict rule's under both rules
+        (
+            "Item 1: 4\n**2**: 3\n3 4\n4: 2",
+            [miss, miss, miss, ok(2)],
+            [miss, miss, miss, ok(2)],
+        ),
+        ("", [miss; 4], [miss; 4]),
+    ];
+    for (reply, strict, lenient) in cases {
+        assert_eq!(read_whole(reply, 4), strict.to_vec(), "strict, {reply:?}");
+        assert_eq!(
+            read_whole_lenient(reply, 4),
+            lenient.to_vec(),
+            "lenient, {reply:?}"
+        );
+        assert_eq!(ReplyRule::Strict.read_whole(reply, 4), strict.to_vec());
+        assert_eq!(ReplyRule::Lenient.read_whole(reply, 4), lenient.to_vec());
+    }
+}
+
+fn record(condition: &str, item: Option<i32>, reply: &str, error: Option<&str>) -> StoredRecord {
+    StoredRecord {
+        format_version: 1,
+        study: "t".into(),
+        model: "m".into(),
+        arm: Arm::Local,
+        cohort: None,
+        condition: condition.into(),
+        sample: 1,
+        test: "riasec".into(),
+        mode: if item.is_some() {
+            Mode::Single
+        } else {
+            Mode::Whole
+        },
+        item,
+        item_order: item.is_none().then(|| (1..=60).collect()),
+        order_seed: None,
+        option_order: OptionOrder::Human,
+        instruction: "P1".into(),
+        temperature: Some(0.0),
+        reply: reply.to_string(),
+        error: error.map(str::to_string),
+        label: None,
+    }
+}
+
+/// (condition, mode, rule, requests, readable_replies, items, readable_items)
+type RuleRow = (String, String, String, i32, i32, i32, i32);
+
+fn rule_rows(batches: &[RecordBatch], model: &str) -> Vec<RuleRow> {
+    let mut out = Vec::new();
+    for b in batches {
+        let s = |n: &str, i: usize| {
+            b.column_by_name(n)
+                .unwrap()
+                .as_string::<i32>()
+                .value(i)
+                .to_string()
+        };
+        let n = |c: &str, i: usize| {
+            b.column_by_name(c)
+                .unwrap()
+                .as_primitive::<Int32Type>()
+                .value(i)
+        };
+        for i in 0..b.num_rows() {
+            assert_eq!(
+                (s("source", i), s("label", i), s("model", i), s("arm", i)),
+                (
+                    "src".into(),
+                    "recorded".into(),
+                    model.into(),
+                    "local".into()
+                )
+            );
+            out.push((
+                s("condition", i),
+                s("mode", i),
+                s("rule", i),
+                n("requests", i),
+                n("readable_replies", i),
+                n("items", i),
+                n("readable_items", i),
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn reply_rule_table_counts_requests_replies_and_items() {
+    let whole = |f: &dyn Fn(usize) -> String| {
+        (1..=60)
+            .map(|p| format!("{p}: {}\n", f(p)))
+            .collect::<String>()
+    };
+    let records = vec![
+        record("B0", None, &whole(&|_| "3. Neither".into()), None),
+        record("B0r", None, &whole(&|_| "3".into()), None),
+        // one position unreadable under both rules: items read, reply not readable
+        record(
+            "BS1",
+            None,
+            &whole(&|p| if p == 7 { "3 or 4".into() } else { "2".into() }),
+            None,
+        ),
+        // a failed whole-test request shows 60 items, none read
+        record("BS2", None, "1: 3", Some("HTTP 500")),
+        record("S0", Some(1), "4", None),
+        record("S0", Some(2), "4. Moderately Accurate", None),
+        record("S0", Some(3), "6. Very Accurate", None),
+        record("S0", Some(4), "x", None),
+        record("S0", Some(5), "4", Some("timeout")),
+    ];
+    let key =
+        ScoringKey::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/scoring_key.csv"))
+            .unwrap();
+    let m = score_in_memory(
+        "src",
+        Some("recorded"),
+        &records,
+        &Vocabulary::default(),
+        &key,
+        &Norms::default(),
+        &[],
+    )
+    .unwrap();
+    let row = |c: &str, mode: &str, rule: &str, n: [i32; 4]| -> RuleRow {
+        (c.into(), mode.into(), rule.into(), n[0], n[1], n[2], n[3])
+    };
+    assert_eq!(
+        rule_rows(&m.rules, "m"),
+        vec![
+            row("B0", "whole", "strict", [1, 0, 60, 0]),
+            row("B0", "whole", "lenient", [1, 1, 60, 60]),
+            row("B0r", "whole", "strict", [1, 1, 60, 60]),
+            row("B0r", "whole", "lenient", [1, 1, 60, 60]),
+            row("BS1", "whole", "strict", [1, 0, 60, 59]),
+            row("BS1", "whole", "lenient", [1, 0, 60, 59]),
+            row("BS2", "whole", "strict", [1, 0, 60, 0]),
+            row("BS2", "whole", "lenient", [1, 0, 60, 0]),
+            row("S0", "single", "strict", [5, 1, 5, 1]),
+            row("S0", "single", "lenient", [5, 2, 5, 2]),
+        ]
+    );
+    // The strict rows agree with the parsed answers (the study's rule) item for item.
+    let parsed = protospread_score::answers::parsed_rows(&m.parsed);
+    let ok_items = |c: &str| {
+        parsed
+            .iter()
+            .filter(|p| p.condition == c && p.status == Ok)
+            .count() as i32
+    };
+    for (c, _, rule, _, _, _, readable_items) in rule_rows(&m.rules, "m") {
+        if rule == "strict" {
+            assert_eq!(ok_items(&c), readable_items, "{c}");
+        }
+    }
+}
+
+/// The recorded SmolLM2 replies (`4. Moderately Accurate` and the like): the lenient rule reads
+/// what the strict rule reads and more; the strict counts are the parsed answers' `ok` rows.
+#[test]
+fn recorded_replies_under_both_rules() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let records = protospread_answers::read_records(
+        &root.join("data/recorded/smollm2-135m-instruct.jsonl"),
+        &Vocabulary::default(),
+    )
+    .unwrap();
+    let key = ScoringKey::load(&root.join("data/scoring_key.csv")).unwrap();
+    let m = score_in_memory(
+        "src",
+        Some("recorded"),
+        &records,
+        &Vocabulary::default(),
+        &key,
+        &Norms::default(),
+        &[],
+    )
+    .unwrap();
+    let parsed = protospread_score::answers::parsed_rows(&m.parsed);
+    let rows = rule_rows(&m.rules, "SmolLM2-135M-Instruct.Q4_1");
+    assert_eq!(rows.len(), 2 * 11, "eleven conditions, two rules");
+    let (mut strict_total, mut lenient_total) = (0, 0);
+    for pair in rows.chunks(2) {
+        let (s, l) = (&pair[0], &pair[1]);
+        assert_eq!(
+            (s.0.as_str(), s.2.as_str(), l.2.as_str()),
+            (l.0.as_str(), "strict", "lenient")
+        );
+        // same requests and items; lenient reads at least what strict reads
+        assert_eq!((s.3, s.5), (l.3, l.5), "{s:?} {l:?}");
+        assert!(l.4 >= s.4 && l.6 >= s.6, "{s:?} {l:?}");
+        let ok = parsed
+            .iter()
+            .filter(|p| p.condition == s.0 && p.status == Ok)
+            .count() as i32;
+        assert_eq!(s.6, ok, "{}", s.0);
+        strict_total += s.6;
+        lenient_total += l.6;
+    }
+    // The figures data/recorded/README.md (strict: ok 1) and docs/stored-answers.md quote.
+    assert_eq!((strict_total, lenient_total), (1, 152));
+    let readable =
+        |c: &str| -> Vec<i32> { rows.iter().filter(|r| r.0 == c).map(|r| r.4).collect() };
+    assert_eq!(readable("S0"), [0, 39]);
+    assert_eq!(readable("SP"), [0, 49]);
+    assert_eq!(readable("ST1"), [1, 22]);
+    assert_eq!(readable("B0"), [0, 0]);
+}
