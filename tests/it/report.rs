@@ -239,7 +239,11 @@ fn verify(d: &Path, extra: &[&str]) -> Output {
         ck.to_str().unwrap(),
     ];
     v.extend_from_slice(extra);
-    run(&v)
+    // A failed verify keeps its regenerated folder for inspection (docs/report.md): keep it
+    // in the test's own folder, not in the machine's /tmp.
+    let tmp = d.join("tmp");
+    fs_err::create_dir_all(&tmp).unwrap();
+    bin().args(&v).env("TMPDIR", &tmp).output().unwrap()
 }
 
 fn flip_byte(p: &Path, at: usize) -> Vec<u8> {
