@@ -219,6 +219,23 @@ fn record(condition: &str, item: Option<i32>, reply: &str, error: Option<&str>) 
 /// (condition, mode, rule, requests, readable_replies, items, readable_items)
 type RuleRow = (String, String, String, i32, i32, i32, i32);
 
+/// The records scored as source `src` labelled `recorded`, with the repository's key.
+fn score_recorded(records: &[StoredRecord]) -> protospread_score::answers::InMemory {
+    let key =
+        ScoringKey::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/scoring_key.csv"))
+            .unwrap();
+    score_in_memory(
+        "src",
+        Some("recorded"),
+        records,
+        &Vocabulary::default(),
+        &key,
+        &Norms::default(),
+        &[],
+    )
+    .unwrap()
+}
+
 fn rule_rows(batches: &[RecordBatch], model: &str) -> Vec<RuleRow> {
     let mut out = Vec::new();
     for b in batches {
@@ -284,19 +301,7 @@ fn reply_rule_table_counts_requests_replies_and_items() {
         record("S0", Some(4), "x", None),
         record("S0", Some(5), "4", Some("timeout")),
     ];
-    let key =
-        ScoringKey::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/scoring_key.csv"))
-            .unwrap();
-    let m = score_in_memory(
-        "src",
-        Some("recorded"),
-        &records,
-        &Vocabulary::default(),
-        &key,
-        &Norms::default(),
-        &[],
-    )
-    .unwrap();
+    let m = score_recorded(&records);
     let row = |c: &str, mode: &str, rule: &str, n: [i32; 4]| -> RuleRow {
         (c.into(), mode.into(), rule.into(), n[0], n[1], n[2], n[3])
     };
@@ -340,17 +345,7 @@ fn recorded_replies_under_both_rules() {
         &Vocabulary::default(),
     )
     .unwrap();
-    let key = ScoringKey::load(&root.join("data/scoring_key.csv")).unwrap();
-    let m = score_in_memory(
-        "src",
-        Some("recorded"),
-        &records,
-        &Vocabulary::default(),
-        &key,
-        &Norms::default(),
-        &[],
-    )
-    .unwrap();
+    let m = score_recorded(&records);
     let parsed = protospread_score::answers::parsed_rows(&m.parsed);
     let rows = rule_rows(&m.rules, "SmolLM2-135M-Instruct.Q4_1");
     assert_eq!(rows.len(), 2 * 11, "eleven conditions, two rules");
