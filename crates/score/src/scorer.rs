@@ -79,6 +79,36 @@ pub struct ScaleScores {
     pub top_result: Option<String>,
 }
 
+/// One dimension's score, without its name: what [`score`] computes for each dimension.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct DimValue {
+    pub(crate) value: Option<f64>,
+    pub(crate) percent: Option<f64>,
+    pub(crate) n_items: usize,
+    pub(crate) n_answered: usize,
+}
+
+/// Dimension `d` of `tk` for `answers` (one per item of `tk`, in item order): the one place
+/// the rule above is applied. A change of one item's key row changes only its own dimension,
+/// so the mutation check rescores just that dimension through this function.
+pub(crate) fn score_dim(tk: &TestKey, d: usize, answers: &[Option<u8>]) -> DimValue {
+    let (mut points, mut n_items, mut n_answered) = (0.0f64, 0, 0);
+    for (it, a) in tk.items.iter().zip(answers).filter(|(it, _)| it.dim == d) {
+        n_items += 1;
+        let Some(v) = *a else { continue };
+        n_answered += 1;
+        points += item_points(it, v);
+    }
+    let complete = n_answered == n_items;
+    let max = dim_max(tk, d);
+    DimValue {
+        value: complete.then(|| scale_value(points, max, tk.unit == Unit::Raw)),
+        percent: complete.then(|| percent_of_max(points, max)),
+        n_items,
+        n_answered,
+    }
+}
+
 /// Score `answers` (0-based human-scale values in item order, `None` = missing) for `test`.
 pub fn score(
     key: &ScoringKey,
@@ -101,23 +131,13 @@ pub fn score(
     }
     let mut dims = Vec::with_capacity(tk.dims.len());
     for (d, rule) in tk.dims.iter().enumerate() {
-        let (mut points, mut n_items, mut n_answered) = (0.0f64, 0, 0);
-        for (it, a) in tk.items.iter().zip(answers).filter(|(it, _)| it.dim == d) {
-            n_items += 1;
-            let Some(v) = *a else { continue };
-            n_answered += 1;
-            points += item_points(it, v);
-        }
-        let complete = n_answered == n_items;
-        let max = dim_max(tk, d);
-        let percent = percent_of_max(points, max);
-        let value = scale_value(points, max, tk.unit == Unit::Raw);
+        let s = score_dim(tk, d, answers);
         dims.push(DimScore {
             dimension: rule.name.clone(),
-            value: complete.then_some(value),
-            percent: complete.then_some(percent),
-            n_items,
-            n_answered,
+            value: s.value,
+            percent: s.percent,
+            n_items: s.n_items,
+            n_answered: s.n_answered,
         });
     }
     let values: Option<Vec<f64>> = dims.iter().map(|d| d.value).collect();

@@ -306,3 +306,72 @@ fn streamed_parity_is_independent_of_the_chunk_size() {
         );
     }
 }
+
+/// Does `key` reproduce `row` when the whole row is rescored: every stored score, the top
+/// result and (where stored) every percentile. The oracle of the mutation sweep, which rescores
+/// only the mutated item's dimension.
+fn full_rescoring_reproduces(key: &ScoringKey, test: &str, row: &human::HumanRow) -> bool {
+    let s = protospread_score::score(key, test, &row.answer_vector()).unwrap();
+    let values = s
+        .dims
+        .iter()
+        .zip(&row.scores)
+        .all(|(d, &v)| d.value == Some(f64::from(v)));
+    let percentiles = row.percentiles.as_ref().is_none_or(|p| {
+        let p: serde_json::Value = serde_json::from_str(p).unwrap();
+        s.dims
+            .iter()
+            .all(|d| d.percent == p.get(&d.dimension).and_then(|x| x.as_f64()))
+    });
+    values && percentiles && s.top_result.as_deref() == Some(row.top_result.as_str())
+}
+
+#[test]
+fn sweep_matches_full_rescoring() {
+    let (key, old, _) = keys();
+    let mut checked = 0;
+    // The main key and every legacy version (raw units, other blocks) as the current key.
+    for k in std::iter::once(&key).chain(&old) {
+        for inst in instruments::study().filter(|i| k.test(i.name).is_some()) {
+            let p = data(&format!("jobcannon/{}", inst.file_name()));
+            let rows = human::read_csv(inst, &p).unwrap();
+            let reproduced: Vec<&human::HumanRow> = rows
+                .iter()
+                .filter(|r| full_rescoring_reproduces(k, inst.name, r))
+                .collect();
+            if reproduced.is_empty() {
+                continue;
+            }
+            let n = k.test(inst.name).unwrap().items.len();
+            let mut sw = protospread_score::parity::Sweep::new(k, inst, 1..=n, &p).unwrap();
+            // Two chunks, as the stage feeds it.
+            let (a, b) = reproduced.split_at(reproduced.len() / 2);
+            sw.add(a).unwrap();
+            sw.add(b).unwrap();
+            for m in sw.finish() {
+                let broken = |mu| {
+                    let mk = k.mutated(inst.name, m.item, mu).unwrap();
+                    reproduced
+                        .iter()
+                        .filter(|r| !full_rescoring_reproduces(&mk, inst.name, r))
+                        .count()
+                };
+                let w = broken(protospread_score::key::Mutation::ScaleWeight(
+                    protospread_score::parity::WEIGHT_FACTOR,
+                ));
+                let r = broken(protospread_score::key::Mutation::FlipReverse);
+                assert_eq!(
+                    (m.weight_broken, m.reverse_broken, m.reproduced),
+                    (w, r, reproduced.len()),
+                    "{} {} item {}",
+                    k.version,
+                    inst.name,
+                    m.item
+                );
+                checked += 1;
+            }
+        }
+    }
+    // The main key's 168 items and the legacy versions' items.
+    assert!(checked > 168, "{checked}");
+}
