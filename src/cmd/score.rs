@@ -120,12 +120,20 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         st.answers.lines().iter().for_each(|l| ctx.say(l));
     }
     if !st.written {
-        for c in &st.failing {
+        // A wrong key can fail every row of a large file: name the first rows, count the rest.
+        for c in st.failing.iter().take(FAILING_ROWS_LISTED) {
             eprintln!(
                 "error: {} row id {}: scores not reproduced and reason unknown; fix the key or scorer, or review the row and add it to {}",
                 c.instrument,
                 c.id,
                 allowlist.source.display()
+            );
+        }
+        if st.failing.len() > FAILING_ROWS_LISTED {
+            eprintln!(
+                "error: and {} more rows not reproduced, reason unknown ({} in all; the first {FAILING_ROWS_LISTED} by test and id are listed)",
+                st.failing.len() - FAILING_ROWS_LISTED,
+                st.failing.len()
             );
         }
         eprintln!(
@@ -136,6 +144,9 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// Failing rows named one by one on standard error; the rest are counted.
+const FAILING_ROWS_LISTED: usize = 20;
 
 fn print_summary(
     ctx: &Ctx,

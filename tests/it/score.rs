@@ -223,6 +223,20 @@ fn a_wrong_key_breaks_parity_and_fails() {
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
+    // Hundreds of rows fail: the first 20 are named, the rest counted in one line.
+    let err = String::from_utf8_lossy(&o.stderr);
+    let named = err.lines().filter(|l| l.contains(" row id ")).count();
+    assert_eq!(named, 20, "{err}");
+    let more = err
+        .lines()
+        .find_map(|l| l.strip_prefix("error: and "))
+        .unwrap_or_else(|| panic!("no count of the other rows: {err}"));
+    let (rest, total) = more
+        .split_once(" more rows not reproduced, reason unknown (")
+        .unwrap();
+    let total: usize = total.split(' ').next().unwrap().parse().unwrap();
+    assert_eq!(rest.parse::<usize>().unwrap() + 20, total, "{more}");
+    assert!(total > 100, "{more}");
 }
 
 #[test]
