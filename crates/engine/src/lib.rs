@@ -25,6 +25,9 @@ pub const MIN_MEMORY_LIMIT: u64 = 32 << 20;
 /// Largest partition count accepted; more only adds scheduling overhead on any machine we know.
 pub const MAX_PARTITIONS: usize = 1024;
 
+/// Spill files one sort partition merges in one pass (see `session`).
+pub const SPILL_MERGE_FAN_IN: usize = 4;
+
 /// How a session is set up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineOptions {
@@ -96,11 +99,18 @@ fn session(opts: &EngineOptions) -> Result<SessionContext, EngineError> {
         NonZeroUsize::new(5).expect("5 is not zero"),
     );
     let disk = match &opts.spill_dir {
-        Some(dir) => {
-            DiskManagerBuilder::default().with_mode(DiskManagerMode::Directories(vec![dir.clone()]))
-        }
-        None => DiskManagerBuilder::default().with_mode(DiskManagerMode::OsTmpDirectory),
+        Some(dir) => DiskManagerMode::Directories(vec![dir.clone()]),
+        None => DiskManagerMode::OsTmpDirectory,
     };
+    // Without a fan-in limit, a sort partition merging its spill files reserves a read buffer
+    // for as many files as the pool lets it, and these merge reservations cannot spill: at 10^8
+    // answers one partition's merge took 590 MB and the next partition's merge then failed for
+    // want of 1.4 MB. With the limit, a partition merges at most this many files per pass
+    // (writing the result back to disk when more remain), so its reservation stays a few
+    // batches wide and every partition can merge at once.
+    let disk = DiskManagerBuilder::default()
+        .with_mode(disk)
+        .with_max_spill_merge_fan_in(SPILL_MERGE_FAN_IN);
     let runtime = RuntimeEnvBuilder::new()
         .with_memory_pool(Arc::new(pool))
         .with_disk_manager_builder(disk)

@@ -93,3 +93,43 @@ fn runs_a_plan_within_the_pool() {
         .sum();
     assert_eq!(streamed, 20000);
 }
+
+/// Every partition of a sort spills many files under a small pool (each partition also holds
+/// back `sort_spill_reservation_bytes`, 10 MB, for its merge), then all partitions merge their
+/// files at once. Those merge reservations cannot spill; without a fan-in limit
+/// the first merge reserved a buffer for as many files as the pool allowed and another
+/// partition's merge failed (how the score stage failed at 10^8 answers).
+#[test]
+fn spilled_sorts_of_every_partition_merge_within_a_small_pool() {
+    let spill = tempfile::tempdir().unwrap();
+    let engine = Engine::new(&EngineOptions {
+        memory_limit: 256 << 20,
+        target_partitions: 4,
+        spill_dir: Some(spill.path().to_path_buf()),
+    })
+    .unwrap();
+    // About 600 MB of rows, more than twice the pool, sorted by a key unrelated to their order.
+    let rows = 2_400_000;
+    let sorted = engine
+        .sql(&format!(
+            "SELECT (value * 7919) % {rows} AS k, repeat('x', 240) AS pad \
+             FROM generate_series(1, {rows}) ORDER BY k"
+        ))
+        .unwrap();
+    let mut seen = 0usize;
+    let mut last = -1i64;
+    for b in engine.stream(sorted).unwrap() {
+        let b = b.unwrap();
+        let k = b
+            .column(0)
+            .as_any()
+            .downcast_ref::<datafusion::arrow::array::Int64Array>()
+            .unwrap();
+        for v in k.values() {
+            assert!(*v >= last, "out of order: {v} after {last}");
+            last = *v;
+        }
+        seen += b.num_rows();
+    }
+    assert_eq!(seen, rows);
+}
