@@ -214,7 +214,7 @@ fn only_the_secondary_set_keeps_cells_when_whole_tests_are_unreadable() {
     let v = verdicts(&t["verdict_by_rule"]);
     assert_eq!(
         v[&key("strict", "primary")],
-        "no kept arm=local cells: no verdict: 5 of 5 arm=local cells dropped (first: big_five A: incomplete administrations: B0[1], B0r[1], BS1[1], BS2[1], BS3[1], BS4[1])"
+        "no kept arm=local cells: no verdict: 5 of 5 arm=local cells dropped (first: big_five A: incomplete administrations: B0[1], B0r[1], BS1[1], BS2[1], BS3[1], BS4[1]); unreadable replies: whole-test B0 1 of 1, whole-test B0r 1 of 1, whole-test BS1 1 of 1, whole-test BS2 1 of 1, whole-test BS3 1 of 1, whole-test BS4 1 of 1"
     );
     assert!(
         v[&key("strict", "secondary_single_item")].starts_with("arm=local: "),
@@ -275,7 +275,7 @@ fn the_lenient_rule_keeps_cells_the_strict_rule_drops() {
     let v = verdicts(&t["verdict_by_rule"]);
     assert!(
         v[&key("strict", "secondary_single_item")]
-            .starts_with("no kept arm=local cells: no verdict: 5 of 5 arm=local cells dropped (first: big_five A: incomplete administrations: S0[1], S0r[1], SP[1], SR[1], ST1[1], ST1[2], ST1[3])"),
+            == "no kept arm=local cells: no verdict: 5 of 5 arm=local cells dropped (first: big_five A: incomplete administrations: S0[1], S0r[1], SP[1], SR[1], ST1[1], ST1[2], ST1[3]); unreadable replies: single-item S0 50 of 50, single-item S0r 50 of 50, single-item SP 50 of 50, single-item SR 50 of 50, single-item ST1 150 of 150",
         "{v:?}"
     );
     assert!(v[&key("lenient", "secondary_single_item")].starts_with("arm=local: "));

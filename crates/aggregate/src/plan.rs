@@ -440,7 +440,9 @@ pub(crate) fn headline_group(prefix: &str) -> String {
 /// One row per source with the verdict's figures over the kept cells of the source's headline
 /// arm (table `headline`). `req` (source, arm, condition, requests, unreadable_replies) and
 /// `adm` (source, arm, condition, constant: one row per administration) are relations; with
-/// `conds`, only their rows of those conditions count.
+/// `conds`, only their rows of those conditions count, and `req` must also have `mode`: the
+/// column `unread_in` then lists the conditions with unreadable replies (for [`verdict`]'s
+/// explanation).
 pub(crate) fn verdict_summary(
     p: &Params,
     req: &str,
@@ -455,6 +457,20 @@ pub(crate) fn verdict_summary(
         ),
         None => (String::new(), String::new()),
     };
+    let unread_in = if conds.is_some() {
+        format!(
+            "LEFT JOIN (SELECT source, string_agg(CASE WHEN u > 0 THEN \
+                 CASE WHEN mode = 'whole' THEN 'whole-test ' ELSE 'single-item ' END || condition || ' ' || \
+                 CAST(u AS VARCHAR) || ' of ' || CAST(n AS VARCHAR) END, ', ' ORDER BY mode DESC, condition) AS unread_in \
+               FROM (SELECT r.source, r.mode, r.condition, SUM(r.unreadable_replies) AS u, SUM(r.requests) AS n \
+                     FROM {req} r JOIN headline hl ON r.source = hl.source AND r.arm = hl.arm {rf} \
+                     GROUP BY r.source, r.mode, r.condition) GROUP BY source) ui ON src.source = ui.source"
+        )
+    } else {
+        "LEFT JOIN (SELECT CAST(NULL AS VARCHAR) AS source, CAST(NULL AS VARCHAR) AS unread_in) ui \
+           ON src.source = ui.source"
+            .to_string()
+    };
     let sh = share("k", "n");
     let us = share("unread", "req");
     let cs = share("cons", "adm_n");
@@ -463,7 +479,8 @@ pub(crate) fn verdict_summary(
            SELECT src.source, src.label, hl.arm, COALESCE(h.n, 0) AS n, COALESCE(h.k, 0) AS k, h.mr, \
              COALESCE(q.req, 0) AS req, COALESCE(q.unread, 0) AS unread, \
              COALESCE(a.adm_n, 0) AS adm_n, COALESCE(a.cons, 0) AS cons, \
-             COALESCE(dc.all_n, 0) AS arm_cells, COALESCE(dc.dropped, 0) AS dropped, dc.first_drop \
+             COALESCE(dc.all_n, 0) AS arm_cells, COALESCE(dc.dropped, 0) AS dropped, dc.first_drop, \
+             ui.unread_in \
            FROM (SELECT source, {LABEL} FROM cells GROUP BY source) src \
            JOIN headline hl ON src.source = hl.source \
            LEFT JOIN (SELECT c.source, COUNT(c.protocol_gt_sampling) AS n, {EXCEEDING} AS k, median(c.ratio) AS mr \
@@ -479,7 +496,7 @@ pub(crate) fn verdict_summary(
                         first_value(CASE WHEN NOT c.kept THEN c.test || ' ' || c.dimension || ': ' || c.drop_reason END \
                           ORDER BY c.kept, c.model, c.test, c.dimension) AS first_drop \
                       FROM cells c JOIN headline hl ON c.source = hl.source AND c.arm = hl.arm \
-                      GROUP BY c.source) dc ON src.source = dc.source), \
+                      GROUP BY c.source) dc ON src.source = dc.source {unread_in}), \
          v AS (SELECT *, {sh} AS sh, {us} AS us, {cs} AS cs FROM s), \
          w AS (SELECT *, sh >= {vs} AS pass_share, mr >= {vr} AS pass_ratio FROM v) \
          SELECT * FROM w",
@@ -489,11 +506,12 @@ pub(crate) fn verdict_summary(
 /// The verdict rows from `verdict_w` ([`verdict_summary`] collected): five criteria per source,
 /// each naming the arm they are over. `prefix` is put before the selected columns (e.g.
 /// `'lenient' AS rule, `); with `explain`, a "no verdict" line says how many of the arm's
-/// cells were dropped and the first one's reason.
+/// cells were dropped, the first one's reason and the conditions with unreadable replies.
 pub(crate) fn verdict(p: &Params, prefix: &str, explain: bool) -> String {
     let why = if explain {
         " || ': ' || CAST(dropped AS VARCHAR) || ' of ' || CAST(arm_cells AS VARCHAR) || ' arm=' || arm || ' cells dropped' || \
-           CASE WHEN first_drop IS NULL THEN '' ELSE ' (first: ' || first_drop || ')' END"
+           CASE WHEN first_drop IS NULL THEN '' ELSE ' (first: ' || first_drop || ')' END || \
+           CASE WHEN unread_in IS NULL OR unread_in = '' THEN '' ELSE '; unreadable replies: ' || unread_in END"
     } else {
         ""
     };

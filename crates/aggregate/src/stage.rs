@@ -670,11 +670,11 @@ impl Run<'_> {
                 // Readable replies under this rule from `reply_rules`; failed requests (the
                 // same under any rule) from the strict parsed answers (`req`).
                 let req = format!(
-                    "(SELECT r.source, r.arm, r.condition, r.requests, \
+                    "(SELECT r.source, r.arm, r.condition, r.mode, r.requests, \
                        r.requests - r.readable - COALESCE(q.failed_requests, 0) AS unreadable_replies \
-                     FROM (SELECT source, model, arm, condition, SUM(requests) AS requests, \
-                             SUM(readable_replies) AS readable FROM reply_rules WHERE rule = {} \
-                           GROUP BY source, model, arm, condition) r \
+                     FROM (SELECT source, model, arm, condition, MIN(mode) AS mode, \
+                             SUM(requests) AS requests, SUM(readable_replies) AS readable \
+                           FROM reply_rules WHERE rule = {} GROUP BY source, model, arm, condition) r \
                      LEFT JOIN req q ON r.source = q.source AND r.model = q.model \
                        AND r.condition = q.condition)",
                     plan::lit(rule)
