@@ -193,7 +193,7 @@ pub(crate) fn paragraphs(tables: &[Rendered]) -> Result<Vec<String>, String> {
 }
 
 /// The text that introduces the section (no figures in it).
-pub(crate) const INTRO: &str = "Generated from the tables reply_rules, protocol_vs_sampling_by_rule and verdict_by_rule. A reply is readable when the rule reads every item it should answer (strict = the study's rule; lenient = a leading option number with at most the option's label; docs/stored-answers.md). protocol_set primary = the study's ten setups (protocol_conditions); secondary_single_item = the declared SECONDARY analysis over the single-item setups only (secondary_protocol_conditions; docs/statistics.md), which a model that cannot answer a whole test in one reply can still enter. A cell is dropped when an administration it needs is incomplete (an item of the scale without a readable answer) or missing.";
+pub(crate) const INTRO: &str = "Generated from the tables reply_rules, protocol_vs_sampling_by_rule and verdict_by_rule. A reply is readable when the rule reads every item it should answer (strict = the study's rule; lenient = a leading option number, at most one separator and a label of letters; docs/stored-answers.md). protocol_set primary = the study's ten setups (protocol_conditions); secondary_single_item = the declared SECONDARY analysis over the single-item setups only (secondary_protocol_conditions; docs/statistics.md), which a model that cannot answer a whole test in one reply can still enter. A cell is dropped when an administration it needs is incomplete (an item of the scale without a readable answer) or missing.";
 
 /// One SVG per recorded model: the share of readable replies per condition, one bar per rule
 /// (from `reply_rules`).
@@ -210,9 +210,11 @@ pub(crate) fn figures(tables: &[Rendered]) -> Result<Vec<String>, String> {
                 }
             }
         }
-        let (ml, mt, mb, bar, gap) = (44.0, 48.0, 36.0, 10.0, 8.0);
-        let group = bar * rules.len() as f64 + gap;
-        let pw = group * names.len().max(1) as f64;
+        let (ml, mt, mb, bar) = (44.0, 64.0, 36.0, 10.0);
+        // At least 560 wide for the titles; the conditions share the plot width.
+        let pw = (28.0 * names.len().max(1) as f64).max(500.0);
+        let group = pw / names.len().max(1) as f64;
+        let gap = group - bar * rules.len() as f64;
         let (w, ph) = (ml + pw + 16.0, 160.0);
         let h = mt + ph + mb;
         let y = |v: f64| mt + ph - v * ph;
@@ -224,7 +226,7 @@ pub(crate) fn figures(tables: &[Rendered]) -> Result<Vec<String>, String> {
         );
         let _ = write!(
             s,
-            "<text class=\"t\" x=\"{ml}\" y=\"16\">{} ({}, recorded): readable replies per condition</text>",
+            "<text class=\"t\" x=\"{ml}\" y=\"16\">{}</text><text class=\"a\" x=\"{ml}\" y=\"32\">source {} (recorded): share of replies readable per condition, by reply rule</text>",
             esc(model),
             esc(source)
         );
@@ -232,7 +234,7 @@ pub(crate) fn figures(tables: &[Rendered]) -> Result<Vec<String>, String> {
             let x = ml + 150.0 * i as f64;
             let _ = write!(
                 s,
-                "<rect x=\"{x:.2}\" y=\"26\" width=\"10\" height=\"10\" fill=\"{}\"/><text class=\"a\" x=\"{:.2}\" y=\"35\">{} rule</text>",
+                "<rect x=\"{x:.2}\" y=\"40\" width=\"10\" height=\"10\" fill=\"{}\"/><text class=\"a\" x=\"{:.2}\" y=\"49\">{} rule</text>",
                 palette[i % palette.len()],
                 x + 14.0,
                 esc(rule)
