@@ -12,7 +12,15 @@ use std::process::ExitCode;
 pub(crate) struct Args {}
 
 /// Tables printed after a run, in this order.
-const PRINTED: &[&str] = &["verdict", "protocol_vs_sampling", "range", "reruns"];
+/// `verdict_by_rule` follows the study's verdict: the same rule under each reply rule and for
+/// the primary and the secondary (single-item) protocol set.
+const PRINTED: &[&str] = &[
+    "verdict",
+    "verdict_by_rule",
+    "protocol_vs_sampling",
+    "range",
+    "reruns",
+];
 
 pub(crate) fn run(ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
     let cfg = ctx.config()?;

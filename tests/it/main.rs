@@ -16,5 +16,6 @@ mod reliability;
 mod report;
 mod rules;
 mod score;
+mod sensitivity;
 mod support;
 mod sweep;

@@ -1,8 +1,10 @@
 //! protospread-aggregate: per-cell protocol and sampling spread of questionnaire scale scores.
 //!
 //! Reads `out/score/scale_scores.parquet`, `out/score/parsed_answers.parquet`,
-//! `out/score/norms.parquet` and `out/score/reply_rules.parquet` (passed through as table
-//! `reply_rules`) and writes the per-cell statistics and the study tables to
+//! `out/score/norms.parquet`, `out/score/reply_rules.parquet` (passed through as table
+//! `reply_rules`) and `out/score/scale_scores_by_rule.parquet` (the side-by-side tables
+//! `cells_by_rule`, `protocol_vs_sampling_by_rule`, `verdict_by_rule`: every reply rule x
+//! protocol set, primary and secondary) and writes the per-cell statistics and the study tables to
 //! `out/aggregate/` (one Parquet file per table, plus `SHA256SUMS`). Every table is a DataFusion
 //! plan (SQL over the inputs and the scalar functions of `stats`) run in the engine's bounded,
 //! spilling session. The statistical conventions (sample SD with divisor n - 1 from exact
@@ -23,7 +25,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use protospread_engine::{EngineOptions, MAX_PARTITIONS};
-pub use stage::STATUSES;
+pub use stage::{PRIMARY, SECONDARY, STATUSES};
 pub use stats::{diff_z, mean_z, ratio, sd_z, shift_z, variance_gt, z, Moments, RatioRule};
 pub use table::Table;
 
@@ -131,6 +133,23 @@ pub fn validate(params: &Params) -> Result<(), AggregateError> {
             return err(format!(
                 "condition {c:?} is listed twice in protocol_conditions"
             ));
+        }
+    }
+    let key = "secondary_protocol_conditions";
+    let sec = &p.secondary_protocol_conditions;
+    if sec.len() == 1 {
+        return err(format!(
+            "{key} needs at least two conditions (or [] for no secondary analysis)"
+        ));
+    }
+    for (i, c) in sec.iter().enumerate() {
+        if !p.protocol_conditions.contains(c) {
+            return err(format!(
+                "{key}: condition {c:?} is not in protocol_conditions"
+            ));
+        }
+        if sec[..i].contains(c) {
+            return err(format!("{key}: condition {c:?} is listed twice"));
         }
     }
     if p.groups.is_empty() {

@@ -401,10 +401,76 @@ pub(crate) const SOURCE_ARMS: &str = "SELECT source, arm FROM ( \
        SELECT DISTINCT source, arm FROM scores UNION SELECT DISTINCT source, arm FROM req \
      ) WHERE arm IS NOT NULL ORDER BY source, arm";
 
+/// The columns of the side-by-side per-cell table (`cells_by_rule`): those of `cells` that do
+/// not depend on `shift_from`/`shift_to` or `rerun_pairs`, which a protocol set may not hold.
+pub(crate) fn cells_side(prefix: &str) -> String {
+    format!(
+        "SELECT {prefix}source, label, study, model, arm, cohort, test, dimension, kept, drop_reason, \
+           protocol_n, sampling_n, protocol_mean_z, protocol_sd, sampling_sd, ratio, ratio_rule, \
+           protocol_gt_sampling, min_z, max_z, range_z, constant_administrations \
+         FROM cells ORDER BY source, model, test, dimension"
+    )
+}
+
+/// One row per source: the group `arm=<headline arm>` of `protocol_vs_sampling` over `cells`,
+/// also when it has no kept cell (then with its dropped cells counted and no statistics).
+pub(crate) fn headline_group(prefix: &str) -> String {
+    format!(
+        "SELECT {prefix}s.source, s.label, hl.arm, 'arm=' || hl.arm AS \"group\", \
+           COALESCE(c.models, 0) AS models, COALESCE(c.cells, 0) AS cells, \
+           COALESCE(c.dropped_cells, 0) AS dropped_cells, COALESCE(c.compared_cells, 0) AS compared_cells, \
+           COALESCE(c.protocol_gt_sampling, 0) AS protocol_gt_sampling, {} AS share, \
+           COALESCE(c.ratio_cells, 0) AS ratio_cells, c.median_ratio, c.median_range_z \
+         FROM (SELECT source, {LABEL} FROM cells GROUP BY source) s \
+         JOIN headline hl ON s.source = hl.source \
+         LEFT JOIN (SELECT x.source, COUNT(DISTINCT CASE WHEN x.kept THEN x.model END) AS models, \
+                      SUM(CASE WHEN x.kept THEN 1 ELSE 0 END) AS cells, \
+                      SUM(CASE WHEN x.kept THEN 0 ELSE 1 END) AS dropped_cells, \
+                      COUNT(x.protocol_gt_sampling) AS compared_cells, \
+                      SUM(CASE WHEN x.protocol_gt_sampling THEN 1 ELSE 0 END) AS protocol_gt_sampling, \
+                      COUNT(x.ratio) AS ratio_cells, median(x.ratio) AS median_ratio, \
+                      median(x.range_z) AS median_range_z \
+                    FROM cells x JOIN headline h2 ON x.source = h2.source AND x.arm = h2.arm \
+                    GROUP BY x.source) c ON s.source = c.source \
+         ORDER BY s.source",
+        share("c.protocol_gt_sampling", "c.compared_cells")
+    )
+}
+
 /// One row per source with the verdict's figures over the kept cells of the source's headline
-/// arm (table `headline`).
-pub(crate) fn verdict_summary(p: &Params) -> String {
+/// arm (table `headline`). `req` (source, arm, condition, requests, unreadable_replies) and
+/// `adm` (source, arm, condition, constant: one row per administration) are relations; with
+/// `conds`, only their rows of those conditions count, and `req` must also have `mode`: the
+/// column `unread_in` then lists the conditions with unreadable replies (for [`verdict`]'s
+/// explanation).
+pub(crate) fn verdict_summary(
+    p: &Params,
+    req: &str,
+    adm: &str,
+    conds: Option<&[String]>,
+) -> String {
     let (vs, vr) = (flit(p.verdict_share), flit(p.verdict_ratio));
+    let (rf, af) = match conds {
+        Some(c) => (
+            format!("WHERE {}", in_list("r.condition", c)),
+            format!("WHERE {}", in_list("d.condition", c)),
+        ),
+        None => (String::new(), String::new()),
+    };
+    let unread_in = if conds.is_some() {
+        format!(
+            "LEFT JOIN (SELECT source, string_agg(CASE WHEN u > 0 THEN \
+                 CASE WHEN mode = 'whole' THEN 'whole-test ' ELSE 'single-item ' END || condition || ' ' || \
+                 CAST(u AS VARCHAR) || ' of ' || CAST(n AS VARCHAR) END, ', ' ORDER BY mode DESC, condition) AS unread_in \
+               FROM (SELECT r.source, r.mode, r.condition, SUM(r.unreadable_replies) AS u, SUM(r.requests) AS n \
+                     FROM {req} r JOIN headline hl ON r.source = hl.source AND r.arm = hl.arm {rf} \
+                     GROUP BY r.source, r.mode, r.condition) GROUP BY source) ui ON src.source = ui.source"
+        )
+    } else {
+        "LEFT JOIN (SELECT CAST(NULL AS VARCHAR) AS source, CAST(NULL AS VARCHAR) AS unread_in) ui \
+           ON src.source = ui.source"
+            .to_string()
+    };
     let sh = share("k", "n");
     let us = share("unread", "req");
     let cs = share("cons", "adm_n");
@@ -412,18 +478,25 @@ pub(crate) fn verdict_summary(p: &Params) -> String {
         "WITH s AS ( \
            SELECT src.source, src.label, hl.arm, COALESCE(h.n, 0) AS n, COALESCE(h.k, 0) AS k, h.mr, \
              COALESCE(q.req, 0) AS req, COALESCE(q.unread, 0) AS unread, \
-             COALESCE(a.adm_n, 0) AS adm_n, COALESCE(a.cons, 0) AS cons \
+             COALESCE(a.adm_n, 0) AS adm_n, COALESCE(a.cons, 0) AS cons, \
+             COALESCE(dc.all_n, 0) AS arm_cells, COALESCE(dc.dropped, 0) AS dropped, dc.first_drop, \
+             ui.unread_in \
            FROM (SELECT source, {LABEL} FROM cells GROUP BY source) src \
            JOIN headline hl ON src.source = hl.source \
            LEFT JOIN (SELECT c.source, COUNT(c.protocol_gt_sampling) AS n, {EXCEEDING} AS k, median(c.ratio) AS mr \
                       FROM cells c JOIN headline hl ON c.source = hl.source AND c.arm = hl.arm \
                       WHERE c.kept GROUP BY c.source) h ON src.source = h.source \
            LEFT JOIN (SELECT r.source, SUM(r.requests) AS req, SUM(r.unreadable_replies) AS unread \
-                      FROM req r JOIN headline hl ON r.source = hl.source AND r.arm = hl.arm \
+                      FROM {req} r JOIN headline hl ON r.source = hl.source AND r.arm = hl.arm {rf} \
                       GROUP BY r.source) q ON src.source = q.source \
            LEFT JOIN (SELECT d.source, COUNT(*) AS adm_n, SUM(d.constant) AS cons \
-                      FROM adm d JOIN headline hl ON d.source = hl.source AND d.arm = hl.arm \
-                      GROUP BY d.source) a ON src.source = a.source), \
+                      FROM {adm} d JOIN headline hl ON d.source = hl.source AND d.arm = hl.arm {af} \
+                      GROUP BY d.source) a ON src.source = a.source \
+           LEFT JOIN (SELECT c.source, COUNT(*) AS all_n, SUM(CASE WHEN c.kept THEN 0 ELSE 1 END) AS dropped, \
+                        first_value(CASE WHEN NOT c.kept THEN c.test || ' ' || c.dimension || ': ' || c.drop_reason END \
+                          ORDER BY c.kept, c.model, c.test, c.dimension) AS first_drop \
+                      FROM cells c JOIN headline hl ON c.source = hl.source AND c.arm = hl.arm \
+                      GROUP BY c.source) dc ON src.source = dc.source {unread_in}), \
          v AS (SELECT *, {sh} AS sh, {us} AS us, {cs} AS cs FROM s), \
          w AS (SELECT *, sh >= {vs} AS pass_share, mr >= {vr} AS pass_ratio FROM v) \
          SELECT * FROM w",
@@ -431,15 +504,24 @@ pub(crate) fn verdict_summary(p: &Params) -> String {
 }
 
 /// The verdict rows from `verdict_w` ([`verdict_summary`] collected): five criteria per source,
-/// each naming the arm they are over.
-pub(crate) fn verdict(p: &Params) -> String {
+/// each naming the arm they are over. `prefix` is put before the selected columns (e.g.
+/// `'lenient' AS rule, `); with `explain`, a "no verdict" line says how many of the arm's
+/// cells were dropped, the first one's reason and the conditions with unreadable replies.
+pub(crate) fn verdict(p: &Params, prefix: &str, explain: bool) -> String {
+    let why = if explain {
+        " || ': ' || CAST(dropped AS VARCHAR) || ' of ' || CAST(arm_cells AS VARCHAR) || ' arm=' || arm || ' cells dropped' || \
+           CASE WHEN first_drop IS NULL THEN '' ELSE ' (first: ' || first_drop || ')' END || \
+           CASE WHEN unread_in IS NULL OR unread_in = '' THEN '' ELSE '; unreadable replies: ' || unread_in END"
+    } else {
+        ""
+    };
     let (vs, vr, vf) = (
         flit(p.verdict_share),
         flit(p.verdict_ratio),
         flit(p.verdict_few),
     );
     format!(
-        "SELECT source, label, arm, criterion, value, threshold, passed, statement FROM ( \
+        "SELECT {prefix}source, label, arm, criterion, value, threshold, passed, statement FROM ( \
            SELECT source, label, arm, 1 AS ord, 'share_protocol_gt_sampling' AS criterion, sh AS value, {vs} AS threshold, \
              pass_share AS passed, \
              'share of ' || CAST(n AS VARCHAR) || ' kept arm=' || arm || ' cells with protocol SD > sampling SD is at least the threshold' AS statement \
@@ -458,7 +540,7 @@ pub(crate) fn verdict(p: &Params) -> String {
            UNION ALL \
            SELECT source, label, arm, 5, 'verdict', CAST(NULL AS DOUBLE), CAST(NULL AS DOUBLE), \
              CASE WHEN pass_share IS NULL OR pass_ratio IS NULL THEN NULL ELSE pass_share AND pass_ratio END, \
-             CASE WHEN pass_share IS NULL OR pass_ratio IS NULL THEN 'no kept arm=' || arm || ' cells: no verdict' \
+             CASE WHEN pass_share IS NULL OR pass_ratio IS NULL THEN 'no kept arm=' || arm || ' cells: no verdict'{why} \
                   WHEN pass_share AND pass_ratio THEN 'arm=' || arm || ': protocol spread exceeds sampling noise: use the protocol spread as the error bar' \
                   ELSE 'arm=' || arm || ': the protocol spread is not shown to exceed sampling noise by the thresholds' END \
            FROM verdict_w w) ORDER BY source, ord",

@@ -8,6 +8,7 @@ use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
 use arrow::util::display::array_value_to_string;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use protospread_core::config::AggregateSection;
 use protospread_engine::{Engine, EngineOptions};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -165,8 +166,15 @@ pub(crate) fn headline_arm<'a>(
     }
 }
 
+/// `protocol_set` of the rows computed over `protocol_conditions` (the study's set).
+pub const PRIMARY: &str = "primary";
+/// `protocol_set` of the rows of the declared secondary analysis
+/// (`secondary_protocol_conditions`, by default the single-item setups).
+pub const SECONDARY: &str = "secondary_single_item";
+
 struct Files {
     scores: PathBuf,
+    by_rule: PathBuf,
     answers: PathBuf,
     norms: PathBuf,
     rules: PathBuf,
@@ -524,9 +532,192 @@ impl Run<'_> {
              ORDER BY source, model, arm, condition, mode, rule <> 'strict', rule, label",
             &f.rules,
         )?);
-        self.materialize("verdict_w", &plan::verdict_summary(a), &f.scores)?;
-        out.push(self.table("verdict", &plan::verdict(a), &f.scores)?);
+        self.materialize(
+            "verdict_w",
+            &plan::verdict_summary(a, "req", "adm", None),
+            &f.scores,
+        )?;
+        out.push(self.table("verdict", &plan::verdict(a, "", false), &f.scores)?);
+        out.extend(self.side_by_side(p)?);
         out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    fn drop_tables(&self, names: &[&str]) -> Result<(), AggregateError> {
+        for n in names {
+            self.engine
+                .context()
+                .deregister_table(*n)
+                .map_err(|e| AggregateError::Engine {
+                    path: self.files.by_rule.clone(),
+                    message: format!("{n}: {e}"),
+                })?;
+        }
+        Ok(())
+    }
+
+    /// The side-by-side tables (`cells_by_rule`, `protocol_vs_sampling_by_rule`,
+    /// `verdict_by_rule`): the plans of `cells`, of the headline arm's group and of `verdict`,
+    /// run once for every reply rule of `scale_scores_by_rule.parquet` (strict first) x
+    /// protocol set (primary = `protocol_conditions`, then `secondary_protocol_conditions`
+    /// unless empty), each row labelled with its `rule` and `protocol_set`. Runs after every
+    /// other table: it replaces the views those were computed from.
+    fn side_by_side(&self, p: &Params) -> Result<Vec<Table>, AggregateError> {
+        let f = self.files;
+        let path = &f.by_rule;
+        let by_rule = path
+            .to_str()
+            .ok_or_else(|| input_err(path, "path is not UTF-8"))?;
+        self.engine
+            .register_parquet("scores_by_rule", by_rule)
+            .map_err(|e| AggregateError::Engine {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+        self.refuse(
+            "SELECT rule, source, model, condition, CAST(sample AS BIGINT) AS sample, test, dimension \
+             FROM scores_by_rule GROUP BY rule, source, model, condition, sample, test, dimension \
+             HAVING COUNT(*) > 1 ORDER BY rule, source, model, condition, sample, test, dimension LIMIT 1",
+            path,
+            |r| format!("duplicate row for {}", describe(r, &[])),
+        )?;
+        self.refuse(
+            "SELECT rule, source, model, condition, CAST(sample AS BIGINT) AS sample, test, dimension, score \
+             FROM scores_by_rule WHERE rule IS NULL OR (score IS NOT NULL \
+               AND NOT (score >= 0 AND score <= 100 AND score = trunc(score))) \
+             ORDER BY rule, source, model, condition, sample, test, dimension LIMIT 1",
+            path,
+            |r| {
+                format!(
+                    "rule is null or score {} is not an integer from 0 to 100 in the row {}",
+                    get(r, "score"),
+                    describe(r, &["score"])
+                )
+            },
+        )?;
+        // Strict (the study's rule) first, then the others by name; strict also when the file
+        // has no row, so that every table has its columns.
+        let mut rules = vec!["strict".to_string()];
+        for b in self.sql(
+            "SELECT DISTINCT rule FROM scores_by_rule ORDER BY rule",
+            path,
+        )? {
+            for r in 0..b.num_rows() {
+                let v =
+                    array_value_to_string(b.column(0), r).map_err(|e| AggregateError::Engine {
+                        path: path.clone(),
+                        message: format!("rules: {e}"),
+                    })?;
+                if !rules.contains(&v) {
+                    rules.push(v);
+                }
+            }
+        }
+        let a = &p.aggregate;
+        let mut sets = vec![(PRIMARY, a.protocol_conditions.clone())];
+        if !a.secondary_protocol_conditions.is_empty() {
+            sets.push((SECONDARY, a.secondary_protocol_conditions.clone()));
+        }
+        let names = [
+            "cells_by_rule",
+            "protocol_vs_sampling_by_rule",
+            "verdict_by_rule",
+        ];
+        let mut parts: Vec<(Option<arrow::datatypes::SchemaRef>, Vec<RecordBatch>)> =
+            vec![(None, Vec::new()), (None, Vec::new()), (None, Vec::new())];
+        let score_cols: Vec<&str> = SCORE_COLUMNS.iter().map(|(n, _)| *n).collect();
+        for rule in &rules {
+            for (set, conds) in &sets {
+                let q = AggregateSection {
+                    protocol_conditions: conds.clone(),
+                    ..a.clone()
+                };
+                self.drop_tables(&[
+                    "scores",
+                    "adm",
+                    "sc",
+                    "cm",
+                    "ia",
+                    "models",
+                    "universe",
+                    "reasons",
+                    "cells",
+                    "verdict_w",
+                ])?;
+                self.view(
+                    "scores",
+                    &format!(
+                        "SELECT {} FROM scores_by_rule WHERE rule = {}",
+                        score_cols.join(", "),
+                        plan::lit(rule)
+                    ),
+                )?;
+                self.materialize("adm", &plan::request_views()[1].1, path)?;
+                for (name, sql) in plan::views(&q) {
+                    if name == "cm" || name == "ia" {
+                        self.materialize(name, &sql, path)?;
+                    } else {
+                        self.view(name, &sql)?;
+                    }
+                }
+                let cells = self.table("cells", &plan::cells(&q), path)?;
+                self.engine
+                    .register_batches("cells", cells.schema(), vec![cells.batch])
+                    .map_err(|e| AggregateError::Engine {
+                        path: path.clone(),
+                        message: format!("cells: {e}"),
+                    })?;
+                // Readable replies under this rule from `reply_rules`; failed requests (the
+                // same under any rule) from the strict parsed answers (`req`).
+                let req = format!(
+                    "(SELECT r.source, r.arm, r.condition, r.mode, r.requests, \
+                       r.requests - r.readable - COALESCE(q.failed_requests, 0) AS unreadable_replies \
+                     FROM (SELECT source, model, arm, condition, MIN(mode) AS mode, \
+                             SUM(requests) AS requests, SUM(readable_replies) AS readable \
+                           FROM reply_rules WHERE rule = {} GROUP BY source, model, arm, condition) r \
+                     LEFT JOIN req q ON r.source = q.source AND r.model = q.model \
+                       AND r.condition = q.condition)",
+                    plan::lit(rule)
+                );
+                let used: Vec<String> = conds
+                    .iter()
+                    .chain(&a.sampling_conditions)
+                    .cloned()
+                    .collect();
+                self.materialize(
+                    "verdict_w",
+                    &plan::verdict_summary(a, &req, "adm", Some(&used)),
+                    path,
+                )?;
+                let prefix = format!(
+                    "{} AS rule, {} AS protocol_set, ",
+                    plan::lit(rule),
+                    plan::lit(set)
+                );
+                for (i, sql) in [
+                    plan::cells_side(&prefix),
+                    plan::headline_group(&prefix),
+                    plan::verdict(a, &prefix, true),
+                ]
+                .iter()
+                .enumerate()
+                {
+                    let (schema, batches) = self.run(names[i], sql, path)?;
+                    parts[i].0.get_or_insert(schema);
+                    parts[i].1.extend(batches);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for (name, (schema, batches)) in names.iter().zip(parts) {
+            let schema = schema.expect("at least the strict rule and the primary set");
+            out.push(Table::from_batches(name, &schema, &batches).map_err(|e| {
+                AggregateError::Engine {
+                    path: path.clone(),
+                    message: format!("table {name}: {e}"),
+                }
+            })?);
+        }
         Ok(out)
     }
 }
@@ -543,11 +734,14 @@ pub(crate) fn compute(
         answers: score_dir.join("parsed_answers.parquet"),
         norms: score_dir.join("norms.parquet"),
         rules: score_dir.join("reply_rules.parquet"),
+        by_rule: score_dir.join("scale_scores_by_rule.parquet"),
     };
     check_schema(&files.scores, SCORE_COLUMNS)?;
     check_schema(&files.answers, ANSWER_COLUMNS)?;
     check_schema(&files.norms, NORM_COLUMNS)?;
     check_schema(&files.rules, RULE_COLUMNS)?;
+    check_schema(&files.by_rule, SCORE_COLUMNS)?;
+    check_schema(&files.by_rule, &[("rule", Kind::Str)])?;
     let opts = EngineOptions {
         target_partitions: params.aggregate.target_partitions,
         ..engine.clone()

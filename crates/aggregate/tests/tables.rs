@@ -60,6 +60,10 @@ fn write_many_row_groups(score: &Path, s: &[FxScore], a: &[FxAnswer]) {
         ("parsed_answers.parquet", fixture::answers_batch(a)),
         ("norms.parquet", fixture::norms_batch()),
         ("reply_rules.parquet", fixture::reply_rules_batch()),
+        (
+            "scale_scores_by_rule.parquet",
+            fixture::by_rule_batch(&fixture::scores_batch(s), "strict"),
+        ),
     ] {
         let f = fs_err::File::create(score.join(name)).unwrap();
         let props = WriterProperties::builder()
@@ -864,6 +868,7 @@ fn params_from_config_take_each_inputs_headline_arm() {
 
 fn write_scores(dir: &Path, rows: &[FxScore], answers: &[FxAnswer]) {
     let sb = fixture::scores_batch(rows);
+    let bb = fixture::by_rule_batch(&sb, "strict");
     let ab = fixture::answers_batch(answers);
     let nb = fixture::norms_batch();
     protospread_core::pq::write(&dir.join("scale_scores.parquet"), sb.schema(), &[sb]).unwrap();
@@ -871,6 +876,12 @@ fn write_scores(dir: &Path, rows: &[FxScore], answers: &[FxAnswer]) {
     protospread_core::pq::write(&dir.join("norms.parquet"), nb.schema(), &[nb]).unwrap();
     let rb = fixture::reply_rules_batch();
     protospread_core::pq::write(&dir.join("reply_rules.parquet"), rb.schema(), &[rb]).unwrap();
+    protospread_core::pq::write(
+        &dir.join("scale_scores_by_rule.parquet"),
+        bb.schema(),
+        &[bb],
+    )
+    .unwrap();
 }
 
 #[test]

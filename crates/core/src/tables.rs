@@ -57,6 +57,17 @@ pub fn scale_scores_schema() -> SchemaRef {
     ]))
 }
 
+/// Schema of `out/score/scale_scores_by_rule.parquet`: the columns of
+/// [`scale_scores_schema`] after a first column `rule`, one row per (source, rule, model,
+/// condition, sample, test, dimension): the scale scores of the replies as each rule of
+/// `[score] reply_rules` reads them (the `strict` rows equal `scale_scores.parquet`). Written
+/// by the score stage, read by the aggregate stage.
+pub fn scale_scores_by_rule_schema() -> SchemaRef {
+    let mut fields = vec![Arc::new(Field::new("rule", DataType::Utf8, false))];
+    fields.extend(scale_scores_schema().fields().iter().cloned());
+    Arc::new(Schema::new(fields))
+}
+
 /// Schema of `out/score/reply_rules.parquet`: one row per (source, model, condition, rule):
 /// requests and the replies and items each configured reply rule reads. Written by the score
 /// stage, passed through by the aggregate stage.

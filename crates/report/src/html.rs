@@ -638,6 +638,22 @@ fn recorded_section(tables: &[Rendered]) -> Result<String, String> {
             esc(verdicts.get(source.as_str()).copied().unwrap_or("none computed")),
         );
     }
+    let paragraphs = crate::recorded::paragraphs(tables)?;
+    if !paragraphs.is_empty() {
+        let _ = writeln!(
+            s,
+            "<h3>Under each reply rule: primary and secondary (single-item) analysis</h3>\n<p class=\"d\">{}</p>",
+            esc(crate::recorded::INTRO)
+        );
+        for p in &paragraphs {
+            let _ = writeln!(s, "<p>{}</p>", esc(p));
+        }
+        s.push_str("<div class=\"figs\">");
+        for f in crate::recorded::figures(tables)? {
+            s.push_str(&f);
+        }
+        s.push_str("</div>\n");
+    }
     Ok(s)
 }
 

@@ -10,6 +10,7 @@
 mod bag;
 mod html;
 mod provenance;
+mod recorded;
 mod render;
 mod verify;
 
@@ -62,6 +63,9 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     ("separate_arms", "Separate arms (command-line tools)", "Arms reported apart (no temperature control): same direction = the cell's protocol shift (mean z whole-test minus single-item setups) has the sign of the median shift of that scale in the source's headline arm (reference_arm); median range in human SDs."),
     ("requests", "Requests, unreadable replies and constant-answer administrations", "Per model and condition: requests sent, failed, replies with an unreadable answer, administrations with constant answers."),
     ("reply_rules", "Readable replies under each reply rule", "Per source, model and condition: requests, replies read under each rule of [score] reply_rules (strict = the study's rule, behind every other table; lenient = a leading option number with at most an option label, docs/stored-answers.md), and item lines read. A whole-test reply is readable when every shown position is read."),
+    ("verdict_by_rule", "Verdict under each reply rule: primary and secondary (single-item) analysis", "The verdict rule per source over its headline arm, for every reply rule x protocol set. Every row names its reply rule (strict = the study's rule; lenient, docs/stored-answers.md) and its protocol_set: primary = the study's protocol set (protocol_conditions, ten setups); secondary_single_item = the declared SECONDARY analysis over the single-item setups only (secondary_protocol_conditions), same sampling set and drop rules (docs/statistics.md). A \"no verdict\" line says how many of the arm's cells were dropped and the first one's reason."),
+    ("protocol_vs_sampling_by_rule", "Headline arm under each reply rule: primary and secondary (single-item) analysis", "Per source, the group of its headline arm: kept and dropped cells, cells with protocol SD > sampling SD, median ratio and median range, for every reply rule x protocol set (a row also when no cell is kept). Every row names its reply rule (strict = the study's rule; lenient, docs/stored-answers.md) and its protocol_set: primary = the study's protocol set (protocol_conditions, ten setups); secondary_single_item = the declared SECONDARY analysis over the single-item setups only (secondary_protocol_conditions), same sampling set and drop rules (docs/statistics.md)."),
+    ("cells_by_rule", "Per-cell detail under each reply rule: primary and secondary (single-item) analysis", "Every cell for every reply rule x protocol set, with the columns of cells that do not depend on the shift or rerun settings. Every row names its reply rule (strict = the study's rule; lenient, docs/stored-answers.md) and its protocol_set: primary = the study's protocol set (protocol_conditions, ten setups); secondary_single_item = the declared SECONDARY analysis over the single-item setups only (secondary_protocol_conditions), same sampling set and drop rules (docs/statistics.md)."),
     ("constant_runs", "Constant-answer administrations", "Every administration whose answers were all the same option."),
     ("dropped_cells", "Dropped cells", "Every cell left out of the tables, with the reason."),
     ("cells", "Per-cell detail", "Every cell (model x scale) with its statistics; SDs and ranges in human SDs."),
@@ -218,8 +222,19 @@ pub fn collect_tables(out: &Path, section: &ReportSection) -> Result<Vec<Rendere
 }
 
 /// The Markdown document holding every table.
-pub fn markdown_report(title: &str, tables: &[Rendered]) -> String {
+pub fn markdown_report(title: &str, tables: &[Rendered]) -> Result<String, ReportError> {
     let mut s = format!("# {title}\n\nEvery figure is also in the CSV file named in each section (the canonical, hashed form). Floats: six decimals; SDs and ranges in human SDs. Conventions: docs/statistics.md.\n");
+    let recorded =
+        recorded::paragraphs(tables).map_err(|m| ReportError::Usage(format!("report.md: {m}")))?;
+    if !recorded.is_empty() {
+        s.push_str("\n## Recorded study: real models under each reply rule, primary and secondary analysis\n\n");
+        s.push_str(recorded::INTRO);
+        s.push_str("\n\n");
+        for p in recorded {
+            s.push_str(&p);
+            s.push_str("\n\n");
+        }
+    }
     for t in tables {
         s.push_str(&format!("\n## {}\n\n", t.title));
         if !t.description.is_empty() {
@@ -229,7 +244,7 @@ pub fn markdown_report(title: &str, tables: &[Rendered]) -> String {
         s.push_str(&format!("`{}.csv` (from `{}`)\n\n", t.name, t.from));
         s.push_str(&render::to_markdown(&t.table));
     }
-    s
+    Ok(s)
 }
 
 /// Run the stage: render every table of `out` into `out/report/` (CSV, Markdown, `report.md`,
@@ -254,7 +269,7 @@ pub fn run(out: &Path, section: &ReportSection) -> Result<Summary, ReportError> 
     }
     staged.put(
         &dir.join("report.md"),
-        markdown_report(&section.title, &tables).as_bytes(),
+        markdown_report(&section.title, &tables)?.as_bytes(),
     )?;
     files.push("report.md".to_string());
     let html = html::report(&section.title, &tables)?;

@@ -159,3 +159,102 @@ fn a_missing_listed_table_is_an_error_and_keeps_previous_outputs() {
         before
     );
 }
+
+/// The fixture with its second source labelled `recorded` (as a real-model source is), scale
+/// scores under the strict and the lenient rule (lenient: one more complete SP administration
+/// is not needed; the same scores) and readable replies per rule for that source.
+fn build_recorded() -> tempfile::TempDir {
+    use arrow::array::{ArrayRef, Int32Array, StringArray};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path();
+    let score = out.join("score");
+    fixture::write(&score).unwrap();
+    let (mut s, mut a) = fixture::rows();
+    for r in s.iter_mut().filter(|r| r.source == "rx") {
+        r.label = "recorded".into();
+    }
+    for r in a.iter_mut().filter(|r| r.source == "rx") {
+        r.label = "recorded".into();
+    }
+    let sb = fixture::scores_batch(&s);
+    let both = [
+        fixture::by_rule_batch(&sb, "strict"),
+        fixture::by_rule_batch(&sb, "lenient"),
+    ];
+    protospread_core::pq::write(
+        &score.join("scale_scores.parquet"),
+        sb.schema(),
+        std::slice::from_ref(&sb),
+    )
+    .unwrap();
+    protospread_core::pq::write(
+        &score.join("scale_scores_by_rule.parquet"),
+        both[0].schema(),
+        &both,
+    )
+    .unwrap();
+    let ab = fixture::answers_batch(&a);
+    protospread_core::pq::write(&score.join("parsed_answers.parquet"), ab.schema(), &[ab]).unwrap();
+    // (condition, mode, rule, requests, readable_replies)
+    type Row = (&'static str, &'static str, &'static str, i32, i32);
+    let rows: [Row; 4] = [
+        ("S0", "single", "strict", 10, 3),
+        ("S0", "single", "lenient", 10, 9),
+        ("B0", "whole", "strict", 1, 0),
+        ("B0", "whole", "lenient", 1, 0),
+    ];
+    let text = |f: &dyn Fn(&Row) -> String| -> ArrayRef {
+        Arc::new(StringArray::from(rows.iter().map(f).collect::<Vec<_>>()))
+    };
+    let int = |f: &dyn Fn(&Row) -> i32| -> ArrayRef {
+        Arc::new(Int32Array::from(rows.iter().map(f).collect::<Vec<_>>()))
+    };
+    let rb = arrow::record_batch::RecordBatch::try_new(
+        protospread_core::tables::reply_rules_schema(),
+        vec![
+            text(&|_| "rx".into()),
+            text(&|_| "recorded".into()),
+            text(&|_| "local-1".into()),
+            text(&|_| "local".into()),
+            text(&|r| r.0.into()),
+            text(&|r| r.1.into()),
+            text(&|r| r.2.into()),
+            int(&|r| r.3),
+            int(&|r| r.4),
+            int(&|r| if r.1 == "whole" { 50 * r.3 } else { r.3 }),
+            int(&|r| r.4),
+        ],
+    )
+    .unwrap();
+    protospread_core::pq::write(&score.join("reply_rules.parquet"), rb.schema(), &[rb]).unwrap();
+    protospread_aggregate::run(&score, &out.join("aggregate"), &Default::default()).unwrap();
+    let section = ReportSection {
+        tables: vec![],
+        ..ReportSection::default()
+    };
+    protospread_report::run(out, &section).unwrap();
+    dir
+}
+
+#[test]
+fn recorded_section_matches_committed_snapshot() {
+    let dir = build_recorded();
+    let md = fs_err::read_to_string(dir.path().join("report/report.md")).unwrap();
+    let start = md
+        .find("## Recorded study")
+        .expect("report.md has the recorded-study section");
+    let end = start + md[start..].find("\n## Verdict").unwrap();
+    let mut settings = insta::Settings::clone_current();
+    settings.set_omit_expression(true);
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!("recorded_section_md", &md[start..end]));
+    let html = fs_err::read_to_string(dir.path().join("report/report.html")).unwrap();
+    assert!(html
+        .contains("<h3>Under each reply rule: primary and secondary (single-item) analysis</h3>"));
+    assert!(
+        html.contains("<title>S0 lenient rule: 9 of 10 readable</title>"),
+        "{html}"
+    );
+    // The simulated-like fixture source is not in the section.
+    assert!(!md[start..end].contains("Source fx"));
+}

@@ -36,6 +36,8 @@ pub const PARSED_FILE: &str = "parsed_answers.parquet";
 pub const SCALES_FILE: &str = "scale_scores.parquet";
 /// File name of the reply-rule table (readable replies under each configured rule).
 pub const RULES_FILE: &str = "reply_rules.parquet";
+/// File name of the scale scores under each configured reply rule (column `rule`).
+pub const BY_RULE_FILE: &str = "scale_scores_by_rule.parquet";
 
 /// One row of `parsed_answers.parquet`.
 #[derive(Debug, Clone, PartialEq)]
@@ -293,10 +295,36 @@ pub fn session(
     Ok(engine)
 }
 
+/// One row per item of the stored answers registered as `raw`, read by `rule`: single-item
+/// requests by the rule's reply function, whole-test requests expanded to one row per shown
+/// position by its whole-test function ([`crate::kernels`]).
+fn readings_sql(rule: ReplyRule) -> String {
+    let (single, whole) = match rule {
+        ReplyRule::Strict => ("strict_reply", "whole_reply"),
+        ReplyRule::Lenient => ("lenient_reply", "whole_reply_lenient"),
+    };
+    format!(
+        "SELECT model, condition, sample, test, study, arm, cohort, label, mode, item, \
+                CAST(NULL AS INT) AS shown_position, get_field(r, 'option') AS option_replied, \
+                get_field(r, 'value') AS value, get_field(r, 'status') AS status \
+         FROM (SELECT *, {single}(reply, error IS NOT NULL, option_order) AS r \
+               FROM raw WHERE mode = 'single') \
+         UNION ALL \
+         SELECT model, condition, sample, test, study, arm, cohort, label, mode, \
+                get_field(w, 'item') AS item, get_field(w, 'shown_position') AS shown_position, \
+                get_field(w, 'option') AS option_replied, get_field(w, 'value') AS value, get_field(w, 'status') AS status \
+         FROM (SELECT model, condition, sample, test, study, arm, cohort, label, mode, \
+                      unnest({whole}(reply, error IS NOT NULL, option_order, item_order)) AS w \
+               FROM raw WHERE mode = 'whole')"
+    )
+}
+
 /// The plans of one source, over its stored answers registered as table `raw`.
 struct SourcePlans {
     parsed: DataFrame,
     scales: DataFrame,
+    /// The scale scores under each configured rule, in the configured order.
+    by_rule: Vec<DataFrame>,
     reruns: Option<DataFrame>,
     rules: DataFrame,
     records: usize,
@@ -381,22 +409,8 @@ fn plan_source(
         })
         .sum();
 
-    // One row per item: single-item requests read by the strict rule, whole-test requests
-    // expanded to one row per shown position.
-    let readings = String::from(
-        "SELECT model, condition, sample, test, study, arm, cohort, label, mode, item, \
-                CAST(NULL AS INT) AS shown_position, get_field(r, 'option') AS option_replied, \
-                get_field(r, 'value') AS value, get_field(r, 'status') AS status \
-         FROM (SELECT *, strict_reply(reply, error IS NOT NULL, option_order) AS r \
-               FROM raw WHERE mode = 'single') \
-         UNION ALL \
-         SELECT model, condition, sample, test, study, arm, cohort, label, mode, \
-                get_field(w, 'item') AS item, get_field(w, 'shown_position') AS shown_position, \
-                get_field(w, 'option') AS option_replied, get_field(w, 'value') AS value, get_field(w, 'status') AS status \
-         FROM (SELECT model, condition, sample, test, study, arm, cohort, label, mode, \
-                      unnest(whole_reply(reply, error IS NOT NULL, option_order, item_order)) AS w \
-               FROM raw WHERE mode = 'whole')"
-    );
+    // One row per item, read by the study's strict rule (`parsed_answers`).
+    let readings = readings_sql(ReplyRule::Strict);
     let label = format!("COALESCE(label, {})", lit(input_label.unwrap_or("")));
     let parsed = sql(format!(
         "SELECT {src} AS source, {label} AS label, study, model, arm, cohort, condition, sample, \
@@ -414,7 +428,10 @@ fn plan_source(
     // flag is the administration's own row (dimension NULL, sorted first in its partition),
     // read by a window whose frame ends at the current row: DataFusion evaluates that
     // streaming, where a whole-partition window gathers its input into one batch.
-    let scales = sql(format!(
+    // The scale scores of one rule's readings; `rule_col` is empty for `scale_scores` and
+    // `'<rule>' AS rule, ` for `scale_scores_by_rule` (one plan text for both tables).
+    let scales_plan = |readings: &str, rule_col: &str| {
+        sql(format!(
         "WITH readings AS ({readings}), \
          admins AS (SELECT model, condition, sample, test, min(study) AS study, min(arm) AS arm, \
                     min(cohort) AS cohort, min(label) AS label, min(temperature) AS temperature \
@@ -454,14 +471,20 @@ fn plan_source(
                     FROM flagged g JOIN key_dims d ON g.test = d.test AND g.dimension = d.dimension), \
          valued AS (SELECT *, CASE WHEN complete THEN scale_value(points, max_points, raw_unit) END \
                     AS score FROM scored) \
-         SELECT {src} AS source, {label} AS label, study, model, arm, cohort, condition, sample, \
+         SELECT {rule_col}{src} AS source, {label} AS label, study, model, arm, cohort, condition, sample, \
                 test, dimension, temperature, score, complete, n_items, n_answered, \
                 norm_z(test, dimension, score) AS z, \
                 norm_percentile(test, dimension, score) AS percentile, constant_answers \
          FROM valued ORDER BY {ADMIN_ORDER}, dimension",
         src = lit(source)
-    ))
-    .map_err(e)?;
+        ))
+        .map_err(e)
+    };
+    let scales = scales_plan(&readings, "")?;
+    let by_rule = rules
+        .iter()
+        .map(|r| scales_plan(&readings_sql(*r), &format!("{} AS rule, ", lit(r.as_str()))))
+        .collect::<Result<Vec<_>, _>>()?;
     let reruns = if pairs.is_empty() {
         None
     } else {
@@ -535,6 +558,7 @@ fn plan_source(
     Ok(SourcePlans {
         parsed,
         scales,
+        by_rule,
         reruns,
         rules,
         records,
@@ -720,6 +744,7 @@ pub fn run(
         crate::reruns::schema(),
     )?;
     let mut rule_sink = Sink::parquet(score_dir.join(RULES_FILE), rules_schema())?;
+    let mut by_rule = Sink::parquet(score_dir.join(BY_RULE_FILE), by_rule_schema())?;
     let mut summary = Summary::default();
     for input in &inputs {
         let p = fetched_path(out, &input.name);
@@ -740,6 +765,7 @@ pub fn run(
                 scales: &mut scales,
                 reruns: &mut reruns,
                 rules: &mut rule_sink,
+                by_rule: &mut by_rule,
             },
         );
         engine
@@ -751,7 +777,7 @@ pub fn run(
         summary.scale_rows += sum.scale_rows;
         summary.sources.push(sum);
     }
-    for sink in [parsed, scales, reruns, rule_sink] {
+    for sink in [parsed, scales, reruns, rule_sink, by_rule] {
         let (path, bytes) = sink.finish()?;
         staged.put(&path, &bytes)?;
     }
@@ -764,6 +790,7 @@ struct Sinks<'a> {
     scales: &'a mut Sink,
     reruns: &'a mut Sink,
     rules: &'a mut Sink,
+    by_rule: &'a mut Sink,
 }
 
 /// Run the plans of one source registered as `raw`, streaming into the sinks.
@@ -783,6 +810,7 @@ fn score_registered(
         scales,
         reruns,
         rules: rule_sink,
+        by_rule,
     } = sinks;
     let plans = plan_source(engine, source, input_label, vocab, key, pairs, rules)?;
     let mut sum = SourceSummary {
@@ -808,6 +836,10 @@ fn score_registered(
     }
     let schema = rule_sink.schema.clone();
     drain(engine, plans.rules, &schema, |b| rule_sink.write(&b))?;
+    let schema = by_rule.schema.clone();
+    for df in plans.by_rule {
+        drain(engine, df, &schema, |b| by_rule.write(&b))?;
+    }
     Ok(sum)
 }
 
@@ -822,6 +854,8 @@ pub struct InMemory {
     pub reruns: Vec<RecordBatch>,
     /// Reply-rule batches, for every rule of [`ReplyRule::ALL`].
     pub rules: Vec<RecordBatch>,
+    /// Scale-score batches under every rule of [`ReplyRule::ALL`] (column `rule`).
+    pub by_rule: Vec<RecordBatch>,
     /// What the source produced.
     pub summary: SourceSummary,
 }
@@ -846,6 +880,7 @@ pub fn score_in_memory(
     let mut scales = Sink::memory(SCALES_FILE, scales_schema());
     let mut reruns = Sink::memory(crate::reruns::RERUNS_FILE, crate::reruns::schema());
     let mut rules = Sink::memory(RULES_FILE, rules_schema());
+    let mut by_rule = Sink::memory(BY_RULE_FILE, by_rule_schema());
     let summary = score_registered(
         &engine,
         source,
@@ -859,6 +894,7 @@ pub fn score_in_memory(
             scales: &mut scales,
             reruns: &mut reruns,
             rules: &mut rules,
+            by_rule: &mut by_rule,
         },
     )?;
     Ok(InMemory {
@@ -866,6 +902,7 @@ pub fn score_in_memory(
         scales: scales.kept,
         reruns: reruns.kept,
         rules: rules.kept,
+        by_rule: by_rule.kept,
         summary,
     })
 }
@@ -984,4 +1021,10 @@ pub fn scales_schema() -> SchemaRef {
 /// Schema of `reply_rules.parquet` (passed through by the aggregate stage).
 pub fn rules_schema() -> SchemaRef {
     protospread_core::tables::reply_rules_schema()
+}
+
+/// Schema of `scale_scores_by_rule.parquet` (read by the aggregate stage's side-by-side
+/// tables).
+pub fn by_rule_schema() -> SchemaRef {
+    protospread_core::tables::scale_scores_by_rule_schema()
 }

@@ -126,6 +126,10 @@ pub struct AggregateSection {
     pub protocol_conditions: Vec<String>,
     /// Conditions whose administrations form the sampling set (temperature 1 samples).
     pub sampling_conditions: Vec<String>,
+    /// The protocol set of the declared secondary analysis (by default the four single-item
+    /// setups): at least two, a subset of `protocol_conditions`, no repeats; empty = no
+    /// secondary analysis. Its tables carry `protocol_set = "secondary_single_item"`.
+    pub secondary_protocol_conditions: Vec<String>,
     /// Pairs `[first, rerun]` whose absolute difference in human SDs is reported.
     pub rerun_pairs: Vec<[String; 2]>,
     /// Nested grouping columns for the group tables: a subset of `["arm", "cohort"]`, in order.
@@ -160,6 +164,7 @@ impl Default for AggregateSection {
                 "S0", "S0r", "SR", "SP", "B0", "B0r", "BS1", "BS2", "BS3", "BS4",
             ]),
             sampling_conditions: s(&["ST1"]),
+            secondary_protocol_conditions: s(&["S0", "S0r", "SR", "SP"]),
             rerun_pairs: vec![
                 ["S0".to_string(), "S0r".to_string()],
                 ["B0".to_string(), "B0r".to_string()],
