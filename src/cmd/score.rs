@@ -1,15 +1,14 @@
 //! `protospread score`: scorer parity on the human data, the mutation check, human norms and
-//! the scale scores of stored answers (protospread_score::stage::run_stage).
+//! the scale scores of stored answers (protospread_score::run_stage).
 
 use crate::Ctx;
 use anyhow::{bail, Context};
 use protospread_core::config::InputRole;
 use protospread_core::instruments::{self, Instrument};
-use protospread_score::evidence;
-use protospread_score::human::{self, HumanSource};
-use protospread_score::key::ScoringKey;
-use protospread_score::parity::{self, Allowlist, Category};
-use protospread_score::stage::{self, HumanInput};
+use protospread_score::{
+    evidence_table, mutate_item, read_human_csv, run_stage, Allowlist, Category, HumanInput,
+    HumanSource, MutationResult, ParityRun, RowClass, ScoringKey, MUTATION_WEIGHT_FACTOR,
+};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -59,7 +58,7 @@ fn load_inputs(ctx: &Ctx, args: &Args) -> anyhow::Result<Vec<HumanInput>> {
         let (source, origin) = match &args.human_csv {
             Some(dir) => {
                 let p = dir.join(inst.file_name());
-                (HumanSource::rows(human::read_csv(inst, &p)?), p)
+                (HumanSource::rows(read_human_csv(inst, &p)?), p)
             }
             None => {
                 let p = ctx
@@ -106,11 +105,11 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         memory_limit: ctx.memory_limit_for(&cfg),
         ..Default::default()
     };
-    let st = stage::run_stage(
+    let st = run_stage(
         &cfg, &ctx.out, &key, &legacy, &allowlist, &inputs, sweep, &engine,
     )
     .with_context(|| format!("score stage ({})", ctx.out.join("score").display()))?;
-    let failing: Vec<&parity::RowClass> = st.failing.iter().collect();
+    let failing: Vec<&RowClass> = st.failing.iter().collect();
     let parity_json = print_summary(ctx, &st.parity, &allowlist, &failing);
     // One JSON object for the whole stage: parity and stored answers together.
     if let Some(mut v) = parity_json {
@@ -150,13 +149,13 @@ const FAILING_ROWS_LISTED: usize = 20;
 
 fn print_summary(
     ctx: &Ctx,
-    run: &stage::ParityRun,
+    run: &ParityRun,
     allowlist: &Allowlist,
-    failing: &[&parity::RowClass],
+    failing: &[&RowClass],
 ) -> Option<serde_json::Value> {
     let summary = &run.summary;
     let stale = allowlist.stale(&run.unexplained);
-    let sweep_min = |f: fn(&parity::MutationResult) -> usize| {
+    let sweep_min = |f: fn(&MutationResult) -> usize| {
         run.sweep
             .iter()
             .map(|m| (f(m), m.reproduced))
@@ -286,38 +285,17 @@ fn mutate_one(
     let item: usize = item
         .parse()
         .with_context(|| format!("--mutate `{spec}`: item `{item}` is not a number"))?;
-    let input = inputs
-        .iter()
-        .find(|i| i.inst.name == test)
-        .with_context(|| format!("--mutate `{spec}`: no human data for test `{test}`"))?;
-    let n = key.test(test).map(|t| t.items.len()).unwrap_or(0);
-    if !(1..=n).contains(&item) {
-        bail!("--mutate `{spec}`: item must be 1..={n}");
-    }
-    let rows = input.rows()?;
-    let cls = parity::classify(input.inst, &rows, key, legacy, allowlist, &input.origin)?;
-    let reproduced: Vec<_> = rows
-        .iter()
-        .zip(&cls)
-        .filter(|(_, c)| c.category == Category::Reproduced)
-        .map(|(r, _)| r)
-        .collect();
-    let m = parity::mutate(key, input.inst, item, &reproduced, &input.origin)?;
+    let m = mutate_item(key, legacy, allowlist, inputs, test, item)
+        .with_context(|| format!("--mutate `{spec}`"))?;
     if ctx.json {
-        ctx.emit(
-            "mutate",
-            serde_json::json!({"test": m.test, "item": m.item, "dimension": m.dimension,
-                "reproduced": m.reproduced, "weight_factor": parity::WEIGHT_FACTOR,
-                "weight_broken": m.weight_broken, "reverse_broken": m.reverse_broken}),
-        );
+        ctx.emit("mutate", m.to_json());
     } else {
         ctx.say(format!(
             "{test} item {item} (dimension {}): {} rows reproduced by the key",
             m.dimension, m.reproduced
         ));
         ctx.say(format!(
-            "  weight x{}: {} of them disagree",
-            parity::WEIGHT_FACTOR,
+            "  weight x{MUTATION_WEIGHT_FACTOR}: {} of them disagree",
             m.weight_broken
         ));
         ctx.say(format!(
@@ -329,36 +307,12 @@ fn mutate_one(
 }
 
 fn print_evidence(ctx: &Ctx, key: &ScoringKey, inputs: &[HumanInput]) -> anyhow::Result<ExitCode> {
-    let loaded = inputs
-        .iter()
-        .map(|i| Ok((i.inst, i.rows()?)))
-        .collect::<Result<Vec<_>, protospread_score::ScoreError>>()?;
-    let mut rows = Vec::new();
-    for (aspect, variant, rule) in evidence::alternatives() {
-        let counts: Vec<(String, usize, usize)> = loaded
-            .iter()
-            .map(|(inst, r)| {
-                (
-                    inst.name.to_string(),
-                    evidence::count_reproduced(key, inst, r, rule),
-                    r.len(),
-                )
-            })
-            .collect();
-        rows.push((aspect, variant, counts));
-    }
+    let evidence = evidence_table(key, inputs)?;
     if ctx.json {
-        let v: Vec<_> = rows
-            .iter()
-            .map(|(a, v, c)| {
-                serde_json::json!({"aspect": a, "variant": v,
-                    "reproduced": c.iter().map(|(i, n, t)| serde_json::json!({"instrument": i, "rows": n, "of": t})).collect::<Vec<_>>()})
-            })
-            .collect();
-        ctx.emit("evidence", serde_json::Value::Array(v));
+        ctx.emit("evidence", evidence.to_json());
         return Ok(ExitCode::SUCCESS);
     }
-    let names: Vec<&str> = inputs.iter().map(|i| i.inst.name).collect();
+    let names = &evidence.instruments;
     ctx.say("rows reproduced exactly by the current key under each rule variant (one aspect changed at a time)");
     let heads: Vec<String> = names
         .iter()
@@ -370,13 +324,25 @@ fn print_evidence(ctx: &Ctx, key: &ScoringKey, inputs: &[HumanInput]) -> anyhow:
         "variant",
         heads.join("  ")
     ));
-    for (a, v, c) in rows {
-        let cells: Vec<String> = c
+    for row in &evidence.rows {
+        let cells: Vec<String> = row
+            .counts
             .iter()
-            .zip(&names)
-            .map(|((_, n, t), name)| format!("{:>w$}", format!("{n}/{t}"), w = name.len().max(9)))
+            .zip(names)
+            .map(|(c, name)| {
+                format!(
+                    "{:>w$}",
+                    format!("{}/{}", c.reproduced, c.rows),
+                    w = name.len().max(9)
+                )
+            })
             .collect();
-        ctx.say(format!("{a:<22} {v:<42} {}", cells.join("  ")));
+        ctx.say(format!(
+            "{:<22} {:<42} {}",
+            row.aspect,
+            row.variant,
+            cells.join("  ")
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -7,9 +7,7 @@ use protospread_answers::{
     read_single, read_single_lenient, read_whole, read_whole_lenient, Arm, Mode, OptionOrder,
     Reading, ReplyRule, Status, StoredRecord, Vocabulary,
 };
-use protospread_score::answers::score_in_memory;
-use protospread_score::norms::Norms;
-use protospread_score::ScoringKey;
+use protospread_score::{parsed_rows, score_in_memory, Norms, ScoredInMemory, ScoringKey};
 use std::path::PathBuf;
 
 use Status::*;
@@ -220,7 +218,7 @@ fn record(condition: &str, item: Option<i32>, reply: &str, error: Option<&str>) 
 type RuleRow = (String, String, String, i32, i32, i32, i32);
 
 /// The records scored as source `src` labelled `recorded`, with the repository's key.
-fn score_recorded(records: &[StoredRecord]) -> protospread_score::answers::InMemory {
+fn score_recorded(records: &[StoredRecord]) -> ScoredInMemory {
     let key =
         ScoringKey::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/scoring_key.csv"))
             .unwrap();
@@ -321,7 +319,7 @@ fn reply_rule_table_counts_requests_replies_and_items() {
         ]
     );
     // The strict rows agree with the parsed answers (the study's rule) item for item.
-    let parsed = protospread_score::answers::parsed_rows(&m.parsed);
+    let parsed = parsed_rows(&m.parsed);
     let ok_items = |c: &str| {
         parsed
             .iter()
@@ -346,7 +344,7 @@ fn recorded_replies_under_both_rules() {
     )
     .unwrap();
     let m = score_recorded(&records);
-    let parsed = protospread_score::answers::parsed_rows(&m.parsed);
+    let parsed = parsed_rows(&m.parsed);
     let rows = rule_rows(&m.rules, "SmolLM2-135M-Instruct.Q4_1");
     assert_eq!(rows.len(), 2 * 11, "eleven conditions, two rules");
     let (mut strict_total, mut lenient_total) = (0, 0);

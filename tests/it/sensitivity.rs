@@ -10,9 +10,7 @@ use arrow::datatypes::{DataType, Field, Schema};
 use protospread_aggregate::{compute_tables, AggregateError, Params, Table};
 use protospread_answers::{Arm, Mode, OptionOrder, StoredRecord, Vocabulary};
 use protospread_core::config::AggregateSection;
-use protospread_score::answers::score_in_memory;
-use protospread_score::norms::Norms;
-use protospread_score::ScoringKey;
+use protospread_score::{score_in_memory, Norms, ScoringKey};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -113,17 +111,21 @@ fn score_dir(records: &[StoredRecord], rules: &[&str]) -> tempfile::TempDir {
     let write = |name: &str, schema, batches: &[RecordBatch]| {
         protospread_core::pq::write(&d.join(name), schema, batches).unwrap();
     };
-    use protospread_score::answers as a;
-    write("parsed_answers.parquet", a::parsed_schema(), &m.parsed);
-    write("scale_scores.parquet", a::scales_schema(), &m.scales);
+    use protospread_core::tables as t;
+    write(
+        "parsed_answers.parquet",
+        t::parsed_answers_schema(),
+        &m.parsed,
+    );
+    write("scale_scores.parquet", t::scale_scores_schema(), &m.scales);
     write(
         "reply_rules.parquet",
-        a::rules_schema(),
+        t::reply_rules_schema(),
         &only_rules(&m.rules, rules),
     );
     write(
         "scale_scores_by_rule.parquet",
-        a::by_rule_schema(),
+        t::scale_scores_by_rule_schema(),
         &only_rules(&m.by_rule, rules),
     );
     let schema = Arc::new(Schema::new(vec![

@@ -88,3 +88,23 @@ pub fn reply_rules_schema() -> SchemaRef {
         i("readable_items"),
     ]))
 }
+
+/// Schema of `out/score/reply_reruns.parquet`: one row per (source, model, test, rerun pair):
+/// whether a condition and its temperature-0 rerun (S0 vs S0r, B0 vs B0r) gave identical raw
+/// replies. Written by the score stage, shown by the report stage.
+pub fn reply_reruns_schema() -> SchemaRef {
+    let s = |n: &str| Field::new(n, DataType::Utf8, false);
+    let i = |n: &str| Field::new(n, DataType::Int32, false);
+    Arc::new(Schema::new(vec![
+        s("source"),
+        s("label"),
+        s("model"),
+        s("test"),
+        s("first"),
+        s("rerun"),
+        i("compared"),
+        i("identical"),
+        i("unmatched"),
+        Field::new("temperature0_honoured", DataType::Boolean, false),
+    ]))
+}

@@ -9,12 +9,13 @@
 //! depend on the partition count. Batches stream from the plan into the Parquet writer: no
 //! stage holds the rows of a stored-answer set.
 //!
-//! [`run`] reads `out/fetch/answers/<input>.parquet` for every `role = "answers"` input of
+//! [`run_answers`] reads `out/fetch/answers/<input>.parquet` for every `role = "answers"` input of
 //! pipeline.toml and stages `parsed_answers.parquet`, `scale_scores.parquet` and
 //! `reply_reruns.parquet` into the score stage's [`Staged`] set, so that they appear together
 //! with the parity tables or not at all.
 
 use crate::norms::Norms;
+use crate::reruns::RERUNS_FILE;
 use crate::{ScoreError, ScoringKey};
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::SchemaRef;
@@ -25,19 +26,23 @@ use protospread_answers::{ReplyRule, Status};
 use protospread_answers::{StoredRecord, Vocabulary, OPTIONS};
 use protospread_core::atomic::Staged;
 use protospread_core::config::{Config, InputRole};
+use protospread_core::tables::{
+    parsed_answers_schema, reply_reruns_schema, reply_rules_schema, scale_scores_by_rule_schema,
+    scale_scores_schema,
+};
 use protospread_engine::{Engine, EngineOptions};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// File names written into the score stage's folder.
-pub const PARSED_FILE: &str = "parsed_answers.parquet";
+pub(crate) const PARSED_FILE: &str = "parsed_answers.parquet";
 /// File name of the scale-score table.
-pub const SCALES_FILE: &str = "scale_scores.parquet";
+pub(crate) const SCALES_FILE: &str = "scale_scores.parquet";
 /// File name of the reply-rule table (readable replies under each configured rule).
-pub const RULES_FILE: &str = "reply_rules.parquet";
+pub(crate) const RULES_FILE: &str = "reply_rules.parquet";
 /// File name of the scale scores under each configured reply rule (column `rule`).
-pub const BY_RULE_FILE: &str = "scale_scores_by_rule.parquet";
+pub(crate) const BY_RULE_FILE: &str = "scale_scores_by_rule.parquet";
 
 /// One row of `parsed_answers.parquet`.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,7 +122,7 @@ pub struct ScaleRow {
 
 /// What one source produced.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct SourceSummary {
+pub struct AnswerSourceSummary {
     /// Input name.
     pub source: String,
     /// Provenance label.
@@ -138,16 +143,16 @@ pub struct SourceSummary {
 
 /// What the stored-answer part wrote.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Summary {
+pub struct AnswersSummary {
     /// Per source.
-    pub sources: Vec<SourceSummary>,
+    pub sources: Vec<AnswerSourceSummary>,
     /// Rows of the parsed-answers table.
     pub parsed_rows: usize,
     /// Rows of the scale-score table.
     pub scale_rows: usize,
 }
 
-impl Summary {
+impl AnswersSummary {
     /// The printed summary: one line per source, naming its label (e.g. "simulated").
     pub fn lines(&self) -> Vec<String> {
         if self.sources.is_empty() {
@@ -282,7 +287,7 @@ fn register_key(ctx: &SessionContext, key: &ScoringKey) -> Result<(), ScoreError
 }
 
 /// A session with the scoring key and the rule functions registered.
-pub fn session(
+pub(crate) fn session(
     engine: &EngineOptions,
     key: &ScoringKey,
     norms: &Norms,
@@ -636,7 +641,7 @@ fn pq_err(path: &Path, e: parquet::errors::ParquetError) -> ScoreError {
 }
 
 /// Count what the summary reports while the batches stream past.
-fn tally_parsed(sum: &mut SourceSummary, b: &RecordBatch) {
+fn tally_parsed(sum: &mut AnswerSourceSummary, b: &RecordBatch) {
     let status = b
         .column_by_name("status")
         .expect("parsed schema has status")
@@ -650,7 +655,7 @@ fn tally_parsed(sum: &mut SourceSummary, b: &RecordBatch) {
 
 /// Administrations are contiguous in the sorted scale rows: count them and their constant
 /// flags, complete rows, and keep the last administration's label.
-fn tally_scales(sum: &mut SourceSummary, last: &mut Option<[String; 4]>, b: &RecordBatch) {
+fn tally_scales(sum: &mut AnswerSourceSummary, last: &mut Option<[String; 4]>, b: &RecordBatch) {
     let s = |n: &str| {
         b.column_by_name(n)
             .expect("scale schema")
@@ -692,7 +697,7 @@ fn tally_scales(sum: &mut SourceSummary, last: &mut Option<[String; 4]>, b: &Rec
 }
 
 /// Where the fetch stage puts the stored answers of input `name`.
-pub fn fetched_path(out: &Path, name: &str) -> PathBuf {
+pub(crate) fn fetched_path(out: &Path, name: &str) -> PathBuf {
     out.join("fetch")
         .join("answers")
         .join(format!("{name}.parquet"))
@@ -700,11 +705,11 @@ pub fn fetched_path(out: &Path, name: &str) -> PathBuf {
 
 /// Parse and score every `role = "answers"` input of `cfg` (inputs in name order) from
 /// `out/fetch/answers/`, and stage [`PARSED_FILE`], [`SCALES_FILE`],
-/// [`crate::reruns::RERUNS_FILE`] and [`RULES_FILE`] (the rules of `[score] reply_rules`) into
+/// [`RERUNS_FILE`] and [`RULES_FILE`] (the rules of `[score] reply_rules`) into
 /// `score_dir` through `staged`. With no answer inputs,
 /// the files are written empty (with their schemas), so that downstream stages always find
 /// them.
-pub fn run(
+pub(crate) fn run_answers(
     cfg: &Config,
     out: &Path,
     score_dir: &Path,
@@ -712,7 +717,7 @@ pub fn run(
     norms: &Norms,
     engine: &EngineOptions,
     staged: &mut Staged,
-) -> Result<Summary, ScoreError> {
+) -> Result<AnswersSummary, ScoreError> {
     let vocab = Vocabulary::from_section(&cfg.answers);
     let mut inputs: Vec<_> = cfg.inputs_with_role(InputRole::Answers).collect();
     inputs.sort_by(|a, b| a.name.cmp(&b.name));
@@ -737,15 +742,12 @@ pub fn run(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let engine = session(engine, key, norms)?;
-    let mut parsed = Sink::parquet(score_dir.join(PARSED_FILE), parsed_schema())?;
-    let mut scales = Sink::parquet(score_dir.join(SCALES_FILE), scales_schema())?;
-    let mut reruns = Sink::parquet(
-        score_dir.join(crate::reruns::RERUNS_FILE),
-        crate::reruns::schema(),
-    )?;
-    let mut rule_sink = Sink::parquet(score_dir.join(RULES_FILE), rules_schema())?;
-    let mut by_rule = Sink::parquet(score_dir.join(BY_RULE_FILE), by_rule_schema())?;
-    let mut summary = Summary::default();
+    let mut parsed = Sink::parquet(score_dir.join(PARSED_FILE), parsed_answers_schema())?;
+    let mut scales = Sink::parquet(score_dir.join(SCALES_FILE), scale_scores_schema())?;
+    let mut reruns = Sink::parquet(score_dir.join(RERUNS_FILE), reply_reruns_schema())?;
+    let mut rule_sink = Sink::parquet(score_dir.join(RULES_FILE), reply_rules_schema())?;
+    let mut by_rule = Sink::parquet(score_dir.join(BY_RULE_FILE), scale_scores_by_rule_schema())?;
+    let mut summary = AnswersSummary::default();
     for input in &inputs {
         let p = fetched_path(out, &input.name);
         let what = p.display().to_string();
@@ -804,7 +806,7 @@ fn score_registered(
     pairs: &[[String; 2]],
     rules: &[ReplyRule],
     sinks: Sinks<'_>,
-) -> Result<SourceSummary, ScoreError> {
+) -> Result<AnswerSourceSummary, ScoreError> {
     let Sinks {
         parsed,
         scales,
@@ -813,7 +815,7 @@ fn score_registered(
         by_rule,
     } = sinks;
     let plans = plan_source(engine, source, input_label, vocab, key, pairs, rules)?;
-    let mut sum = SourceSummary {
+    let mut sum = AnswerSourceSummary {
         source: source.to_string(),
         label: input_label.unwrap_or("").to_string(),
         records: plans.records,
@@ -845,7 +847,7 @@ fn score_registered(
 
 /// What [`score_in_memory`] returns: the tables as batches, and the summary.
 #[derive(Debug, Clone)]
-pub struct InMemory {
+pub struct ScoredInMemory {
     /// Parsed-answer batches.
     pub parsed: Vec<RecordBatch>,
     /// Scale-score batches.
@@ -857,11 +859,11 @@ pub struct InMemory {
     /// Scale-score batches under every rule of [`ReplyRule::ALL`] (column `rule`).
     pub by_rule: Vec<RecordBatch>,
     /// What the source produced.
-    pub summary: SourceSummary,
+    pub summary: AnswerSourceSummary,
 }
 
-/// Score the records of one source held in memory, through the same plans as [`run`] (tests
-/// and small tools; [`run`] streams from Parquet and never builds rows).
+/// Score the records of one source held in memory, through the same plans as the score stage
+/// (tests and small tools; the stage streams from Parquet and never builds rows).
 pub fn score_in_memory(
     source: &str,
     input_label: Option<&str>,
@@ -870,17 +872,17 @@ pub fn score_in_memory(
     key: &ScoringKey,
     norms: &Norms,
     pairs: &[[String; 2]],
-) -> Result<InMemory, ScoreError> {
+) -> Result<ScoredInMemory, ScoreError> {
     let engine = session(&EngineOptions::default(), key, norms)?;
     let batch = protospread_answers::to_batch(records)?;
     engine
         .register_batches("raw", batch.schema(), vec![batch])
         .map_err(|e| df_err(source, e))?;
-    let mut parsed = Sink::memory(PARSED_FILE, parsed_schema());
-    let mut scales = Sink::memory(SCALES_FILE, scales_schema());
-    let mut reruns = Sink::memory(crate::reruns::RERUNS_FILE, crate::reruns::schema());
-    let mut rules = Sink::memory(RULES_FILE, rules_schema());
-    let mut by_rule = Sink::memory(BY_RULE_FILE, by_rule_schema());
+    let mut parsed = Sink::memory(PARSED_FILE, parsed_answers_schema());
+    let mut scales = Sink::memory(SCALES_FILE, scale_scores_schema());
+    let mut reruns = Sink::memory(RERUNS_FILE, reply_reruns_schema());
+    let mut rules = Sink::memory(RULES_FILE, reply_rules_schema());
+    let mut by_rule = Sink::memory(BY_RULE_FILE, scale_scores_by_rule_schema());
     let summary = score_registered(
         &engine,
         source,
@@ -897,7 +899,7 @@ pub fn score_in_memory(
             by_rule: &mut by_rule,
         },
     )?;
-    Ok(InMemory {
+    Ok(ScoredInMemory {
         parsed: parsed.kept,
         scales: scales.kept,
         reruns: reruns.kept,
@@ -915,7 +917,7 @@ pub fn parse_and_score(
     vocab: &Vocabulary,
     key: &ScoringKey,
     norms: &Norms,
-) -> Result<(Vec<ParsedRow>, Vec<ScaleRow>, SourceSummary), ScoreError> {
+) -> Result<(Vec<ParsedRow>, Vec<ScaleRow>, AnswerSourceSummary), ScoreError> {
     let m = score_in_memory(source, input_label, records, vocab, key, norms, &[])?;
     Ok((parsed_rows(&m.parsed), scale_rows(&m.scales), m.summary))
 }
@@ -932,7 +934,7 @@ fn opt_f64(a: &arrow::array::Float64Array, i: usize) -> Option<f64> {
     (!a.is_null(i)).then(|| a.value(i))
 }
 
-/// Rows of batches of [`parsed_schema`].
+/// Rows of batches of `parsed_answers.parquet`.
 pub fn parsed_rows(batches: &[RecordBatch]) -> Vec<ParsedRow> {
     let mut out = Vec::new();
     for b in batches {
@@ -973,7 +975,7 @@ pub fn parsed_rows(batches: &[RecordBatch]) -> Vec<ParsedRow> {
     out
 }
 
-/// Rows of batches of [`scales_schema`].
+/// Rows of batches of `scale_scores.parquet`.
 pub fn scale_rows(batches: &[RecordBatch]) -> Vec<ScaleRow> {
     let mut out = Vec::new();
     for b in batches {
@@ -1006,25 +1008,4 @@ pub fn scale_rows(batches: &[RecordBatch]) -> Vec<ScaleRow> {
         }
     }
     out
-}
-
-/// Schema of `parsed_answers.parquet` (the contract with the aggregate stage).
-pub fn parsed_schema() -> SchemaRef {
-    protospread_core::tables::parsed_answers_schema()
-}
-
-/// Schema of `scale_scores.parquet` (the contract with the aggregate stage).
-pub fn scales_schema() -> SchemaRef {
-    protospread_core::tables::scale_scores_schema()
-}
-
-/// Schema of `reply_rules.parquet` (passed through by the aggregate stage).
-pub fn rules_schema() -> SchemaRef {
-    protospread_core::tables::reply_rules_schema()
-}
-
-/// Schema of `scale_scores_by_rule.parquet` (read by the aggregate stage's side-by-side
-/// tables).
-pub fn by_rule_schema() -> SchemaRef {
-    protospread_core::tables::scale_scores_by_rule_schema()
 }

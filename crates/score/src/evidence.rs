@@ -7,6 +7,8 @@
 
 use crate::human::HumanRow;
 use crate::key::{ScoringKey, TestKey, Unit};
+use crate::stage::HumanInput;
+use crate::ScoreError;
 use protospread_core::instruments::Instrument;
 
 /// How a dimension's points become its value.
@@ -39,7 +41,7 @@ pub enum OutOfRange {
 
 /// Which dimension wins a tie for `top_result`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ties {
+pub enum TieOrder {
     /// The key's `tie_rank` (the product).
     KeyRank,
     /// The order of the `score_<dim>` columns in the data.
@@ -50,30 +52,30 @@ pub enum Ties {
 
 /// One variant of the rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rule {
+pub struct ScoringRule {
     /// How fractional scores are rounded.
     pub rounding: Rounding,
     /// What happens to values outside the scale.
     pub out_of_range: OutOfRange,
     /// How ties between dimensions are broken.
-    pub ties: Ties,
+    pub ties: TieOrder,
     /// Flip the reverse flag of every item of Big Five `N` (N as Emotional Stability).
     pub big_five_n_as_stability: bool,
 }
 
-impl Rule {
+impl ScoringRule {
     /// The product's rule.
-    pub const PRODUCT: Rule = Rule {
+    pub const PRODUCT: ScoringRule = ScoringRule {
         rounding: Rounding::DivThenMulHalfUp,
         out_of_range: OutOfRange::Zero,
-        ties: Ties::KeyRank,
+        ties: TieOrder::KeyRank,
         big_five_n_as_stability: false,
     };
 }
 
 /// Score one answer vector under `rule`: (values in dimension order, top_result).
 /// A straightforward re-implementation, independent of [`crate::scorer`].
-pub fn score_with(tk: &TestKey, answers: &[u8], rule: Rule) -> (Vec<f64>, String) {
+pub fn score_with_rule(tk: &TestKey, answers: &[u8], rule: ScoringRule) -> (Vec<f64>, String) {
     let mut values = Vec::new();
     for (d, dr) in tk.dims.iter().enumerate() {
         let mut pts = 0.0;
@@ -117,9 +119,9 @@ pub fn score_with(tk: &TestKey, answers: &[u8], rule: Rule) -> (Vec<f64>, String
     }
     let rank = |d: usize| -> usize {
         match rule.ties {
-            Ties::KeyRank => tk.dims[d].tie_rank as usize,
-            Ties::ColumnOrder => d,
-            Ties::ItemOrder => tk
+            TieOrder::KeyRank => tk.dims[d].tie_rank as usize,
+            TieOrder::ColumnOrder => d,
+            TieOrder::ItemOrder => tk
                 .items
                 .iter()
                 .position(|it| it.dim == d)
@@ -143,32 +145,32 @@ pub fn score_with(tk: &TestKey, answers: &[u8], rule: Rule) -> (Vec<f64>, String
 }
 
 /// Rows of `rows` reproduced exactly (every score and top_result) under `rule`.
-pub fn count_reproduced(
+pub fn count_reproduced_under(
     key: &ScoringKey,
     inst: &Instrument,
     rows: &[HumanRow],
-    rule: Rule,
+    rule: ScoringRule,
 ) -> usize {
     let Some(tk) = key.test(inst.name) else {
         return 0;
     };
     rows.iter()
         .filter(|r| {
-            let (v, top) = score_with(tk, &r.answers, rule);
+            let (v, top) = score_with_rule(tk, &r.answers, rule);
             top == r.top_result && v.iter().zip(&r.scores).all(|(a, &b)| *a == f64::from(b))
         })
         .count()
 }
 
 /// The alternatives compared in the evidence table: (aspect, variant name, rule).
-pub fn alternatives() -> Vec<(&'static str, &'static str, Rule)> {
-    let p = Rule::PRODUCT;
+pub fn alternative_rules() -> Vec<(&'static str, &'static str, ScoringRule)> {
+    let p = ScoringRule::PRODUCT;
     vec![
         ("product rule", "as recovered", p),
         (
             "rounding",
             "round_half_up(points*100/max)",
-            Rule {
+            ScoringRule {
                 rounding: Rounding::MulThenDivHalfUp,
                 ..p
             },
@@ -176,7 +178,7 @@ pub fn alternatives() -> Vec<(&'static str, &'static str, Rule)> {
         (
             "rounding",
             "round_half_even(points/max*100)",
-            Rule {
+            ScoringRule {
                 rounding: Rounding::HalfEven,
                 ..p
             },
@@ -184,7 +186,7 @@ pub fn alternatives() -> Vec<(&'static str, &'static str, Rule)> {
         (
             "rounding",
             "floor(points/max*100)",
-            Rule {
+            ScoringRule {
                 rounding: Rounding::Floor,
                 ..p
             },
@@ -192,7 +194,7 @@ pub fn alternatives() -> Vec<(&'static str, &'static str, Rule)> {
         (
             "rounding",
             "ceil(points/max*100)",
-            Rule {
+            ScoringRule {
                 rounding: Rounding::Ceil,
                 ..p
             },
@@ -200,7 +202,7 @@ pub fn alternatives() -> Vec<(&'static str, &'static str, Rule)> {
         (
             "out-of-range answer",
             "clamped into 0..4",
-            Rule {
+            ScoringRule {
                 out_of_range: OutOfRange::Clamp,
                 ..p
             },
@@ -208,7 +210,7 @@ pub fn alternatives() -> Vec<(&'static str, &'static str, Rule)> {
         (
             "out-of-range answer",
             "counted as given",
-            Rule {
+            ScoringRule {
                 out_of_range: OutOfRange::AsIs,
                 ..p
             },
@@ -216,7 +218,7 @@ pub fn alternatives() -> Vec<(&'static str, &'static str, Rule)> {
         (
             "out-of-range answer",
             "skipped, maximum reduced",
-            Rule {
+            ScoringRule {
                 out_of_range: OutOfRange::Skip,
                 ..p
             },
@@ -224,26 +226,101 @@ pub fn alternatives() -> Vec<(&'static str, &'static str, Rule)> {
         (
             "top_result ties",
             "score column order",
-            Rule {
-                ties: Ties::ColumnOrder,
+            ScoringRule {
+                ties: TieOrder::ColumnOrder,
                 ..p
             },
         ),
         (
             "top_result ties",
             "first item order",
-            Rule {
-                ties: Ties::ItemOrder,
+            ScoringRule {
+                ties: TieOrder::ItemOrder,
                 ..p
             },
         ),
         (
             "Big Five N",
             "Emotional Stability (N items reversed)",
-            Rule {
+            ScoringRule {
                 big_five_n_as_stability: true,
                 ..p
             },
         ),
     ]
+}
+
+/// One alternative of [`alternative_rules`] and the rows it reproduces per instrument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvidenceRow {
+    /// The aspect of the rule that is changed ("rounding", "ties"...).
+    pub aspect: &'static str,
+    /// The variant of that aspect.
+    pub variant: &'static str,
+    /// Per instrument, in the order of the inputs.
+    pub counts: Vec<EvidenceCount>,
+}
+
+/// Rows of one instrument reproduced exactly under one rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvidenceCount {
+    /// Instrument name.
+    pub instrument: String,
+    /// Rows reproduced exactly (every score and top_result).
+    pub reproduced: usize,
+    /// Rows of the instrument.
+    pub rows: usize,
+}
+
+/// The evidence table of `score --evidence`: one row per alternative rule, the product's
+/// rule first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evidence {
+    /// The instruments of the inputs, in their order (the columns of the table).
+    pub instruments: Vec<&'static str>,
+    /// One row per alternative of [`alternative_rules`], in that order.
+    pub rows: Vec<EvidenceRow>,
+}
+
+impl Evidence {
+    /// The table as JSON: one object per rule with its reproduced rows per instrument.
+    pub fn to_json(&self) -> serde_json::Value {
+        let v: Vec<_> = self
+            .rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({"aspect": r.aspect, "variant": r.variant,
+                    "reproduced": r.counts.iter().map(|c| serde_json::json!({"instrument": c.instrument, "rows": c.reproduced, "of": c.rows})).collect::<Vec<_>>()})
+            })
+            .collect();
+        serde_json::Value::Array(v)
+    }
+}
+
+/// Count, for every rule of [`alternative_rules`], the rows of every input the current `key`
+/// reproduces exactly under it. Reads every row of every input into memory.
+pub fn evidence_table(key: &ScoringKey, inputs: &[HumanInput]) -> Result<Evidence, ScoreError> {
+    let loaded = inputs
+        .iter()
+        .map(|i| Ok((i.inst, i.rows()?)))
+        .collect::<Result<Vec<_>, ScoreError>>()?;
+    let rows = alternative_rules()
+        .into_iter()
+        .map(|(aspect, variant, rule)| EvidenceRow {
+            aspect,
+            variant,
+            counts: loaded
+                .iter()
+                .map(|(inst, r)| EvidenceCount {
+                    instrument: inst.name.to_string(),
+                    reproduced: count_reproduced_under(key, inst, r, rule),
+                    rows: r.len(),
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(Evidence {
+        instruments: inputs.iter().map(|i| i.inst.name).collect(),
+        rows,
+    })
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 /// Rows per chunk when the score stage streams the human rows: memory for the rows in flight
 /// is this many rows, whatever the size of the file.
-pub const CHUNK_ROWS: usize = 8192;
+pub const HUMAN_CHUNK_ROWS: usize = 8192;
 
 /// Where the human rows of one instrument come from.
 #[derive(Debug, Clone)]
@@ -96,7 +96,7 @@ impl HumanSource {
             HumanSource::Rows(rows) => Ok(rows.clone()),
             HumanSource::Parquet(_) => {
                 let mut out = Vec::new();
-                self.for_each_chunk(inst, origin, CHUNK_ROWS, |c| {
+                self.for_each_chunk(inst, origin, HUMAN_CHUNK_ROWS, |c| {
                     out.extend_from_slice(c);
                     Ok(())
                 })?;
@@ -136,22 +136,6 @@ fn check_int(inst: &Instrument) -> Result<(), ScoreError> {
         });
     }
     Ok(())
-}
-
-/// Rows from record batches with the schema `core::instruments::arrow_schema(inst)`. `origin`
-/// names the source in errors; `line` in an error is the 1-based data row + 1 (as in the CSV).
-pub fn from_batches(
-    inst: &Instrument,
-    batches: &[RecordBatch],
-    origin: &Path,
-) -> Result<Vec<HumanRow>, ScoreError> {
-    check_int(inst)?;
-    let mut out = Vec::new();
-    for b in batches {
-        let rows = rows_of_batch(inst, b, origin, out.len())?;
-        out.extend(rows);
-    }
-    Ok(out)
 }
 
 /// The rows of one batch; `before` rows of the same file precede it (for line numbers).
@@ -236,15 +220,9 @@ fn rows_of_batch(
     Ok(out)
 }
 
-/// Rows from the fetch stage's Parquet file.
-pub fn read_parquet(inst: &Instrument, path: &Path) -> Result<Vec<HumanRow>, ScoreError> {
-    let (_, batches) = protospread_core::pq::read(path)?;
-    from_batches(inst, &batches, path)
-}
-
 /// Rows from the original JobCannon CSV. Every cell the scorer uses must parse; an error
 /// names file, line and column.
-pub fn read_csv(inst: &Instrument, path: &Path) -> Result<Vec<HumanRow>, ScoreError> {
+pub fn read_human_csv(inst: &Instrument, path: &Path) -> Result<Vec<HumanRow>, ScoreError> {
     check_int(inst)?;
     let bytes = fs_err::read(path)?;
     let mut rdr = csv::ReaderBuilder::new().from_reader(bytes.as_slice());

@@ -29,7 +29,7 @@ use protospread_answers::{option_to_value, Reading, ReplyRule, Status};
 use std::sync::Arc;
 
 /// Every function of this module, ready to register on a session.
-pub fn udfs(norms: Arc<Norms>) -> Vec<ScalarUDF> {
+pub(crate) fn udfs(norms: Arc<Norms>) -> Vec<ScalarUDF> {
     vec![
         ScalarUDF::from(StrictReply::new(ReplyRule::Strict)),
         ScalarUDF::from(WholeReply::new(ReplyRule::Strict)),

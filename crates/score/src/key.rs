@@ -125,7 +125,7 @@ const REQUIRED: [&str; 9] = [
 const OPTIONAL: [&str; 3] = ["version", "unit", "max_points"];
 
 /// Number of rows of the main key: the items of the four study instruments.
-pub const MAIN_KEY_ROWS: usize = 168;
+pub(crate) const MAIN_KEY_ROWS: usize = 168;
 
 impl ScoringKey {
     /// Load the main key: exactly one version holding all 168 items of the four study

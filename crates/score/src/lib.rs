@@ -1,36 +1,65 @@
 //! protospread-score: the scoring key, the scorer and scorer parity on the human data.
 //!
-//! - [`key`]: the scoring key (`data/scoring_key.csv`, 168 rows) and older key versions
-//!   (`data/scoring_key_legacy.csv`), loaded strictly.
-//! - [`scorer`]: the ~50-line scorer that reproduces the product's stored scores.
-//! - [`human`]: human rows from the fetch stage's Parquet (or the original CSV).
-//! - [`parity`]: classification of every human row (reproduced / set aside / unexplained),
-//!   the allow-list and the mutation check.
-//! - [`norms`]: human norms (mean, SD with n-1, mid-rank percentiles).
-//! - [`evidence`]: alternative rules the data rejects, counted row by row.
-//! - [`tables`]: the Arrow tables the parity part of the score stage writes.
-//! - [`answers`]: the stored-answer part: fetched stored answers to `parsed_answers.parquet`
-//!   and `scale_scores.parquet`.
-//! - [`kernels`]: the reply rule, the scorer's value and the norms as DataFusion functions.
-//! - [`reruns`]: whether temperature-0 reruns (S0 vs S0r, B0 vs B0r) gave identical replies
-//!   (`reply_reruns.parquet`).
+//! - The key: [`ScoringKey`] loads `data/scoring_key.csv` (168 rows) and older key versions
+//!   (`data/scoring_key_legacy.csv`, [`ScoringKey::load_versions`]) strictly; [`Mutation`]
+//!   changes one item.
+//! - The scorer: [`score`], the ~50-line scorer that reproduces the product's stored scores.
+//! - Human rows ([`HumanRow`]) from the fetch stage's Parquet, streamed in chunks of
+//!   [`HUMAN_CHUNK_ROWS`], or from the original CSV ([`read_human_csv`]); [`HumanSource`] and
+//!   [`HumanInput`] say where an instrument's rows come from.
+//! - Parity: classification of every human row ([`classify`], [`RowClass`], [`Category`]:
+//!   reproduced / set aside / unexplained), the reviewed [`Allowlist`], and the mutation check
+//!   ([`MutationSweep`] over every item; [`mutate_item`] for one item, `score --mutate`).
+//!   [`run_parity`] does all of it for every instrument and builds the norms ([`ParityRun`]);
+//!   [`parity_tables`] and [`ParityRowTables`] are the Arrow tables it writes.
+//! - Norms: human norms ([`Norms`]: mean, SD with n-1, mid-rank percentiles).
+//! - Evidence: alternative scoring rules the data rejects, counted row by row
+//!   ([`evidence_table`], [`ScoringRule`], [`alternative_rules`]; `score --evidence`).
+//! - Stored answers: fetched stored answers to `parsed_answers.parquet` and
+//!   `scale_scores.parquet` by DataFusion plans with the reply rule, the scorer's value and
+//!   the norms registered as functions ([`score_in_memory`] runs the same plans on records in
+//!   memory; [`parsed_rows`], [`scale_rows`] read the tables back), and whether temperature-0
+//!   reruns (S0 vs S0r, B0 vs B0r) gave identical replies (`reply_reruns.parquet`,
+//!   [`rerun_rows`]).
+//! - The stage: [`run_stage`] computes all of it and replaces `out/score/` only when every
+//!   check passed ([`StageRun`]).
 //!
 //! How the key was recovered and the evidence for each part: `docs/scoring-key.md`.
 
-pub mod answers;
-pub mod evidence;
-pub mod human;
-pub mod kernels;
-pub mod key;
-pub mod norms;
-pub mod parity;
-pub mod reruns;
-pub mod scorer;
-pub mod stage;
-pub mod tables;
+mod answers;
+mod evidence;
+mod human;
+mod kernels;
+mod key;
+mod norms;
+mod parity;
+mod reruns;
+mod scorer;
+mod stage;
+mod tables;
 
-pub use key::ScoringKey;
+pub use answers::{
+    parse_and_score, parsed_rows, scale_rows, score_in_memory, AnswerSourceSummary, AnswersSummary,
+    ParsedRow, ScaleRow, ScoredInMemory,
+};
+pub use evidence::{
+    alternative_rules, count_reproduced_under, evidence_table, score_with_rule, Evidence,
+    EvidenceCount, EvidenceRow, OutOfRange, Rounding, ScoringRule, TieOrder,
+};
+pub use human::{read_human_csv, HumanRow, HumanSource, HUMAN_CHUNK_ROWS};
+pub use key::{DimRule, KeyItem, Mutation, ScoringKey, TestKey, Unit};
+pub use norms::{Norm, Norms, ValueCounts, NORM_VALUES_FILE};
+pub use parity::{
+    classify, Allowlist, Category, MutationResult, MutationSweep, ParitySummary, RowClass,
+    MUTATION_WEIGHT_FACTOR, REASON_CURRENT, REASON_INCONSISTENT, REASON_UNKNOWN,
+};
+pub use reruns::{rerun_rows, RerunRow, RERUNS_FILE};
 pub use scorer::{score, DimScore, ScaleScores};
+pub use stage::{
+    mutate_item, not_allowlisted, run_parity, run_parity_streaming, run_stage, HumanInput,
+    NormRows, ParityRun, StageRun,
+};
+pub use tables::{parity_tables, ParityRowTables, ParityTable};
 
 use std::path::PathBuf;
 

@@ -169,7 +169,7 @@ pub struct Norms {
 }
 
 /// File name of the per-value table `Norms::load` reads.
-pub const VALUES_FILE: &str = "norm_values.parquet";
+pub const NORM_VALUES_FILE: &str = "norm_values.parquet";
 
 impl Norms {
     /// Build from (test, dimension, value) triples of the norm rows.
@@ -203,7 +203,7 @@ impl Norms {
     /// (columns test, dimension, value, count) and recomputing mean and SD exactly as
     /// [`Norm::from_values`] does.
     pub fn load(dir: &Path) -> Result<Norms, ScoreError> {
-        let path = dir.join(VALUES_FILE);
+        let path = dir.join(NORM_VALUES_FILE);
         let (_, batches) = protospread_core::pq::read(&path)?;
         let mut by: BTreeMap<(String, String), ValueCounts> = BTreeMap::new();
         for b in &batches {

@@ -142,7 +142,7 @@ pub fn classify(
 
 /// Ids of other rows named in a row's "same answers" evidence; beyond this many they are
 /// counted, not listed, so a row's detail stays short however often its answers repeat.
-pub const TWINS_LISTED: usize = 20;
+pub(crate) const TWINS_LISTED: usize = 20;
 
 /// The rows with one answer vector, grouped by their stored result (scores, top_result):
 /// per group, the number of rows and the first [`TWINS_LISTED`] ids in id order.
@@ -157,7 +157,7 @@ type TwinGroups = BTreeMap<(Vec<i32>, String), (usize, Vec<i64>)>;
 /// 3. [`Classifier::classify`] on every row.
 ///
 /// Memory is proportional to the rows no key reproduces and their twins, not to all rows.
-pub struct Classifier<'a> {
+pub(crate) struct Classifier<'a> {
     inst: &'a Instrument,
     key: &'a ScoringKey,
     legacy: &'a [ScoringKey],
@@ -169,7 +169,7 @@ pub struct Classifier<'a> {
 
 impl<'a> Classifier<'a> {
     /// A classifier for the rows of `inst` from `origin`.
-    pub fn new(
+    pub(crate) fn new(
         inst: &'a Instrument,
         key: &'a ScoringKey,
         legacy: &'a [ScoringKey],
@@ -202,7 +202,7 @@ impl<'a> Classifier<'a> {
     }
 
     /// Pass 1: note `row`'s answer vector if no key reproduces it.
-    pub fn first_pass(&mut self, row: &HumanRow) -> Result<(), ScoreError> {
+    pub(crate) fn first_pass(&mut self, row: &HumanRow) -> Result<(), ScoreError> {
         if !reproduces(self.key, self.inst, row, self.origin)?.0 && self.legacy_for(row)?.is_none()
         {
             self.twins.entry(row.answers.clone()).or_default();
@@ -211,12 +211,12 @@ impl<'a> Classifier<'a> {
     }
 
     /// Whether pass 2 is needed.
-    pub fn needs_twins(&self) -> bool {
+    pub(crate) fn needs_twins(&self) -> bool {
         !self.twins.is_empty()
     }
 
     /// Pass 2: keep `row` if its answer vector was noted in pass 1.
-    pub fn twin_pass(&mut self, row: &HumanRow) {
+    pub(crate) fn twin_pass(&mut self, row: &HumanRow) {
         if let Some(groups) = self.twins.get_mut(row.answers.as_slice()) {
             let g = groups
                 .entry((row.scores.clone(), row.top_result.clone()))
@@ -229,7 +229,7 @@ impl<'a> Classifier<'a> {
     }
 
     /// Pass 3: the class of `row`.
-    pub fn classify(&self, row: &HumanRow) -> Result<RowClass, ScoreError> {
+    pub(crate) fn classify(&self, row: &HumanRow) -> Result<RowClass, ScoreError> {
         let (inst, tk) = (self.inst, self.tk);
         let (ok, scores_equal, computed) = reproduces(self.key, inst, row, self.origin)?;
         let (category, reason, detail) = if ok {
@@ -328,19 +328,12 @@ fn file_name(p: &Path) -> String {
     format!("data/{name}")
 }
 
-/// Per instrument and (category, reason): number of rows. Reproduced and unexplained are
-/// always present, with 0 when empty, so an unexplained count is never hidden.
-pub fn summarize(classes: &[RowClass]) -> Summary {
-    let mut out = Summary::new();
-    classes.iter().for_each(|c| count(&mut out, c));
-    out
-}
+/// Rows per instrument and (category, reason). Reproduced and unexplained are always present,
+/// with 0 when empty, so an unexplained count is never hidden.
+pub type ParitySummary = BTreeMap<String, BTreeMap<(Category, String), usize>>;
 
-/// Rows per instrument and (category, reason), as [`summarize`] gives.
-pub type Summary = BTreeMap<String, BTreeMap<(Category, String), usize>>;
-
-/// Count one row into `summary` (what [`summarize`] does for each row).
-pub fn count(summary: &mut Summary, c: &RowClass) {
+/// Count one row into `summary`.
+pub(crate) fn count(summary: &mut ParitySummary, c: &RowClass) {
     let m = summary.entry(c.instrument.clone()).or_default();
     m.entry((Category::Reproduced, REASON_CURRENT.into()))
         .or_insert(0);
@@ -449,7 +442,7 @@ impl Allowlist {
 pub struct MutationResult {
     /// Test name.
     pub test: String,
-    /// 0-based item index.
+    /// 1-based item number.
     pub item: usize,
     /// Dimension of the item.
     pub dimension: String,
@@ -461,19 +454,28 @@ pub struct MutationResult {
     pub reverse_broken: usize,
 }
 
+impl MutationResult {
+    /// The result as the JSON object of `score --mutate --json`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({"test": self.test, "item": self.item, "dimension": self.dimension,
+            "reproduced": self.reproduced, "weight_factor": MUTATION_WEIGHT_FACTOR,
+            "weight_broken": self.weight_broken, "reverse_broken": self.reverse_broken})
+    }
+}
+
 /// The weight change of the mutation check: the item's weight is doubled.
-pub const WEIGHT_FACTOR: f64 = 2.0;
+pub const MUTATION_WEIGHT_FACTOR: f64 = 2.0;
 
 /// Mutate one item (weight doubled; separately, reverse flipped) and count how many of the
 /// `reproduced` rows then disagree.
-pub fn mutate(
+pub(crate) fn mutate(
     key: &ScoringKey,
     inst: &Instrument,
     item: usize,
     reproduced: &[&HumanRow],
     origin: &Path,
 ) -> Result<MutationResult, ScoreError> {
-    let mut sw = Sweep::new(key, inst, [item], origin)?;
+    let mut sw = MutationSweep::new(key, inst, [item], origin)?;
     sw.add(reproduced)?;
     Ok(sw.finish().remove(0))
 }
@@ -491,14 +493,14 @@ struct ItemMutations {
 }
 
 /// The mutation check of several items, counted chunk by chunk of reproduced rows.
-pub struct Sweep<'a> {
+pub struct MutationSweep<'a> {
     inst: &'a Instrument,
     origin: &'a Path,
     items: Vec<ItemMutations>,
     reproduced: usize,
 }
 
-impl<'a> Sweep<'a> {
+impl<'a> MutationSweep<'a> {
     /// The check of `items` (1-based) of `inst`'s test in `key`.
     pub fn new(
         key: &ScoringKey,
@@ -516,7 +518,11 @@ impl<'a> Sweep<'a> {
             let d = tk.items.get(item.wrapping_sub(1)).ok_or_else(bad)?.dim;
             let dim = tk.dims[d].name.clone();
             let w = key
-                .mutated(inst.name, item, Mutation::ScaleWeight(WEIGHT_FACTOR))
+                .mutated(
+                    inst.name,
+                    item,
+                    Mutation::ScaleWeight(MUTATION_WEIGHT_FACTOR),
+                )
                 .ok_or_else(bad)?;
             let r = key
                 .mutated(inst.name, item, Mutation::FlipReverse)
@@ -529,7 +535,7 @@ impl<'a> Sweep<'a> {
                 broken: [0, 0],
             });
         }
-        Ok(Sweep {
+        Ok(MutationSweep {
             inst,
             origin,
             items: out,

@@ -3,14 +3,13 @@
 //! replies byte for byte, before any parsing, so that a reply that changes but still parses to
 //! the same option is still seen as a change.
 //!
-//! The comparison is a plan of [`crate::answers`]: for each pair `[first, rerun]` of
+//! The comparison is a plan of the stored-answer part (`answers.rs`): for each pair `[first, rerun]` of
 //! `[aggregate] rerun_pairs`, a full outer join of the two conditions' requests on (model,
 //! test, item, sample) (whole-test requests have no item and match on (model, test, sample)),
 //! grouped by (model, test). Rows come out sorted by (model, test, first, rerun).
 
 use arrow::array::{AsArray, RecordBatch};
-use arrow::datatypes::{DataType, Field, Int32Type, Schema, SchemaRef};
-use std::sync::Arc;
+use arrow::datatypes::Int32Type;
 
 /// File name of the table in the score stage's folder.
 pub const RERUNS_FILE: &str = "reply_reruns.parquet";
@@ -40,26 +39,9 @@ pub struct RerunRow {
     pub temperature0_honoured: bool,
 }
 
-/// Arrow schema of [`RERUNS_FILE`].
-pub fn schema() -> SchemaRef {
-    let s = |n: &str| Field::new(n, DataType::Utf8, false);
-    let i = |n: &str| Field::new(n, DataType::Int32, false);
-    Arc::new(Schema::new(vec![
-        s("source"),
-        s("label"),
-        s("model"),
-        s("test"),
-        s("first"),
-        s("rerun"),
-        i("compared"),
-        i("identical"),
-        i("unmatched"),
-        Field::new("temperature0_honoured", DataType::Boolean, false),
-    ]))
-}
-
-/// Rows of batches of [`schema`].
-pub fn rows(batches: &[RecordBatch]) -> Vec<RerunRow> {
+/// Rows of batches of [`RERUNS_FILE`] (schema
+/// [`protospread_core::tables::reply_reruns_schema`]).
+pub fn rerun_rows(batches: &[RecordBatch]) -> Vec<RerunRow> {
     let mut out = Vec::new();
     for b in batches {
         let c = |n: &str| b.column_by_name(n).expect("rerun schema");
@@ -86,8 +68,7 @@ pub fn rows(batches: &[RecordBatch]) -> Vec<RerunRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::answers::score_in_memory;
-    use crate::norms::Norms;
+    use crate::{score_in_memory, Norms, ScoringKey};
     use protospread_answers::{Arm, Mode, OptionOrder, StoredRecord, Vocabulary};
 
     fn rec(cond: &str, item: i32, reply: &str, error: Option<&str>) -> StoredRecord {
@@ -113,9 +94,9 @@ mod tests {
         }
     }
 
-    fn key() -> crate::ScoringKey {
+    fn key() -> ScoringKey {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/scoring_key.csv");
-        crate::ScoringKey::load(&p).unwrap()
+        ScoringKey::load(&p).unwrap()
     }
 
     fn compare(records: &[StoredRecord], pairs: &[[String; 2]]) -> Vec<RerunRow> {
@@ -129,7 +110,7 @@ mod tests {
             pairs,
         )
         .unwrap();
-        rows(&m.reruns)
+        rerun_rows(&m.reruns)
     }
 
     #[test]

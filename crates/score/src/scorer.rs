@@ -16,7 +16,7 @@ use crate::ScoreError;
 
 /// Points item `it` earns for the 0-based answer `v`: `weight * (v - scale_min)`, or
 /// `weight * (scale_max - v)` when reversed; 0 for an answer outside the scale.
-pub fn item_points(it: &KeyItem, v: u8) -> f64 {
+pub(crate) fn item_points(it: &KeyItem, v: u8) -> f64 {
     if !(it.scale_min..=it.scale_max).contains(&v) {
         return 0.0;
     }
@@ -30,7 +30,7 @@ pub fn item_points(it: &KeyItem, v: u8) -> f64 {
 
 /// The maximum points of dimension `d` of `tk`: its `max_points` override, else the sum of
 /// `weight * (scale_max - scale_min)` over its items in item order.
-pub fn dim_max(tk: &TestKey, d: usize) -> f64 {
+pub(crate) fn dim_max(tk: &TestKey, d: usize) -> f64 {
     let mut max = 0.0f64;
     for it in tk.items.iter().filter(|it| it.dim == d) {
         max += it.weight * f64::from(it.scale_max - it.scale_min);
@@ -39,13 +39,13 @@ pub fn dim_max(tk: &TestKey, d: usize) -> f64 {
 }
 
 /// Percent of the maximum, rounded half away from zero: divide, then multiply, in f64.
-pub fn percent_of_max(points: f64, max: f64) -> f64 {
+pub(crate) fn percent_of_max(points: f64, max: f64) -> f64 {
     (points / max * 100.0).round()
 }
 
 /// The stored value of a complete dimension: the points for raw-unit keys, else
 /// [`percent_of_max`].
-pub fn scale_value(points: f64, max: f64, raw_unit: bool) -> f64 {
+pub(crate) fn scale_value(points: f64, max: f64, raw_unit: bool) -> f64 {
     if raw_unit {
         points
     } else {

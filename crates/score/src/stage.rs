@@ -1,11 +1,14 @@
 //! The score stage as a library: scorer parity (classify, sweep, norms) and the stored-answer
 //! part, committed together only when every check passed.
 
-use crate::human::{HumanRow, HumanSource};
+use crate::answers::{run_answers, AnswersSummary};
+use crate::human::{HumanRow, HumanSource, HUMAN_CHUNK_ROWS};
 use crate::key::ScoringKey;
 use crate::norms::{Norms, ValueCounts};
-use crate::parity::{self, Allowlist, Category, Classifier, MutationResult, RowClass, Summary};
-use crate::tables::RowTables;
+use crate::parity::{
+    self, Allowlist, Category, Classifier, MutationResult, MutationSweep, ParitySummary, RowClass,
+};
+use crate::tables::{parity_tables, ParityRowTables};
 use crate::ScoreError;
 use protospread_core::atomic::Staged;
 use protospread_core::config::Config;
@@ -47,7 +50,7 @@ pub struct NormRows {
 #[derive(Debug, Clone)]
 pub struct ParityRun {
     /// Rows per instrument and (category, reason).
-    pub summary: Summary,
+    pub summary: ParitySummary,
     /// Every unexplained row (allow-listed or not), sorted by (instrument, id).
     pub unexplained: Vec<RowClass>,
     /// The mutation sweep.
@@ -60,38 +63,51 @@ pub struct ParityRun {
 
 /// Classify every row, sweep every item of the key, and build the norms.
 /// `sweep` = false skips the 336 re-scorings (the sweep is then empty).
-pub fn run(
+pub fn run_parity(
     key: &ScoringKey,
     legacy: &[ScoringKey],
     allowlist: &Allowlist,
     inputs: &[HumanInput],
     sweep: bool,
 ) -> Result<ParityRun, ScoreError> {
-    run_streaming(
+    parity_in_chunks(key, legacy, allowlist, inputs, sweep, None)
+}
+
+/// [`run_parity_streaming`] with the stage's chunk size, [`HUMAN_CHUNK_ROWS`]: the one call
+/// [`run_parity`] and [`run_stage`] share.
+fn parity_in_chunks(
+    key: &ScoringKey,
+    legacy: &[ScoringKey],
+    allowlist: &Allowlist,
+    inputs: &[HumanInput],
+    sweep: bool,
+    rows: Option<&mut ParityRowTables>,
+) -> Result<ParityRun, ScoreError> {
+    run_parity_streaming(
         key,
         legacy,
         allowlist,
         inputs,
         sweep,
-        crate::human::CHUNK_ROWS,
-        None,
+        HUMAN_CHUNK_ROWS,
+        rows,
     )
 }
 
-/// [`run`], reading the rows `chunk_rows` at a time and handing each classified row to
+/// [`run_parity`], reading the rows `chunk_rows` at a time and handing each classified row to
 /// `rows` (the per-row tables) in (instrument, id) order. Memory does not grow with the
 /// number of rows, except for: rows no key reproduces and rows sharing their answers (see
 /// [`Classifier`]), and one answer vector per distinct norm row (for the repeat check).
-pub fn run_streaming(
+pub fn run_parity_streaming(
     key: &ScoringKey,
     legacy: &[ScoringKey],
     allowlist: &Allowlist,
     inputs: &[HumanInput],
     sweep: bool,
     chunk_rows: usize,
-    mut rows: Option<&mut RowTables>,
+    mut rows: Option<&mut ParityRowTables>,
 ) -> Result<ParityRun, ScoreError> {
-    let mut summary = Summary::new();
+    let mut summary = ParitySummary::new();
     let mut unexplained = Vec::new();
     let mut sweep_out = Vec::new();
     let mut norm_counts: BTreeMap<(String, String), ValueCounts> = BTreeMap::new();
@@ -116,7 +132,7 @@ pub fn run_streaming(
             true => key.test(inst.name).map(|t| t.items.len()).unwrap_or(0),
             false => 0,
         };
-        let mut sw = parity::Sweep::new(key, inst, 1..=n_items, origin)?;
+        let mut sw = MutationSweep::new(key, inst, 1..=n_items, origin)?;
         // Norm rows: reproduced rows in id order, first occurrence of each answer vector.
         let mut seen: HashSet<Box<[u8]>> = HashSet::new();
         let mut nr = NormRows::default();
@@ -182,7 +198,7 @@ pub struct StageRun {
     /// Scorer parity on the human data.
     pub parity: ParityRun,
     /// What the stored-answer part wrote.
-    pub answers: crate::answers::Summary,
+    pub answers: AnswersSummary,
     /// Unexplained human rows that are not in the allow-list; the stage wrote nothing if any.
     pub failing: Vec<RowClass>,
     /// The folder that was (or, on a failed check, would have been) written.
@@ -199,9 +215,9 @@ pub struct StageRun {
 /// check passed. A human row that is neither reproduced nor allow-listed, or any error, leaves
 /// the previous `<out>/score/` exactly as it was (see [`StageRun::written`]).
 ///
-/// The human rows stream: they are read [`crate::human::CHUNK_ROWS`] at a time and the
+/// The human rows stream: they are read [`HUMAN_CHUNK_ROWS`] at a time and the
 /// per-row tables are written to the staged folder as they are classified
-/// ([`run_streaming`]).
+/// ([`run_parity_streaming`]).
 #[allow(clippy::too_many_arguments)]
 pub fn run_stage(
     cfg: &Config,
@@ -218,23 +234,15 @@ pub fn run_stage(
     // SHA256SUMS, and refuses a folder holding files protospread did not write.
     let mut staged = Staged::in_dir(&out_dir)?;
     // The per-row tables stream into their staged files while the rows are classified.
-    let mut rows = RowTables::new(&out_dir, &mut staged)?;
-    let parity = run_streaming(
-        key,
-        legacy,
-        allowlist,
-        inputs,
-        sweep,
-        crate::human::CHUNK_ROWS,
-        Some(&mut rows),
-    )?;
+    let mut rows = ParityRowTables::new(&out_dir, &mut staged)?;
+    let parity = parity_in_chunks(key, legacy, allowlist, inputs, sweep, Some(&mut rows))?;
     rows.finish()?;
-    for t in crate::tables::tables(&parity)? {
+    for t in parity_tables(&parity)? {
         let p = out_dir.join(t.file);
         let bytes = protospread_core::pq::encode(&p, t.schema, &[t.batch])?;
         staged.put(&p, &bytes)?;
     }
-    let answers = crate::answers::run(cfg, out, &out_dir, key, &parity.norms, engine, &mut staged)?;
+    let answers = run_answers(cfg, out, &out_dir, key, &parity.norms, engine, &mut staged)?;
     let failing: Vec<RowClass> = not_allowlisted(&parity.unexplained)
         .into_iter()
         .cloned()
@@ -251,4 +259,38 @@ pub fn run_stage(
         out_dir,
         written,
     })
+}
+
+/// The mutation check of one item (`score --mutate`): classify the rows of `test`'s input,
+/// then double the weight of `item` (1-based) and, separately, flip its reverse flag, and
+/// count how many rows the current key reproduced then disagree. Writes nothing.
+pub fn mutate_item(
+    key: &ScoringKey,
+    legacy: &[ScoringKey],
+    allowlist: &Allowlist,
+    inputs: &[HumanInput],
+    test: &str,
+    item: usize,
+) -> Result<MutationResult, ScoreError> {
+    let bad = |message: String| ScoreError::Score {
+        test: test.to_string(),
+        message,
+    };
+    let input = inputs
+        .iter()
+        .find(|i| i.inst.name == test)
+        .ok_or_else(|| bad("no human data for this test".into()))?;
+    let n = key.test(test).map(|t| t.items.len()).unwrap_or(0);
+    if !(1..=n).contains(&item) {
+        return Err(bad(format!("item {item}: the item must be 1..={n}")));
+    }
+    let rows = input.rows()?;
+    let classes = parity::classify(input.inst, &rows, key, legacy, allowlist, &input.origin)?;
+    let reproduced: Vec<&HumanRow> = rows
+        .iter()
+        .zip(&classes)
+        .filter(|(_, c)| c.category == Category::Reproduced)
+        .map(|(r, _)| r)
+        .collect();
+    parity::mutate(key, input.inst, item, &reproduced, &input.origin)
 }

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// One output table.
-pub struct Table {
+pub struct ParityTable {
     /// File name in the score folder.
     pub file: &'static str,
     /// Its schema.
@@ -93,7 +93,7 @@ impl Col {
     }
 }
 
-fn table(file: &'static str, cols: Vec<(&str, Col)>) -> Result<Table, ScoreError> {
+fn table(file: &'static str, cols: Vec<(&str, Col)>) -> Result<ParityTable, ScoreError> {
     let mut fields = Vec::new();
     let mut arrays: Vec<ArrayRef> = Vec::new();
     for (name, c) in cols {
@@ -103,7 +103,7 @@ fn table(file: &'static str, cols: Vec<(&str, Col)>) -> Result<Table, ScoreError
     let schema = Arc::new(Schema::new(fields));
     let batch = RecordBatch::try_new(schema.clone(), arrays)
         .map_err(|e| ScoreError::Arrow(e.to_string()))?;
-    Ok(Table {
+    Ok(ParityTable {
         file,
         schema,
         batch,
@@ -119,7 +119,7 @@ fn table(file: &'static str, cols: Vec<(&str, Col)>) -> Result<Table, ScoreError
 /// last holds a multiple of 1024 rows. A column is nullable when it holds a null, as for the
 /// in-memory tables: `allowlist_note` is null for every row but allow-listed unexplained ones,
 /// so its writer starts at the first null (or at the end, if there is none).
-pub struct RowTables {
+pub struct ParityRowTables {
     parity: Stream,
     scores: Stream,
 }
@@ -262,9 +262,9 @@ fn s(x: &str) -> Option<String> {
     Some(x.to_string())
 }
 
-impl RowTables {
+impl ParityRowTables {
     /// Stage the two per-row tables of the score folder `dir`.
-    pub fn new(dir: &Path, staged: &mut Staged) -> Result<RowTables, ScoreError> {
+    pub fn new(dir: &Path, staged: &mut Staged) -> Result<ParityRowTables, ScoreError> {
         let parity = Stream::new(
             dir,
             "parity_rows.parquet",
@@ -298,7 +298,7 @@ impl RowTables {
             ],
             vec![],
         )?;
-        Ok(RowTables { parity, scores })
+        Ok(ParityRowTables { parity, scores })
     }
 
     /// Add one classified row; rows come in (instrument, id) order.
@@ -351,7 +351,7 @@ impl RowTables {
 }
 
 /// The tables of the parity part that do not grow with the number of rows.
-pub fn tables(run: &ParityRun) -> Result<Vec<Table>, ScoreError> {
+pub fn parity_tables(run: &ParityRun) -> Result<Vec<ParityTable>, ScoreError> {
     let mut out = Vec::new();
 
     let (mut a, mut b, mut c, mut d) = (vec![], vec![], vec![], vec![]);
@@ -461,7 +461,7 @@ pub fn tables(run: &ParityRun) -> Result<Vec<Table>, ScoreError> {
         }
     }
     out.push(table(
-        crate::norms::VALUES_FILE,
+        crate::norms::NORM_VALUES_FILE,
         vec![
             ("test", Col::S(t)),
             ("dimension", Col::S(d)),

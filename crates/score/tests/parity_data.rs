@@ -1,14 +1,13 @@
 //! Parity on the embedded human data (data/jobcannon), through the library.
 
 use protospread_core::instruments;
-use protospread_score::evidence::{self, Rule};
-use protospread_score::human;
-use protospread_score::key::ScoringKey;
-use protospread_score::norms::Norms;
-use protospread_score::parity::{
-    classify, Allowlist, Category, REASON_CURRENT, REASON_INCONSISTENT, REASON_UNKNOWN,
+use protospread_score::{
+    alternative_rules, classify, count_reproduced_under, not_allowlisted, parity_tables,
+    read_human_csv, run_parity, run_parity_streaming, Allowlist, Category, HumanInput, HumanRow,
+    HumanSource, Mutation, MutationSweep, Norms, ParityRowTables, ParityRun, ScoringKey,
+    ScoringRule, HUMAN_CHUNK_ROWS, MUTATION_WEIGHT_FACTOR, REASON_CURRENT, REASON_INCONSISTENT,
+    REASON_UNKNOWN,
 };
-use protospread_score::stage::{self, HumanInput};
 use std::path::{Path, PathBuf};
 
 fn data(p: &str) -> PathBuf {
@@ -23,7 +22,7 @@ fn inputs() -> Vec<HumanInput> {
             let p = data(&format!("jobcannon/{}", inst.file_name()));
             HumanInput {
                 inst,
-                source: human::HumanSource::rows(human::read_csv(inst, &p).unwrap()),
+                source: HumanSource::rows(read_human_csv(inst, &p).unwrap()),
                 origin: p,
             }
         })
@@ -46,7 +45,7 @@ fn legacy(v: &str) -> String {
 fn parity_counts_sweep_and_norms() {
     let (key, old, allow) = keys();
     let inputs = inputs();
-    let run = stage::run(&key, &old, &allow, &inputs, true).unwrap();
+    let run = run_parity(&key, &old, &allow, &inputs, true).unwrap();
     let s = &run.summary;
     let get = |i: &str, c: Category, r: &str| s[i].get(&(c, r.to_string())).copied().unwrap_or(0);
     let total = |i: &str| s[i].values().sum::<usize>();
@@ -111,7 +110,7 @@ fn parity_counts_sweep_and_norms() {
         unexplained,
         vec![("big_five".into(), 124), ("riasec".into(), 140)]
     );
-    assert!(stage::not_allowlisted(&run.unexplained).is_empty());
+    assert!(not_allowlisted(&run.unexplained).is_empty());
     assert!(allow.stale(&run.unexplained).is_empty());
 
     // The test submissions: identical answers 0,1,2,3,4,... with different scores.
@@ -151,7 +150,7 @@ fn parity_counts_sweep_and_norms() {
     );
     assert_eq!(n.percentile(n.min() - 1.0), 0.0);
     let dir = tempfile::tempdir().unwrap();
-    for t in protospread_score::tables::tables(&run).unwrap() {
+    for t in parity_tables(&run).unwrap() {
         protospread_core::pq::write(&dir.path().join(t.file), t.schema, &[t.batch]).unwrap();
     }
     assert_eq!(Norms::load(dir.path()).unwrap(), run.norms);
@@ -161,16 +160,16 @@ fn parity_counts_sweep_and_norms() {
 fn evidence_rejects_the_alternatives() {
     let (key, _, _) = keys();
     let inputs = inputs();
-    let count = |rule: Rule, name: &str| {
+    let count = |rule: ScoringRule, name: &str| {
         let i = inputs.iter().find(|i| i.inst.name == name).unwrap();
-        evidence::count_reproduced(&key, i.inst, &i.rows().unwrap(), rule)
+        count_reproduced_under(&key, i.inst, &i.rows().unwrap(), rule)
     };
     // The independent evidence scorer agrees with the product scorer's counts.
-    assert_eq!(count(Rule::PRODUCT, "big_five"), 755);
-    assert_eq!(count(Rule::PRODUCT, "riasec"), 1226);
-    assert_eq!(count(Rule::PRODUCT, "dark_triad"), 155);
-    assert_eq!(count(Rule::PRODUCT, "multiple_intelligences"), 498);
-    for (aspect, variant, rule) in evidence::alternatives().into_iter().skip(1) {
+    assert_eq!(count(ScoringRule::PRODUCT, "big_five"), 755);
+    assert_eq!(count(ScoringRule::PRODUCT, "riasec"), 1226);
+    assert_eq!(count(ScoringRule::PRODUCT, "dark_triad"), 155);
+    assert_eq!(count(ScoringRule::PRODUCT, "multiple_intelligences"), 498);
+    for (aspect, variant, rule) in alternative_rules().into_iter().skip(1) {
         let total: usize = ["big_five", "riasec", "dark_triad", "multiple_intelligences"]
             .iter()
             .map(|n| count(rule, n))
@@ -191,13 +190,13 @@ fn repeated(copies: i64) -> Vec<HumanInput> {
             let rows = i.rows().unwrap();
             let mut big = Vec::with_capacity(rows.len() * copies as usize);
             for k in 0..copies {
-                big.extend(rows.iter().map(|r| human::HumanRow {
+                big.extend(rows.iter().map(|r| HumanRow {
                     id: r.id + k * 100_000,
                     ..r.clone()
                 }));
             }
             HumanInput {
-                source: human::HumanSource::rows(big),
+                source: HumanSource::rows(big),
                 ..i
             }
         })
@@ -209,7 +208,7 @@ fn parity_files(
     inputs: &[HumanInput],
     chunk_rows: usize,
     dir: &Path,
-) -> (stage::ParityRun, Vec<(String, Vec<u8>)>) {
+) -> (ParityRun, Vec<(String, Vec<u8>)>) {
     let (key, old, _) = keys();
     // Every copy of a reviewed row is allow-listed, so the stage passes.
     let mut allow = Allowlist::load(&data("parity_allowlist.csv")).unwrap();
@@ -222,8 +221,8 @@ fn parity_files(
     }
     let out = dir.join("score");
     let mut staged = protospread_core::atomic::Staged::in_dir(&out).unwrap();
-    let mut rows = protospread_score::tables::RowTables::new(&out, &mut staged).unwrap();
-    let run = stage::run_streaming(
+    let mut rows = ParityRowTables::new(&out, &mut staged).unwrap();
+    let run = run_parity_streaming(
         &key,
         &old,
         &allow,
@@ -234,7 +233,7 @@ fn parity_files(
     )
     .unwrap();
     rows.finish().unwrap();
-    for t in protospread_score::tables::tables(&run).unwrap() {
+    for t in parity_tables(&run).unwrap() {
         let p = out.join(t.file);
         let bytes = protospread_core::pq::encode(&p, t.schema, &[t.batch]).unwrap();
         staged.put(&p, &bytes).unwrap();
@@ -264,7 +263,7 @@ fn streamed_parity_is_independent_of_the_chunk_size() {
     let inputs = repeated(40);
     let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (run_a, a) = parity_files(&inputs, 7, a_dir.path());
-    let (run_b, b) = parity_files(&inputs, human::CHUNK_ROWS, b_dir.path());
+    let (run_b, b) = parity_files(&inputs, HUMAN_CHUNK_ROWS, b_dir.path());
     assert_eq!(
         a.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
         [
@@ -310,7 +309,7 @@ fn streamed_parity_is_independent_of_the_chunk_size() {
 /// Does `key` reproduce `row` when the whole row is rescored: every stored score, the top
 /// result and (where stored) every percentile. The oracle of the mutation sweep, which rescores
 /// only the mutated item's dimension.
-fn full_rescoring_reproduces(key: &ScoringKey, test: &str, row: &human::HumanRow) -> bool {
+fn full_rescoring_reproduces(key: &ScoringKey, test: &str, row: &HumanRow) -> bool {
     let s = protospread_score::score(key, test, &row.answer_vector()).unwrap();
     let values = s
         .dims
@@ -334,8 +333,8 @@ fn sweep_matches_full_rescoring() {
     for k in std::iter::once(&key).chain(&old) {
         for inst in instruments::study().filter(|i| k.test(i.name).is_some()) {
             let p = data(&format!("jobcannon/{}", inst.file_name()));
-            let rows = human::read_csv(inst, &p).unwrap();
-            let reproduced: Vec<&human::HumanRow> = rows
+            let rows = read_human_csv(inst, &p).unwrap();
+            let reproduced: Vec<&HumanRow> = rows
                 .iter()
                 .filter(|r| full_rescoring_reproduces(k, inst.name, r))
                 .collect();
@@ -343,7 +342,7 @@ fn sweep_matches_full_rescoring() {
                 continue;
             }
             let n = k.test(inst.name).unwrap().items.len();
-            let mut sw = protospread_score::parity::Sweep::new(k, inst, 1..=n, &p).unwrap();
+            let mut sw = MutationSweep::new(k, inst, 1..=n, &p).unwrap();
             // Two chunks, as the stage feeds it.
             let (a, b) = reproduced.split_at(reproduced.len() / 2);
             sw.add(a).unwrap();
@@ -356,10 +355,8 @@ fn sweep_matches_full_rescoring() {
                         .filter(|r| !full_rescoring_reproduces(&mk, inst.name, r))
                         .count()
                 };
-                let w = broken(protospread_score::key::Mutation::ScaleWeight(
-                    protospread_score::parity::WEIGHT_FACTOR,
-                ));
-                let r = broken(protospread_score::key::Mutation::FlipReverse);
+                let w = broken(Mutation::ScaleWeight(MUTATION_WEIGHT_FACTOR));
+                let r = broken(Mutation::FlipReverse);
                 assert_eq!(
                     (m.weight_broken, m.reverse_broken, m.reproduced),
                     (w, r, reproduced.len()),

@@ -1,8 +1,7 @@
 //! Property tests of the scorer against the main key.
 
 use proptest::prelude::*;
-use protospread_score::key::{Mutation, ScoringKey};
-use protospread_score::score;
+use protospread_score::{score, Mutation, ScoringKey};
 use std::path::Path;
 
 fn key() -> ScoringKey {
