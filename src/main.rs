@@ -93,16 +93,16 @@ pub(crate) struct Ctx {
 impl Ctx {
     /// Load and validate pipeline.toml, and record the run's provenance (version,
     /// configuration sha256, input sha256s) for the key-value metadata of every Parquet output.
-    pub(crate) fn config(&self) -> anyhow::Result<protospread_core::config::Config> {
-        let cfg = protospread_core::config::Config::load(&self.config_path)
+    pub(crate) fn config(&self) -> anyhow::Result<protospread_core::Config> {
+        let cfg = protospread_core::Config::load(&self.config_path)
             .context("reading the configuration")?;
-        let config_sha = protospread_core::hash::sha256_file(&self.config_path)?;
+        let config_sha = protospread_core::sha256_file(&self.config_path)?;
         let inputs: Vec<(String, String)> = cfg
             .inputs
             .iter()
             .map(|i| (i.name.clone(), i.sha256.clone()))
             .collect();
-        protospread_core::pq::set_provenance(protospread_core::pq::provenance_pairs(
+        protospread_core::set_parquet_provenance(protospread_core::parquet_provenance_pairs(
             env!("CARGO_PKG_VERSION"),
             &config_sha,
             &inputs,
@@ -129,7 +129,7 @@ impl Ctx {
 
     /// The engine's memory limit in bytes: `--memory-limit` if given, else
     /// `[engine] memory_limit` of `cfg`.
-    pub(crate) fn memory_limit_for(&self, cfg: &protospread_core::config::Config) -> u64 {
+    pub(crate) fn memory_limit_for(&self, cfg: &protospread_core::Config) -> u64 {
         self.memory_limit.unwrap_or(cfg.engine.memory_limit.0)
     }
 
@@ -160,7 +160,7 @@ fn error_text(e: &anyhow::Error) -> String {
 
 /// `--memory-limit` by the same rule as `[engine] memory_limit`.
 fn parse_size(text: &str) -> Result<u64, String> {
-    protospread_core::config::ByteSize::parse(text).map(|b| b.0)
+    protospread_core::ByteSize::parse(text).map(|b| b.0)
 }
 
 fn main() -> ExitCode {

@@ -3,8 +3,7 @@
 use crate::Ctx;
 use anyhow::Context;
 use protospread_administer::{conditions, missing_instrument, plan, Client, Instrument, RunLabels};
-use protospread_core::config::AdministerSection;
-use protospread_core::limits;
+use protospread_core::AdministerSection;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -171,10 +170,24 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     let timeout = args.timeout.unwrap_or(sec.timeout_seconds);
     let retries = args.retries.unwrap_or(sec.retries);
     let concurrency = args.concurrency.unwrap_or(sec.concurrency);
-    limits::check("--timeout", timeout, &limits::TIMEOUT_SECONDS).map_err(anyhow::Error::msg)?;
-    limits::check("--retries", retries.into(), &limits::RETRIES).map_err(anyhow::Error::msg)?;
-    limits::check("--concurrency", concurrency as u64, &limits::CONCURRENCY)
-        .map_err(anyhow::Error::msg)?;
+    protospread_core::check_range(
+        "--timeout",
+        timeout,
+        &protospread_core::TIMEOUT_SECONDS_RANGE,
+    )
+    .map_err(anyhow::Error::msg)?;
+    protospread_core::check_range(
+        "--retries",
+        retries.into(),
+        &protospread_core::RETRIES_RANGE,
+    )
+    .map_err(anyhow::Error::msg)?;
+    protospread_core::check_range(
+        "--concurrency",
+        concurrency as u64,
+        &protospread_core::CONCURRENCY_RANGE,
+    )
+    .map_err(anyhow::Error::msg)?;
     let client = Client::new(
         &args.base_url,
         api_key,

@@ -33,7 +33,7 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> 
 type Stage = fn(&Ctx) -> anyhow::Result<ExitCode>;
 
 /// Check where `--out` is, then claim it (marker, lock, removal of dead temporaries).
-fn claim_out(ctx: &Ctx) -> anyhow::Result<protospread_core::outdir::OutLock> {
+fn claim_out(ctx: &Ctx) -> anyhow::Result<protospread_core::OutLock> {
     let cfg = ctx.config()?;
     // A configuration the report stage would refuse stops every stage before it writes.
     protospread_report::check_section(&cfg.report)?;
@@ -41,16 +41,16 @@ fn claim_out(ctx: &Ctx) -> anyhow::Result<protospread_core::outdir::OutLock> {
         .inputs
         .iter()
         .filter_map(|i| match i.source() {
-            Ok(protospread_core::config::Source::Local(p)) => Some(cfg.resolve(&p)),
+            Ok(protospread_core::InputSource::Local(p)) => Some(cfg.resolve(&p)),
             _ => None,
         })
         .collect();
     for k in [&cfg.score.key, &cfg.score.legacy_keys, &cfg.score.allowlist] {
         inputs.push(cfg.resolve(k));
     }
-    protospread_core::outdir::check_location(&ctx.out, &ctx.config_path, &inputs)?;
-    let cache = protospread_core::outdir::cache_top(&cfg.fetch.cache_dir);
-    Ok(protospread_core::outdir::claim(&ctx.out, cache.as_deref())?)
+    protospread_core::check_out_location(&ctx.out, &ctx.config_path, &inputs)?;
+    let cache = protospread_core::cache_top(&cfg.fetch.cache_dir);
+    Ok(protospread_core::claim_out_dir(&ctx.out, cache.as_deref())?)
 }
 
 /// Run `f` holding the claim on `--out`; a failure into a folder the claim created leaves no
@@ -68,7 +68,7 @@ fn with_out(
 }
 
 /// One stage into `--out`: [`with_out`], and the top `SHA256SUMS` rewritten around the stage
-/// (`protospread_core::outdir::TopManifest`): it lists the new stage files when the stages
+/// (`protospread_core::TopManifest`): it lists the new stage files when the stages
 /// before it are listed, and drops the stages after it when the stage's output changed (they
 /// were made from the previous one); those are named as stale. A failure leaves it as it was.
 fn with_stage(
@@ -77,13 +77,13 @@ fn with_stage(
     f: impl FnOnce(&Ctx) -> anyhow::Result<ExitCode>,
 ) -> anyhow::Result<ExitCode> {
     with_out(ctx, |c| {
-        let top = protospread_core::outdir::TopManifest::begin(&c.out, stage)?;
+        let top = protospread_core::TopManifest::begin(&c.out, stage)?;
         let code = f(c)?;
         if code != ExitCode::SUCCESS {
             return Ok(code);
         }
         let stale = top.finish()?;
-        let manifest = c.out.join(protospread_core::hash::MANIFEST_NAME);
+        let manifest = c.out.join(protospread_core::MANIFEST_NAME);
         if !stale.is_empty() {
             let names: Vec<String> = stale
                 .iter()
@@ -115,8 +115,8 @@ pub(crate) fn run_all(ctx: &Ctx) -> anyhow::Result<ExitCode> {
 
 fn run_all_claimed(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let cfg = ctx.config()?;
-    let cache = protospread_core::outdir::cache_top(&cfg.fetch.cache_dir);
-    let staging = protospread_core::outdir::RunStaging::begin(&ctx.out, cache.as_deref())?;
+    let cache = protospread_core::cache_top(&cfg.fetch.cache_dir);
+    let staging = protospread_core::RunStaging::begin(&ctx.out, cache.as_deref())?;
     let sub = Ctx {
         out: staging.path().to_path_buf(),
         shown_as: Some((
@@ -131,9 +131,9 @@ fn run_all_claimed(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     // One manifest over every stage's outputs; the download cache is not an output.
     let skip: Vec<&str> = cache.iter().map(String::as_str).collect();
-    let m = protospread_core::hash::Manifest::from_dir_excluding(staging.path(), &skip)?;
-    protospread_core::atomic::write_atomic(
-        &staging.path().join(protospread_core::hash::MANIFEST_NAME),
+    let m = protospread_core::Manifest::from_dir_excluding(staging.path(), &skip)?;
+    protospread_core::write_atomic(
+        &staging.path().join(protospread_core::MANIFEST_NAME),
         m.render().as_bytes(),
     )?;
     staging.commit()?;
@@ -141,15 +141,13 @@ fn run_all_claimed(ctx: &Ctx) -> anyhow::Result<ExitCode> {
         "run",
         serde_json::json!({
             "files_hashed": m.entries.len(),
-            "manifest": ctx.out.join(protospread_core::hash::MANIFEST_NAME),
+            "manifest": ctx.out.join(protospread_core::MANIFEST_NAME),
         }),
     );
     ctx.say(format!(
         "run: {} output files hashed in {}",
         m.entries.len(),
-        ctx.out
-            .join(protospread_core::hash::MANIFEST_NAME)
-            .display()
+        ctx.out.join(protospread_core::MANIFEST_NAME).display()
     ));
     Ok(ExitCode::SUCCESS)
 }

@@ -3,8 +3,8 @@
 
 use crate::Ctx;
 use anyhow::{bail, Context};
-use protospread_core::config::InputRole;
-use protospread_core::instruments::{self, Instrument};
+use protospread_core::InputRole;
+use protospread_core::Instrument;
 use protospread_score::{
     evidence_table, mutate_item, read_human_csv, run_stage, Allowlist, Category, HumanInput,
     HumanSource, MutationResult, ParityRun, RowClass, ScoringKey, MUTATION_WEIGHT_FACTOR,
@@ -42,8 +42,8 @@ pub(crate) struct Args {
 fn load_inputs(ctx: &Ctx, args: &Args) -> anyhow::Result<Vec<HumanInput>> {
     let cfg = ctx.config()?;
     let declared: Vec<&'static Instrument> = match &args.human_csv {
-        Some(_) => instruments::study().collect(),
-        None => instruments::study()
+        Some(_) => protospread_core::study_instruments().collect(),
+        None => protospread_core::study_instruments()
             .filter(|i| {
                 cfg.inputs_with_role(InputRole::Human)
                     .any(|inp| inp.instrument.as_deref() == Some(i.name))

@@ -72,7 +72,7 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     let sim = simulate(args.seed, &items)?;
     write_simulation(&ctx.out, &sim).with_context(|| format!("writing {}", ctx.out.display()))?;
     let answers = ctx.out.join(SIMULATED_ANSWERS_FILE);
-    let sha = protospread_core::hash::sha256_file(&answers)?;
+    let sha = protospread_core::sha256_file(&answers)?;
     if ctx.json {
         ctx.emit(
             "simulate",

@@ -97,7 +97,7 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn spec(ctx: &Ctx) -> anyhow::Result<(protospread_core::config::Config, SweepSpec)> {
+fn spec(ctx: &Ctx) -> anyhow::Result<(protospread_core::Config, SweepSpec)> {
     let cfg = ctx.config()?;
     let spec = SweepSpec::from_section(&cfg.sweep)
         .with_context(|| format!("{}: [sweep]", ctx.config_path.display()))?;
@@ -123,12 +123,12 @@ fn lm_eval(ctx: &Ctx, a: LmEvalArgs) -> anyhow::Result<ExitCode> {
         None => installed_tasks_dir(&a.python)?,
     };
     let generated = generate_lm_eval_tasks(&spec, bench, &tasks_dir)?;
-    let mut staged = protospread_core::atomic::Staged::new();
+    let mut staged = protospread_core::Staged::new();
     for f in &generated.files {
         staged.put(&out_dir.join(&f.rel_path), f.contents.as_bytes())?;
     }
     staged.commit()?;
-    protospread_core::hash::write_manifest(out_dir)?;
+    protospread_core::write_manifest(out_dir)?;
     if ctx.json {
         ctx.emit(
             "sweep_lm_eval",
@@ -169,7 +169,7 @@ fn ingest_cmd(ctx: &Ctx, a: IngestArgs) -> anyhow::Result<ExitCode> {
         let (spec, run_delimiters) = if ctx.config_path.exists() {
             (spec(ctx)?.1, false)
         } else {
-            let defaults = protospread_core::config::SweepSection::default();
+            let defaults = protospread_core::SweepSection::default();
             (SweepSpec::from_section(&defaults)?, true)
         };
         let dirs: Vec<(String, PathBuf)> = a

@@ -242,7 +242,7 @@ fn bad_rows_are_rejected_with_file_row_column() {
 
 #[test]
 fn declared_conditions_and_tests_are_accepted() {
-    use protospread_core::config::{AnswersExtraTest, AnswersSection};
+    use protospread_core::{AnswersExtraTest, AnswersSection};
     let dir = tempfile::tempdir().unwrap();
     let text = format!("{HEADER}\n1,st,m,local,,S0sys,0,mini,single,2,,,reversed,P3,0.7,4,,\n");
     let p = write(dir.path(), "a.csv", &text);
@@ -313,7 +313,7 @@ fn csv_jsonl_and_parquet_import_identically() {
     // Parquet as the fetch stage writes it.
     let (schema, batches) = import_file(&c).unwrap();
     let p = dir.path().join("a.parquet");
-    protospread_core::pq::write(&p, schema, &batches).unwrap();
+    protospread_core::write_parquet(&p, schema, &batches).unwrap();
     assert_eq!(read_records(&p, &Vocabulary::default()).unwrap(), from_csv);
 }
 
@@ -744,7 +744,7 @@ fn sampling_noise_is_smaller_than_protocol_spread() {
 }
 
 fn sha256(p: &Path) -> String {
-    protospread_core::hash::sha256_file(p).unwrap()
+    protospread_core::sha256_file(p).unwrap()
 }
 
 /// A bad stored-answer file stops `protospread fetch` with file/row/column, and the previous

@@ -89,13 +89,13 @@ fn every_command_prints_one_json_object() {
     assert!(!Value::Object(m).to_string().contains(".tmp"));
 
     // Every Parquet output carries the run's provenance in its key-value metadata.
-    let config_sha = protospread_core::hash::sha256_file(&d.join("pipeline.toml")).unwrap();
+    let config_sha = protospread_core::sha256_file(&d.join("pipeline.toml")).unwrap();
     for f in [
         "fetch/human/big_five.parquet",
         "score/scale_scores.parquet",
         "aggregate/verdict.parquet",
     ] {
-        let (schema, _) = protospread_core::pq::read(&d.join("out").join(f)).unwrap();
+        let (schema, _) = protospread_core::read_parquet(&d.join("out").join(f)).unwrap();
         let meta = schema.metadata();
         assert_eq!(
             meta.get("protospread.version").map(String::as_str),

@@ -300,9 +300,9 @@ fn good_download_is_cached_and_second_run_needs_no_network() {
     let env2 = Env::new();
     json(&env2.fetch(FAST, &local_input(), None));
     let (schema_local, local) =
-        protospread_core::pq::read(&env2.path("out/fetch/human/dark_triad.parquet")).unwrap();
+        protospread_core::read_parquet(&env2.path("out/fetch/human/dark_triad.parquet")).unwrap();
     let (schema_url, url) =
-        protospread_core::pq::read(&env.path("out/fetch/human/dark_triad.parquet")).unwrap();
+        protospread_core::read_parquet(&env.path("out/fetch/human/dark_triad.parquet")).unwrap();
     assert_eq!(schema_local.fields(), schema_url.fields());
     assert_eq!(local, url);
 }

@@ -44,7 +44,7 @@ fn fixture_project() -> tempfile::TempDir {
     .unwrap();
     crate::aggregate_fixture::write(&d.join("out/score")).unwrap();
     // As the score stage leaves it: with its manifest, so protospread owns the folder.
-    protospread_core::hash::write_manifest(&d.join("out/score")).unwrap();
+    protospread_core::write_manifest(&d.join("out/score")).unwrap();
     dir
 }
 
@@ -325,7 +325,7 @@ fn verify_passes_then_names_each_change() {
     cells[3] = "999999".into();
     lines[1] = cells.join(",");
     fs_err::write(&copy, lines.join("\n") + "\n").unwrap();
-    let new_hash = protospread_core::hash::sha256_file(&copy).unwrap();
+    let new_hash = protospread_core::sha256_file(&copy).unwrap();
     let l = text0
         .lines()
         .find(|l| l.ends_with("  report/range.csv"))

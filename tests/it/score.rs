@@ -348,8 +348,8 @@ fn fetched_parquet_and_csv_give_identical_tables() {
     ] {
         // Same rows and columns; the files' provenance metadata names each run's own
         // configuration, so their bytes differ by design.
-        let (schema_a, a) = protospread_core::pq::read(&out.join("score").join(f)).unwrap();
-        let (schema_b, b) = protospread_core::pq::read(&csv_out.join("score").join(f)).unwrap();
+        let (schema_a, a) = protospread_core::read_parquet(&out.join("score").join(f)).unwrap();
+        let (schema_b, b) = protospread_core::read_parquet(&csv_out.join("score").join(f)).unwrap();
         assert_eq!(schema_a.fields(), schema_b.fields(), "{f}");
         assert_eq!(a, b, "{f}");
     }

@@ -9,7 +9,7 @@ use arrow::array::{ArrayRef, AsArray, Float64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use protospread_aggregate::{compute_tables, AggregateError, Params, Table};
 use protospread_answers::{Arm, Mode, OptionOrder, StoredRecord, Vocabulary};
-use protospread_core::config::AggregateSection;
+use protospread_core::AggregateSection;
 use protospread_score::{score_in_memory, Norms, ScoringKey};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -109,23 +109,26 @@ fn score_dir(records: &[StoredRecord], rules: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let write = |name: &str, schema, batches: &[RecordBatch]| {
-        protospread_core::pq::write(&d.join(name), schema, batches).unwrap();
+        protospread_core::write_parquet(&d.join(name), schema, batches).unwrap();
     };
-    use protospread_core::tables as t;
     write(
         "parsed_answers.parquet",
-        t::parsed_answers_schema(),
+        protospread_core::parsed_answers_schema(),
         &m.parsed,
     );
-    write("scale_scores.parquet", t::scale_scores_schema(), &m.scales);
+    write(
+        "scale_scores.parquet",
+        protospread_core::scale_scores_schema(),
+        &m.scales,
+    );
     write(
         "reply_rules.parquet",
-        t::reply_rules_schema(),
+        protospread_core::reply_rules_schema(),
         &only_rules(&m.rules, rules),
     );
     write(
         "scale_scores_by_rule.parquet",
-        t::scale_scores_by_rule_schema(),
+        protospread_core::scale_scores_by_rule_schema(),
         &only_rules(&m.by_rule, rules),
     );
     let schema = Arc::new(Schema::new(vec![
@@ -339,7 +342,7 @@ fn the_secondary_set_refuses_bad_config_naming_the_key() {
         );
     }
     // From pipeline.toml the key reaches the stage, and its error names it.
-    let cfg = protospread_core::config::Config::parse(
+    let cfg = protospread_core::Config::parse(
         "[study]\nname = \"t\"\n[aggregate]\nsecondary_protocol_conditions = [\"S0\", \"BS9\"]\n",
         Path::new("pipeline.toml"),
         Path::new("."),

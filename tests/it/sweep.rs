@@ -396,7 +396,7 @@ fn generated_tasks_load_and_render_in_real_lm_eval() {
 mod real_lm_eval {
     use super::*;
     use arrow::record_batch::RecordBatch;
-    use protospread_core::config::Config;
+    use protospread_core::Config;
     use serde_json::Value;
 
     fn real() -> PathBuf {
@@ -437,8 +437,7 @@ mod real_lm_eval {
         let mut n = 0;
         for line in sums.lines() {
             let (want, rel) = line.split_once("  ").unwrap();
-            let got =
-                protospread_core::hash::sha256_file(&real().join("results").join(rel)).unwrap();
+            let got = protospread_core::sha256_file(&real().join("results").join(rel)).unwrap();
             assert_eq!(got, want, "{rel}");
             n += 1;
         }
@@ -789,7 +788,7 @@ mod dictionary {
     use arrow::array::AsArray;
     use arrow::datatypes::{Float64Type, Int64Type};
     use arrow::record_batch::RecordBatch;
-    use protospread_core::config::{Config, SweepVariant};
+    use protospread_core::{Config, SweepVariant};
     use protospread_sweep::{
         plan_dictionary, score_dictionary_reply, Delimiter, DictionaryRecord as Record,
         DictionaryRequest,

@@ -4,7 +4,7 @@
 //!
 //! ```toml
 //! format_version = 1
-//! test = "big_five"            # a test of the study (protospread_core::instruments)
+//! test = "big_five"            # a test of the study (protospread_core::study_instruments)
 //! name = "..."                 # free text
 //! options = ["...", ...]       # exactly five, in human order (stored 0..4)
 //! [instructions]               # single-item requests; P1 required, P2 for SP
@@ -91,7 +91,7 @@ impl Instrument {
                 raw.format_version
             )));
         }
-        let inst = protospread_core::instruments::by_name(&raw.test)
+        let inst = protospread_core::instrument_by_name(&raw.test)
             .filter(|i| i.in_study)
             .ok_or_else(|| {
                 bad(format!(

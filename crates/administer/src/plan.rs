@@ -6,7 +6,7 @@
 
 use crate::instrument::Instrument;
 use crate::AdministerError;
-use protospread_core::config::AdministerSection;
+use protospread_core::AdministerSection;
 use serde::Serialize;
 
 // The stored-answer format owns the vocabulary; the writer uses the reader's definitions so
@@ -254,9 +254,7 @@ pub(crate) fn whole_message(
 /// integer (below 2^32, so every server accepts it). The model id is left out so that every
 /// model gets the same seeds.
 pub(crate) fn request_seed(test: &str, condition: &str, sample: u32, item: &str) -> u64 {
-    let h = protospread_core::hash::sha256_hex(
-        format!("{test}|{condition}|{sample}|{item}").as_bytes(),
-    );
+    let h = protospread_core::sha256_hex(format!("{test}|{condition}|{sample}|{item}").as_bytes());
     u64::from_str_radix(&h[..8], 16).expect("sha256 hex digits")
 }
 
@@ -326,7 +324,7 @@ pub fn plan(
                         temperature: cond.temperature,
                         max_tokens,
                         seed,
-                        body_sha256: protospread_core::hash::sha256_hex(body.as_bytes()),
+                        body_sha256: protospread_core::sha256_hex(body.as_bytes()),
                         body,
                         rank: out.len(),
                     });

@@ -342,7 +342,7 @@ pub(crate) fn write_all(path: &Path, records: &[Record]) -> Result<(), Administe
         text.push_str(&serde_json::to_string(r).expect("record serializes"));
         text.push('\n');
     }
-    protospread_core::atomic::write_atomic(path, text.as_bytes())?;
+    protospread_core::write_atomic(path, text.as_bytes())?;
     Ok(())
 }
 

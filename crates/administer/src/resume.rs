@@ -132,7 +132,7 @@ pub fn run_resumable<P, R: StoredRequest>(
         text.push_str(&serde_json::to_string(r).expect("record serializes"));
         text.push('\n');
     }
-    protospread_core::atomic::write_atomic(out, text.as_bytes())?;
+    protospread_core::write_atomic(out, text.as_bytes())?;
     Ok(Resumed {
         already_answered,
         sent,

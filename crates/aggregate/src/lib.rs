@@ -20,7 +20,7 @@ mod stage;
 mod stats;
 mod table;
 
-use protospread_core::config::{AggregateSection, Config, InputRole};
+use protospread_core::{AggregateSection, Config, InputRole};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -243,13 +243,13 @@ pub fn run_with_extra(
     extra: &[(String, arrow::record_batch::RecordBatch)],
 ) -> Result<Summary, AggregateError> {
     let tables = compute_tables_with(score_dir, params, engine)?;
-    let mut staged = protospread_core::atomic::Staged::in_dir(out_dir)?;
+    let mut staged = protospread_core::Staged::in_dir(out_dir)?;
     let mut files = Vec::new();
     for t in &tables {
         let name = format!("{}.parquet", t.name);
         let path = out_dir.join(&name);
         let bytes =
-            protospread_core::pq::encode(&path, t.schema(), std::slice::from_ref(&t.batch))?;
+            protospread_core::encode_parquet(&path, t.schema(), std::slice::from_ref(&t.batch))?;
         staged.put(&path, &bytes)?;
         files.push(name);
     }
@@ -263,7 +263,7 @@ pub fn run_with_extra(
             });
         }
         let bytes =
-            protospread_core::pq::encode(&path, batch.schema(), std::slice::from_ref(batch))?;
+            protospread_core::encode_parquet(&path, batch.schema(), std::slice::from_ref(batch))?;
         staged.put(&path, &bytes)?;
         files.push(name);
     }

@@ -7,7 +7,7 @@
 //! result depends on the multiset of values only). Every result is sorted by a unique key, so
 //! the bytes do not depend on the partition count.
 
-use protospread_core::config::AggregateSection as Params;
+use protospread_core::AggregateSection as Params;
 
 /// A SQL string literal.
 pub(crate) fn lit(s: &str) -> String {

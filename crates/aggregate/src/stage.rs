@@ -8,7 +8,7 @@ use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
 use arrow::util::display::array_value_to_string;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use protospread_core::config::AggregateSection;
+use protospread_core::AggregateSection;
 use protospread_engine::{Engine, EngineOptions};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

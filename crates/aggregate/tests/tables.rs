@@ -5,7 +5,7 @@
 use arrow::array::{Array, BooleanArray, Float64Array, Int64Array, StringArray};
 use arrow::record_batch::RecordBatch;
 use protospread_aggregate::Params;
-use protospread_core::config::AggregateSection;
+use protospread_core::AggregateSection;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -39,7 +39,7 @@ fn run_rows(
     for e in fs_err::read_dir(dir.path().join("aggregate")).unwrap() {
         let p = e.unwrap().path();
         if p.extension().is_some_and(|x| x == "parquet") {
-            let (_, b) = protospread_core::pq::read(&p).unwrap();
+            let (_, b) = protospread_core::read_parquet(&p).unwrap();
             assert_eq!(b.len(), 1);
             tables.insert(
                 p.file_stem().unwrap().to_string_lossy().into_owned(),
@@ -856,8 +856,7 @@ fn params_from_config_take_each_inputs_headline_arm() {
          [[inputs]]\nname = \"b\"\nrole = \"answers\"\npath = \"b.jsonl\"\nsha256 = \"{zeros}\"\n\
          [aggregate]\nheadline_arm = \"cli\"\n"
     );
-    let cfg = protospread_core::config::Config::parse(&text, Path::new("p.toml"), Path::new("."))
-        .unwrap();
+    let cfg = protospread_core::Config::parse(&text, Path::new("p.toml"), Path::new(".")).unwrap();
     let p = Params::from_config(&cfg);
     assert_eq!(
         p.input_arms,
@@ -871,12 +870,13 @@ fn write_scores(dir: &Path, rows: &[FxScore], answers: &[FxAnswer]) {
     let bb = fixture::by_rule_batch(&sb, "strict");
     let ab = fixture::answers_batch(answers);
     let nb = fixture::norms_batch();
-    protospread_core::pq::write(&dir.join("scale_scores.parquet"), sb.schema(), &[sb]).unwrap();
-    protospread_core::pq::write(&dir.join("parsed_answers.parquet"), ab.schema(), &[ab]).unwrap();
-    protospread_core::pq::write(&dir.join("norms.parquet"), nb.schema(), &[nb]).unwrap();
+    protospread_core::write_parquet(&dir.join("scale_scores.parquet"), sb.schema(), &[sb]).unwrap();
+    protospread_core::write_parquet(&dir.join("parsed_answers.parquet"), ab.schema(), &[ab])
+        .unwrap();
+    protospread_core::write_parquet(&dir.join("norms.parquet"), nb.schema(), &[nb]).unwrap();
     let rb = fixture::reply_rules_batch();
-    protospread_core::pq::write(&dir.join("reply_rules.parquet"), rb.schema(), &[rb]).unwrap();
-    protospread_core::pq::write(
+    protospread_core::write_parquet(&dir.join("reply_rules.parquet"), rb.schema(), &[rb]).unwrap();
+    protospread_core::write_parquet(
         &dir.join("scale_scores_by_rule.parquet"),
         bb.schema(),
         &[bb],
@@ -950,7 +950,7 @@ fn bad_inputs_are_named() {
     let idx = sb.schema().index_of("z").unwrap();
     let mut sb2 = sb;
     sb2.remove_column(idx);
-    protospread_core::pq::write(
+    protospread_core::write_parquet(
         &dir.path().join("scale_scores.parquet"),
         sb2.schema(),
         &[sb2],

@@ -227,7 +227,7 @@ pub fn write_bulk(path: &Path, n_answers: u64, seed: u64) -> Result<BulkSummary,
     let mut w = ArrowWriter::try_new(
         file,
         stored_schema(),
-        Some(protospread_core::pq::writer_properties()),
+        Some(protospread_core::parquet_writer_properties()),
     )
     .map_err(perr)?;
     let mut cols = Cols::new();
@@ -341,7 +341,7 @@ mod tests {
         assert_eq!(s.models, 2);
         assert_eq!(s.requests, 2 * 1200);
         assert_eq!(s.item_answers, 2 * 2184);
-        let (_, batches) = protospread_core::pq::read(&a).unwrap();
+        let (_, batches) = protospread_core::read_parquet(&a).unwrap();
         let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
         assert_eq!(rows as u64, s.requests);
         assert!(write_bulk(&a, 0, 7).is_err());

@@ -7,7 +7,7 @@ use arrow::array::{
     Array, ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use protospread_core::config::AnswersSection;
+use protospread_core::AnswersSection;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

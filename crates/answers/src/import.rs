@@ -20,7 +20,7 @@ use arrow::array::{
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
-use protospread_core::config::AnswersSection;
+use protospread_core::AnswersSection;
 use protospread_engine::Engine;
 use protospread_engine::EngineOptions;
 use std::borrow::Cow;

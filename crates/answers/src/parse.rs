@@ -305,7 +305,7 @@ mod tests {
         assert_eq!(ReplyRule::parse("Strict"), None);
         assert_eq!(
             ReplyRule::ALL.map(ReplyRule::as_str),
-            protospread_core::config::REPLY_RULES
+            protospread_core::REPLY_RULES
         );
     }
 

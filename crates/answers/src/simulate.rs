@@ -687,7 +687,7 @@ fn whole_reply(
 
 /// Write the answers and the truth file into `dir` (created if needed), atomically.
 pub fn write_simulation(dir: &Path, sim: &SimOutput) -> Result<(), AnswersError> {
-    let mut staged = protospread_core::atomic::Staged::new();
+    let mut staged = protospread_core::Staged::new();
     staged.put(&dir.join(SIMULATED_ANSWERS_FILE), &sim.answers_jsonl)?;
     staged.put(&dir.join(SIMULATED_TRUTH_FILE), &sim.truth_json)?;
     staged.commit()?;

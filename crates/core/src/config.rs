@@ -8,8 +8,12 @@ use crate::{CoreError, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
-pub mod sections;
-pub use sections::*;
+mod sections;
+pub use sections::{
+    default_sweep_delimiters, AdministerSection, AggregateSection, AnswersExtraTest,
+    AnswersSection, ByteSize, EngineSection, FetchSection, ReportSection, ScoreSection,
+    SweepSection, SweepVariant, REPLY_RULES,
+};
 
 /// The whole configuration file.
 #[derive(Debug, Clone, Deserialize)]
@@ -86,7 +90,7 @@ pub struct HfSource {
 
 /// Where an input comes from: exactly one of `path`, `url`, `hf` is set.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub enum InputSource {
     /// A local file.
     Local(PathBuf),
     /// An http(s) URL.
@@ -129,11 +133,11 @@ pub struct Input {
 
 impl Input {
     /// The one source this input names.
-    pub fn source(&self) -> std::result::Result<Source, String> {
+    pub fn source(&self) -> std::result::Result<InputSource, String> {
         match (&self.path, &self.url, &self.hf) {
-            (Some(p), None, None) => Ok(Source::Local(p.clone())),
-            (None, Some(u), None) => Ok(Source::Http(u.clone())),
-            (None, None, Some(h)) => Ok(Source::HuggingFace(h.clone())),
+            (Some(p), None, None) => Ok(InputSource::Local(p.clone())),
+            (None, Some(u), None) => Ok(InputSource::Http(u.clone())),
+            (None, None, Some(h)) => Ok(InputSource::HuggingFace(h.clone())),
             _ => Err(format!(
                 "input '{}': give exactly one of `path`, `url`, `hf`",
                 self.name
@@ -226,7 +230,7 @@ impl Config {
             }
             if i.role == InputRole::Human {
                 match &i.instrument {
-                    Some(n) if crate::instruments::by_name(n).is_some() => {}
+                    Some(n) if crate::instruments::instrument_by_name(n).is_some() => {}
                     Some(n) => return Err(format!("input '{}': unknown instrument '{n}'", i.name)),
                     None => {
                         return Err(format!(

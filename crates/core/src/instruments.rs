@@ -56,7 +56,7 @@ impl Instrument {
 }
 
 /// Big Five personality test.
-pub const BIG_FIVE: Instrument = Instrument {
+pub(crate) const BIG_FIVE: Instrument = Instrument {
     name: "big_five",
     dimensions: &["A", "C", "E", "N", "O"],
     text_scores: &[],
@@ -66,7 +66,7 @@ pub const BIG_FIVE: Instrument = Instrument {
 };
 
 /// RIASEC (Holland codes) test.
-pub const RIASEC: Instrument = Instrument {
+pub(crate) const RIASEC: Instrument = Instrument {
     name: "riasec",
     dimensions: &["A", "C", "E", "I", "R", "S"],
     text_scores: &["percentiles"],
@@ -86,7 +86,7 @@ pub const DARK_TRIAD: Instrument = Instrument {
 };
 
 /// Multiple intelligences test.
-pub const MULTIPLE_INTELLIGENCES: Instrument = Instrument {
+pub(crate) const MULTIPLE_INTELLIGENCES: Instrument = Instrument {
     name: "multiple_intelligences",
     dimensions: &[
         "bodily",
@@ -105,7 +105,7 @@ pub const MULTIPLE_INTELLIGENCES: Instrument = Instrument {
 };
 
 /// Career match test.
-pub const CAREER_MATCH: Instrument = Instrument {
+pub(crate) const CAREER_MATCH: Instrument = Instrument {
     name: "career_match",
     dimensions: &["A", "C", "E", "I", "R", "S"],
     text_scores: &[],
@@ -115,7 +115,7 @@ pub const CAREER_MATCH: Instrument = Instrument {
 };
 
 /// DISC test.
-pub const DISC: Instrument = Instrument {
+pub(crate) const DISC: Instrument = Instrument {
     name: "disc",
     dimensions: &["C", "D", "I", "S"],
     text_scores: &[],
@@ -125,7 +125,7 @@ pub const DISC: Instrument = Instrument {
 };
 
 /// Enneagram test.
-pub const ENNEAGRAM: Instrument = Instrument {
+pub(crate) const ENNEAGRAM: Instrument = Instrument {
     name: "enneagram",
     dimensions: &["1", "2", "3", "4", "5", "6", "7", "8", "9"],
     text_scores: &[],
@@ -135,7 +135,7 @@ pub const ENNEAGRAM: Instrument = Instrument {
 };
 
 /// Emotional intelligence (EQ) test.
-pub const EQ: Instrument = Instrument {
+pub(crate) const EQ: Instrument = Instrument {
     name: "eq",
     dimensions: &[
         "empathy",
@@ -150,7 +150,7 @@ pub const EQ: Instrument = Instrument {
 };
 
 /// MBTI-style type test.
-pub const MBTI: Instrument = Instrument {
+pub(crate) const MBTI: Instrument = Instrument {
     name: "mbti",
     dimensions: &["AT", "EI", "JP", "SN", "TF"],
     text_scores: &["fullType", "identity"],
@@ -160,7 +160,7 @@ pub const MBTI: Instrument = Instrument {
 };
 
 /// All nine, study instruments first (in the study's order), then the rest alphabetically.
-pub const ALL: &[Instrument] = &[
+pub const ALL_INSTRUMENTS: &[Instrument] = &[
     BIG_FIVE,
     RIASEC,
     DARK_TRIAD,
@@ -173,13 +173,13 @@ pub const ALL: &[Instrument] = &[
 ];
 
 /// The four instruments of the questionnaire study (168 items).
-pub fn study() -> impl Iterator<Item = &'static Instrument> {
-    ALL.iter().filter(|i| i.in_study)
+pub fn study_instruments() -> impl Iterator<Item = &'static Instrument> {
+    ALL_INSTRUMENTS.iter().filter(|i| i.in_study)
 }
 
 /// Look an instrument up by name.
-pub fn by_name(name: &str) -> Option<&'static Instrument> {
-    ALL.iter().find(|i| i.name == name)
+pub fn instrument_by_name(name: &str) -> Option<&'static Instrument> {
+    ALL_INSTRUMENTS.iter().find(|i| i.name == name)
 }
 
 /// The explicit Arrow schema of an imported human-response file, in CSV column order:
@@ -194,7 +194,7 @@ pub fn by_name(name: &str) -> Option<&'static Instrument> {
 /// | `score_<dim>` | Int32 | no |
 /// | `score_<text>` | Utf8 | yes |
 /// | `q1..qN` | Int8 (Utf8 for [`ItemKind::Text`]) | no |
-pub fn arrow_schema(inst: &Instrument) -> arrow::datatypes::SchemaRef {
+pub fn instrument_schema(inst: &Instrument) -> arrow::datatypes::SchemaRef {
     use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
     let mut f = vec![
         Field::new("id", DataType::Int64, false),
@@ -227,6 +227,9 @@ pub fn arrow_schema(inst: &Instrument) -> arrow::datatypes::SchemaRef {
 mod tests {
     #[test]
     fn study_has_168_items() {
-        assert_eq!(super::study().map(|i| i.items).sum::<usize>(), 168);
+        assert_eq!(
+            super::study_instruments().map(|i| i.items).sum::<usize>(),
+            168
+        );
     }
 }

@@ -1,22 +1,62 @@
 //! Shared pieces of protospread that every stage needs.
 //!
-//! - [`config`]: the `pipeline.toml` schema (unknown keys are errors naming key and line).
-//! - [`instruments`]: the nine JobCannon instruments, their columns and item counts.
-//! - [`hash`]: sha256 of files and `sha256sum -c` compatible manifests.
-//! - [`atomic`]: write-to-temporary-then-rename, so a failed run never clobbers outputs.
-//! - [`limits`]: bounds on every number from pipeline.toml or the command line.
-//! - [`outdir`]: ownership marker, lock and one-step switch of output folders.
-//! - [`pq`]: Parquet writing with pinned writer settings (same batches -> same bytes).
-//! - [`tables`]: schemas of the Parquet tables passed between stages, defined once.
+//! - Configuration: [`Config`], the `pipeline.toml` schema (unknown keys are errors naming key
+//!   and line), its sections ([`FetchSection`], [`ScoreSection`]...) and its inputs
+//!   ([`Input`], [`InputSource`], [`InputRole`]).
+//! - Instruments: the nine JobCannon instruments ([`Instrument`], [`ALL_INSTRUMENTS`],
+//!   [`study_instruments`], [`instrument_by_name`]), their columns and item counts, and the
+//!   Arrow schema of their human rows ([`instrument_schema`]).
+//! - Hashes: sha256 of bytes and files ([`sha256_hex`], [`sha256_file`]) and
+//!   `sha256sum -c` compatible manifests ([`Manifest`], [`write_manifest`]).
+//! - Atomic writes: write-to-temporary-then-rename ([`write_atomic`]) and sets of files
+//!   committed together ([`Staged`]), so a failed run never clobbers outputs.
+//! - Limits: bounds on every number from pipeline.toml or the command line
+//!   ([`check_range`] and the `*_RANGE` bounds).
+//! - Output folders: ownership marker, lock and one-step switch ([`claim_out_dir`],
+//!   [`RunStaging`], [`TopManifest`]).
+//! - Parquet: writing with pinned writer settings, so the same batches give the same bytes
+//!   ([`write_parquet`], [`encode_parquet`], [`parquet_writer_properties`]), and reading
+//!   ([`read_parquet`]).
+//! - Inter-stage tables: schemas of the Parquet tables passed between stages, defined once
+//!   ([`parsed_answers_schema`], [`scale_scores_schema`], [`scale_scores_by_rule_schema`],
+//!   [`reply_rules_schema`], [`reply_reruns_schema`]).
 
-pub mod atomic;
-pub mod config;
-pub mod hash;
-pub mod instruments;
-pub mod limits;
-pub mod outdir;
-pub mod pq;
-pub mod tables;
+mod atomic;
+mod config;
+mod hash;
+mod instruments;
+mod limits;
+mod outdir;
+mod pq;
+mod tables;
+
+pub use atomic::{write_atomic, Staged};
+pub use config::{
+    default_sweep_delimiters, is_commit_id, AdministerSection, AggregateSection, AnswersExtraTest,
+    AnswersSection, ByteSize, Config, EngineSection, FetchSection, HfSource, Input, InputRole,
+    InputSource, ReportSection, ScoreSection, Study, SweepSection, SweepVariant, REPLY_RULES,
+};
+pub use hash::{
+    is_sha256_hex, rel_path, sha256_file, sha256_hex, write_manifest, Manifest, ManifestDiff,
+    MANIFEST_NAME,
+};
+pub use instruments::{
+    instrument_by_name, instrument_schema, study_instruments, Instrument, ItemKind,
+    ALL_INSTRUMENTS, DARK_TRIAD,
+};
+pub use limits::{check_range, CONCURRENCY_RANGE, RETRIES_RANGE, TIMEOUT_SECONDS_RANGE};
+pub use outdir::{
+    cache_top, check_out_location, claim_out_dir, remove_dead_temporaries, OutLock, RunStaging,
+    TopManifest, STAGE_DIRS,
+};
+pub use pq::{
+    encode_parquet, parquet_provenance_pairs, parquet_writer_properties, read_parquet,
+    set_parquet_provenance, write_parquet,
+};
+pub use tables::{
+    parsed_answers_schema, reply_reruns_schema, reply_rules_schema, scale_scores_by_rule_schema,
+    scale_scores_schema,
+};
 
 use std::path::PathBuf;
 

@@ -8,26 +8,26 @@ use std::ops::RangeInclusive;
 
 /// Items of one test (`[answers] extra_tests`, instrument files). The largest real
 /// questionnaire of the study has 60.
-pub const ITEMS: RangeInclusive<u64> = 1..=10_000;
+pub(crate) const ITEMS_RANGE: RangeInclusive<u64> = 1..=10_000;
 /// Requests in flight (`[administer] concurrency`, `--concurrency`).
-pub const CONCURRENCY: RangeInclusive<u64> = 1..=256;
+pub const CONCURRENCY_RANGE: RangeInclusive<u64> = 1..=256;
 /// Timeouts in seconds (`[fetch] timeout_seconds`, `[administer] timeout_seconds`, `--timeout`).
-pub const TIMEOUT_SECONDS: RangeInclusive<u64> = 1..=86_400;
+pub const TIMEOUT_SECONDS_RANGE: RangeInclusive<u64> = 1..=86_400;
 /// Retries after the first attempt (`[fetch] retries`, `[administer] retries`, `--retries`).
-pub const RETRIES: RangeInclusive<u64> = 0..=100;
+pub const RETRIES_RANGE: RangeInclusive<u64> = 0..=100;
 /// First retry delay in milliseconds (`[administer] retry_backoff_ms`).
-pub const RETRY_BACKOFF_MS: RangeInclusive<u64> = 0..=600_000;
+pub(crate) const RETRY_BACKOFF_MS_RANGE: RangeInclusive<u64> = 0..=600_000;
 /// `max_tokens` of a request (`[administer] max_tokens_single`, `max_tokens_whole`).
-pub const MAX_TOKENS: RangeInclusive<u64> = 1..=1_000_000;
+pub(crate) const MAX_TOKENS_RANGE: RangeInclusive<u64> = 1..=1_000_000;
 /// Samples of ST1 (`[administer] st1_samples`).
-pub const SAMPLES: RangeInclusive<u64> = 1..=1_000;
+pub(crate) const SAMPLES_RANGE: RangeInclusive<u64> = 1..=1_000;
 /// DataFusion target partitions (`[aggregate] target_partitions`; 0 = DataFusion's default).
-pub const PARTITIONS: RangeInclusive<u64> = 0..=1_024;
+pub(crate) const PARTITIONS_RANGE: RangeInclusive<u64> = 0..=1_024;
 /// Few-shot examples (`[sweep] num_fewshot`).
-pub const FEWSHOT: RangeInclusive<u64> = 0..=1_000;
+pub(crate) const FEWSHOT_RANGE: RangeInclusive<u64> = 0..=1_000;
 
 /// `Err` naming `what` when `value` is outside `range`.
-pub fn check(what: &str, value: u64, range: &RangeInclusive<u64>) -> Result<(), String> {
+pub fn check_range(what: &str, value: u64, range: &RangeInclusive<u64>) -> Result<(), String> {
     if range.contains(&value) {
         Ok(())
     } else {
@@ -40,63 +40,67 @@ pub fn check(what: &str, value: u64, range: &RangeInclusive<u64>) -> Result<(), 
 }
 
 /// Every bounded number of a configuration.
-pub fn check_config(cfg: &crate::config::Config) -> Result<(), String> {
-    check(
+pub(crate) fn check_config(cfg: &crate::config::Config) -> Result<(), String> {
+    check_range(
         "[fetch] timeout_seconds",
         cfg.fetch.timeout_seconds,
-        &TIMEOUT_SECONDS,
+        &TIMEOUT_SECONDS_RANGE,
     )?;
-    check("[fetch] retries", cfg.fetch.retries.into(), &RETRIES)?;
+    check_range("[fetch] retries", cfg.fetch.retries.into(), &RETRIES_RANGE)?;
     for t in &cfg.answers.extra_tests {
-        check(
+        check_range(
             &format!("[answers] extra_tests: test '{}': items", t.name),
             t.items.into(),
-            &ITEMS,
+            &ITEMS_RANGE,
         )?;
     }
-    check(
+    check_range(
         "[aggregate] target_partitions",
         cfg.aggregate.target_partitions as u64,
-        &PARTITIONS,
+        &PARTITIONS_RANGE,
     )?;
     let a = &cfg.administer;
-    check(
+    check_range(
         "[administer] concurrency",
         a.concurrency as u64,
-        &CONCURRENCY,
+        &CONCURRENCY_RANGE,
     )?;
-    check(
+    check_range(
         "[administer] timeout_seconds",
         a.timeout_seconds,
-        &TIMEOUT_SECONDS,
+        &TIMEOUT_SECONDS_RANGE,
     )?;
-    check("[administer] retries", a.retries.into(), &RETRIES)?;
-    check(
+    check_range("[administer] retries", a.retries.into(), &RETRIES_RANGE)?;
+    check_range(
         "[administer] retry_backoff_ms",
         a.retry_backoff_ms,
-        &RETRY_BACKOFF_MS,
+        &RETRY_BACKOFF_MS_RANGE,
     )?;
-    check(
+    check_range(
         "[administer] max_tokens_single",
         a.max_tokens_single.into(),
-        &MAX_TOKENS,
+        &MAX_TOKENS_RANGE,
     )?;
-    check(
+    check_range(
         "[administer] max_tokens_whole",
         a.max_tokens_whole.into(),
-        &MAX_TOKENS,
+        &MAX_TOKENS_RANGE,
     )?;
-    check("[administer] st1_samples", a.st1_samples.into(), &SAMPLES)?;
+    check_range(
+        "[administer] st1_samples",
+        a.st1_samples.into(),
+        &SAMPLES_RANGE,
+    )?;
     if !(a.sampled_temperature.is_finite() && (0.0..=2.0).contains(&a.sampled_temperature)) {
         return Err(format!(
             "[administer] sampled_temperature = {} is out of range: it must be between 0 and 2",
             a.sampled_temperature
         ));
     }
-    check(
+    check_range(
         "[sweep] num_fewshot",
         cfg.sweep.num_fewshot.into(),
-        &FEWSHOT,
+        &FEWSHOT_RANGE,
     )?;
     Ok(())
 }
@@ -105,8 +109,8 @@ pub fn check_config(cfg: &crate::config::Config) -> Result<(), String> {
 mod tests {
     #[test]
     fn out_of_range_names_key_and_bounds() {
-        let e = super::check("[x] y", 0, &super::CONCURRENCY).unwrap_err();
+        let e = super::check_range("[x] y", 0, &super::CONCURRENCY_RANGE).unwrap_err();
         assert_eq!(e, "[x] y = 0 is out of range: it must be between 1 and 256");
-        super::check("[x] y", 256, &super::CONCURRENCY).unwrap();
+        super::check_range("[x] y", 256, &super::CONCURRENCY_RANGE).unwrap();
     }
 }

@@ -21,9 +21,9 @@ use std::io::{Read, Seek, Write};
 use std::path::{Component, Path, PathBuf};
 
 /// Marker file that makes a folder protospread's output folder.
-pub const MARKER_NAME: &str = ".protospread";
+pub(crate) const MARKER_NAME: &str = ".protospread";
 /// Lock file of an output folder; it holds the pid of the process writing the folder.
-pub const LOCK_NAME: &str = ".protospread.lock";
+pub(crate) const LOCK_NAME: &str = ".protospread.lock";
 /// Folders that `protospread run` writes below `--out`, in stage order.
 pub const STAGE_DIRS: [&str; 4] = ["fetch", "score", "aggregate", "report"];
 
@@ -39,7 +39,7 @@ fn refused(path: &Path, message: impl Into<String>) -> CoreError {
 }
 
 /// The process id in a temporary's name `.NAME.PID.tmp` / `.NAME.PID.part`, if it has that form.
-pub fn temporary_pid(name: &str) -> Option<u32> {
+pub(crate) fn temporary_pid(name: &str) -> Option<u32> {
     let rest = name.strip_prefix('.')?;
     let stem = rest
         .strip_suffix(".tmp")
@@ -53,7 +53,7 @@ pub fn temporary_pid(name: &str) -> Option<u32> {
 
 /// True when process `pid` still exists. Where that cannot be known, every process counts as
 /// alive, so nothing is removed.
-pub fn process_alive(pid: u32) -> bool {
+pub(crate) fn process_alive(pid: u32) -> bool {
     if pid == std::process::id() {
         return true;
     }
@@ -132,7 +132,7 @@ fn files_below(dir: &Path, skip_top: &[&str]) -> Result<Vec<(String, PathBuf)>> 
 /// Check that every file below the stage folder `dir` is listed in `dir/SHA256SUMS` (the
 /// folder's own manifest), so replacing the folder destroys nothing protospread did not write.
 /// A missing folder is fine.
-pub fn check_owned_stage_dir(dir: &Path) -> Result<()> {
+pub(crate) fn check_owned_stage_dir(dir: &Path) -> Result<()> {
     if !dir.exists() {
         return Ok(());
     }
@@ -198,7 +198,7 @@ fn all_files_listed(out: &Path, cache_top: Option<&str>) -> Result<Option<PathBu
 pub struct OutLock {
     _file: fs_err::File,
     path: PathBuf,
-    /// The folder did not exist before [`claim`] created it.
+    /// The folder did not exist before [`claim_out_dir`] created it.
     created: Option<PathBuf>,
 }
 
@@ -208,7 +208,7 @@ impl OutLock {
         &self.path
     }
 
-    /// After a failed command: if [`claim`] created the folder and it holds nothing but the
+    /// After a failed command: if [`claim_out_dir`] created the folder and it holds nothing but the
     /// marker and the lock, remove it again, so a failure into a new folder creates nothing.
     pub fn release_unused(self) {
         let Some(out) = &self.created else {
@@ -244,7 +244,7 @@ pub fn cache_top(cache_dir: &Path) -> Option<String> {
 /// holds it, naming its pid), and remove temporaries that dead processes left in `out`, in its
 /// stage folders, in `cache_top` and beside `out`. `cache_top` is the top folder of the download
 /// cache when it lies inside `out` (see [`cache_top`]).
-pub fn claim(out: &Path, cache_top: Option<&str>) -> Result<OutLock> {
+pub fn claim_out_dir(out: &Path, cache_top: Option<&str>) -> Result<OutLock> {
     if out.as_os_str().is_empty() {
         return Err(refused(out, "--out is empty"));
     }
@@ -354,7 +354,7 @@ fn resolved(path: &Path) -> PathBuf {
 /// equal to or inside the folder of an input file (other than the configuration's own folder,
 /// where `out/` normally lives), containing an input file or the configuration, or below a
 /// folder with a `Cargo.toml` other than its direct parent (e.g. `--out crates/x`), or in `.git`.
-pub fn check_location(out: &Path, config_path: &Path, inputs: &[PathBuf]) -> Result<()> {
+pub fn check_out_location(out: &Path, config_path: &Path, inputs: &[PathBuf]) -> Result<()> {
     let o = resolved(out);
     let config = resolved(config_path);
     let config_dir = config.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -401,7 +401,7 @@ pub fn check_location(out: &Path, config_path: &Path, inputs: &[PathBuf]) -> Res
 }
 
 /// `.NAME.PID.tmp` beside `path`, for this process.
-pub fn twin_path(path: &Path) -> PathBuf {
+pub(crate) fn twin_path(path: &Path) -> PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -465,7 +465,7 @@ fn rescue_dead_runs(out: &Path) -> Result<()> {
 }
 
 /// Exchange the folders `a` and `b` in one step (both must exist).
-pub fn exchange(a: &Path, b: &Path) -> Result<()> {
+pub(crate) fn exchange(a: &Path, b: &Path) -> Result<()> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         use std::ffi::CString;
@@ -508,7 +508,7 @@ pub fn exchange(a: &Path, b: &Path) -> Result<()> {
 
 /// Put the complete folder `new` at `dest` in one step; the previous content of `dest` (which
 /// the caller checked to be protospread's) is removed afterwards.
-pub fn replace_dir(new: &Path, dest: &Path) -> Result<()> {
+pub(crate) fn replace_dir(new: &Path, dest: &Path) -> Result<()> {
     if dest.exists() {
         exchange(new, dest)?;
         // `new` now holds the previous content; losing it to a kill is harmless (a dead
@@ -535,7 +535,7 @@ pub struct RunStaging {
 }
 
 impl RunStaging {
-    /// Start a run into `out` (already claimed with [`claim`]); each stage folder of `out` must
+    /// Start a run into `out` (already claimed with [`claim_out_dir`]); each stage folder of `out` must
     /// be protospread's, since the switch replaces it.
     pub fn begin(out: &Path, cache_top: Option<&str>) -> Result<Self> {
         for s in STAGE_DIRS {
@@ -862,7 +862,7 @@ mod tests {
         let out = d.path().join("mine");
         fs_err::create_dir_all(&out).unwrap();
         fs_err::write(out.join("notes.txt"), b"keep").unwrap();
-        let e = claim(&out, None).unwrap_err().to_string();
+        let e = claim_out_dir(&out, None).unwrap_err().to_string();
         assert!(e.contains("not created by protospread"), "{e}");
         assert_eq!(fs_err::read_dir(&out).unwrap().count(), 1);
     }
@@ -871,8 +871,8 @@ mod tests {
     fn second_claim_is_refused_with_pid() {
         let d = tempfile::tempdir().unwrap();
         let out = d.path().join("out");
-        let _held = claim(&out, None).unwrap();
-        let e = claim(&out, None).unwrap_err().to_string();
+        let _held = claim_out_dir(&out, None).unwrap();
+        let e = claim_out_dir(&out, None).unwrap_err().to_string();
         assert!(e.contains(&format!("pid {}", std::process::id())), "{e}");
     }
 

@@ -5,7 +5,7 @@
 //! nothing of the run (time, host, thread count) is written into the file.
 //!
 //! Every file also carries the run's provenance in its key-value metadata (see
-//! [`set_provenance`]): the protospread version, the configuration's sha256 and each input's
+//! [`set_parquet_provenance`]): the protospread version, the configuration's sha256 and each input's
 //! sha256. These depend only on the inputs, so they do not break byte-for-byte reproduction.
 
 use crate::{CoreError, Result};
@@ -25,7 +25,7 @@ static PROVENANCE: OnceLock<Vec<KeyValue>> = OnceLock::new();
 /// its key-value metadata. Keys are written sorted, so the order of `pairs` does not matter.
 /// Returns false (and changes nothing) when provenance was already set: one process computes
 /// one run.
-pub fn set_provenance(pairs: impl IntoIterator<Item = (String, String)>) -> bool {
+pub fn set_parquet_provenance(pairs: impl IntoIterator<Item = (String, String)>) -> bool {
     let mut kv: Vec<KeyValue> = pairs
         .into_iter()
         .map(|(k, v)| KeyValue::new(k, v))
@@ -37,7 +37,7 @@ pub fn set_provenance(pairs: impl IntoIterator<Item = (String, String)>) -> bool
 
 /// The provenance pairs of this process: `protospread.version`, `protospread.config_sha256`,
 /// `protospread.input.<name>.sha256`. Built by the binary from the loaded configuration.
-pub fn provenance_pairs(
+pub fn parquet_provenance_pairs(
     version: &str,
     config_sha256: &str,
     inputs: &[(String, String)],
@@ -57,13 +57,13 @@ pub fn provenance_pairs(
 
 /// The `created_by` string written into every Parquet footer. It names the format, not the
 /// build, so that a rebuild of the tool does not change output bytes.
-pub const CREATED_BY: &str = "protospread (parquet-rs 59, pinned writer settings v1)";
+pub(crate) const CREATED_BY: &str = "protospread (parquet-rs 59, pinned writer settings v1)";
 
 /// Rows per row group; large enough that every table of the study is one row group.
-pub const MAX_ROW_GROUP_SIZE: usize = 1 << 20;
+pub(crate) const MAX_ROW_GROUP_SIZE: usize = 1 << 20;
 
 /// The pinned writer settings.
-pub fn writer_properties() -> WriterProperties {
+pub fn parquet_writer_properties() -> WriterProperties {
     WriterProperties::builder()
         .set_writer_version(WriterVersion::PARQUET_1_0)
         .set_created_by(CREATED_BY.to_string())
@@ -78,13 +78,14 @@ pub fn writer_properties() -> WriterProperties {
 }
 
 /// Encode batches to Parquet bytes in memory. `path` only names the output in errors.
-pub fn encode(path: &Path, schema: SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
+pub fn encode_parquet(path: &Path, schema: SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
     let perr = |e: parquet::errors::ParquetError| CoreError::Parquet {
         path: path.to_path_buf(),
         message: e.to_string(),
     };
     let mut buf = Vec::new();
-    let mut w = ArrowWriter::try_new(&mut buf, schema, Some(writer_properties())).map_err(perr)?;
+    let mut w =
+        ArrowWriter::try_new(&mut buf, schema, Some(parquet_writer_properties())).map_err(perr)?;
     for b in batches {
         w.write(b).map_err(perr)?;
     }
@@ -93,13 +94,13 @@ pub fn encode(path: &Path, schema: SchemaRef, batches: &[RecordBatch]) -> Result
 }
 
 /// Encode and write atomically.
-pub fn write(path: &Path, schema: SchemaRef, batches: &[RecordBatch]) -> Result<()> {
-    let bytes = encode(path, schema, batches)?;
+pub fn write_parquet(path: &Path, schema: SchemaRef, batches: &[RecordBatch]) -> Result<()> {
+    let bytes = encode_parquet(path, schema, batches)?;
     crate::atomic::write_atomic(path, &bytes)
 }
 
 /// Read every batch of a Parquet file.
-pub fn read(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+pub fn read_parquet(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>)> {
     let perr = |m: String| CoreError::Parquet {
         path: path.to_path_buf(),
         message: m,
@@ -140,13 +141,13 @@ mod tests {
         )
         .unwrap();
         let p = Path::new("t.parquet");
-        let x = encode(p, schema.clone(), std::slice::from_ref(&b)).unwrap();
-        let y = encode(p, schema.clone(), std::slice::from_ref(&b)).unwrap();
+        let x = encode_parquet(p, schema.clone(), std::slice::from_ref(&b)).unwrap();
+        let y = encode_parquet(p, schema.clone(), std::slice::from_ref(&b)).unwrap();
         assert_eq!(x, y);
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("t.parquet");
-        write(&f, schema, std::slice::from_ref(&b)).unwrap();
-        let (_, got) = read(&f).unwrap();
+        write_parquet(&f, schema, std::slice::from_ref(&b)).unwrap();
+        let (_, got) = read_parquet(&f).unwrap();
         assert_eq!(got, vec![b]);
     }
 }

@@ -1,6 +1,6 @@
 //! Import of a JobCannon human-response CSV into one Arrow record batch.
 //!
-//! The schema is [`protospread_core::instruments::arrow_schema`]; nothing is inferred. Every
+//! The schema is [`protospread_core::instrument_schema`]; nothing is inferred. Every
 //! cell is parsed by the type of its column. A blank cell becomes null only in a column the
 //! schema marks nullable (`locale`, `duration_seconds`, the text score columns); a blank
 //! anywhere else is an error, as is every other cell that does not parse.
@@ -11,7 +11,7 @@ use arrow::array::{
 };
 use arrow::datatypes::{DataType, SchemaRef, TimeUnit};
 use arrow::record_batch::RecordBatch;
-use protospread_core::instruments::{arrow_schema, Instrument};
+use protospread_core::{instrument_schema, Instrument};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -206,7 +206,7 @@ pub fn import_human_csv_reporting(
     bytes: &[u8],
     inst: &Instrument,
 ) -> Result<HumanImport, CsvError> {
-    let schema: SchemaRef = arrow_schema(inst);
+    let schema: SchemaRef = instrument_schema(inst);
     let err = |place: CsvPlace, message: String| CsvError {
         file: file.to_path_buf(),
         place,
@@ -434,7 +434,7 @@ fn sort_by_id(batch: RecordBatch) -> Result<RecordBatch, arrow::error::ArrowErro
 mod tests {
     use super::*;
     use arrow::array::{Array, Int8Array, StringArray, TimestampMicrosecondArray};
-    use protospread_core::instruments::{by_name, DARK_TRIAD};
+    use protospread_core::{instrument_by_name, DARK_TRIAD};
 
     fn header(inst: &Instrument) -> String {
         inst.columns().join(",")
@@ -459,7 +459,7 @@ mod tests {
 
     #[test]
     fn a_row_of_json_object_answers_is_excluded_and_reported() {
-        let inst = by_name("career_match").unwrap();
+        let inst = instrument_by_name("career_match").unwrap();
         let ints: Vec<String> = (0..12).map(|i| (i % 5).to_string()).collect();
         let objs: Vec<String> = (0..12)
             .map(|i| format!("\"{{\"\"value\"\":{},\"\"question_index\"\":{i}}}\"", i % 2))
@@ -521,7 +521,7 @@ mod tests {
     fn good_file_imports_with_nulls() {
         let b = import_human_csv(Path::new("dt.csv"), good().as_bytes(), &DARK_TRIAD).unwrap();
         assert_eq!(b.num_rows(), 2);
-        assert_eq!(b.schema(), arrow_schema(&DARK_TRIAD));
+        assert_eq!(b.schema(), instrument_schema(&DARK_TRIAD));
         let loc = b
             .column_by_name("locale")
             .unwrap()
@@ -628,7 +628,7 @@ mod tests {
 
     #[test]
     fn line_numbers_follow_quoted_newlines() {
-        let inst = by_name("riasec").unwrap();
+        let inst = instrument_by_name("riasec").unwrap();
         let q = vec!["1"; 60].join(",");
         let text = format!(
             "{}\n1,2026-03-10T15:48:45Z,,,RIE,1,2,3,4,5,6,\"{{\n}}\",{q}\n2,2026-03-10T15:48:45Z,,,RIE,1,2,3,4,5,6,,{}\n",

@@ -8,11 +8,11 @@
 //!   sha256, and only then renamed to `<cache>/<sha256>/<file name>` ([`obtain`]). A valid cached file is
 //!   used without any network access.
 //! - `role = "human"` inputs become `out/fetch/human/<instrument>.parquet` with the explicit
-//!   schema of [`protospread_core::instruments::arrow_schema`] ([`import_human_csv`]);
+//!   schema of [`protospread_core::instrument_schema`] ([`import_human_csv`]);
 //!   `role = "answers"` inputs are imported by `protospread_answers::import_into` (validated,
 //!   normalized, sorted) and become `out/fetch/answers/<name>.parquet`;
 //!   `role = "other"` inputs are copied verbatim to `out/fetch/other/<name>`.
-//! - All outputs of a run are committed together ([`protospread_core::atomic::Staged`]); on
+//! - All outputs of a run are committed together ([`protospread_core::Staged`]); on
 //!   any error nothing under `out/fetch` changes. Then `out/fetch/SHA256SUMS` is written.
 //!
 //! Everything is described for users in `docs/fetch.md`.
@@ -26,10 +26,10 @@ pub use human::{
 };
 
 use fs_err as fs;
-use protospread_core::atomic::Staged;
-use protospread_core::config::{Config, HfSource, Input, InputRole, Source};
-use protospread_core::hash::{self, MANIFEST_NAME};
-use protospread_core::{instruments, pq, CoreError};
+use protospread_core::CoreError;
+use protospread_core::Staged;
+use protospread_core::MANIFEST_NAME;
+use protospread_core::{Config, HfSource, Input, InputRole, InputSource};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -228,14 +228,14 @@ pub fn resolve(cfg: &Config, input: &Input, opts: &Options) -> Result<Resolved, 
         message,
     };
     match input.source().map_err(bad)? {
-        Source::Local(p) => Ok(Resolved::Local(cfg.resolve(&p))),
-        Source::Http(u) => {
+        InputSource::Local(p) => Ok(Resolved::Local(cfg.resolve(&p))),
+        InputSource::Http(u) => {
             http::url_parts(&u).map_err(bad)?;
             Ok(Resolved::Remote(u))
         }
-        Source::HuggingFace(h) => {
+        InputSource::HuggingFace(h) => {
             // Config::parse already refuses this; checked again for configs built in code.
-            if !protospread_core::config::is_commit_id(&h.commit) {
+            if !protospread_core::is_commit_id(&h.commit) {
                 return Err(bad(format!(
                     "hf.commit '{}' is not a 40-hex commit id",
                     h.commit
@@ -312,7 +312,7 @@ pub fn obtain(
         error,
     };
     let hash_of = |path: &Path| -> Result<String, FetchError> {
-        hash::sha256_file(path).map_err(|e| match e {
+        protospread_core::sha256_file(path).map_err(|e| match e {
             CoreError::Fs(source) => io(source),
             other => FetchError::Core(other),
         })
@@ -368,7 +368,7 @@ pub fn obtain(
             }
             fs::create_dir_all(&cache).map_err(io)?;
             // Partial downloads of killed runs (a cache outside --out is not cleaned on claim).
-            protospread_core::outdir::remove_dead_temporaries(&cache)?;
+            protospread_core::remove_dead_temporaries(&cache)?;
             let tmp = cache.join(format!(".{}.{}.part", input.sha256, std::process::id()));
             let result = (|| -> Result<u64, FetchError> {
                 let size = http::download(name, &url, &tmp, &http_settings(cfg, opts))?;
@@ -435,7 +435,7 @@ fn read_verified(input: &Input, v: &Verified) -> Result<Vec<u8>, FetchError> {
         input: input.name.clone(),
         error,
     })?;
-    let actual = hash::sha256_hex(&bytes);
+    let actual = protospread_core::sha256_hex(&bytes);
     if actual != input.sha256 {
         return Err(FetchError::HashMismatch {
             input: input.name.clone(),
@@ -472,9 +472,12 @@ pub fn import_answers_input(
             message: e.to_string(),
         })
     };
-    let mut w =
-        parquet::arrow::ArrowWriter::try_new(Vec::new(), schema, Some(pq::writer_properties()))
-            .map_err(perr)?;
+    let mut w = parquet::arrow::ArrowWriter::try_new(
+        Vec::new(),
+        schema,
+        Some(protospread_core::parquet_writer_properties()),
+    )
+    .map_err(perr)?;
     let mut write_err = None;
     let vocab = protospread_answers::Vocabulary::from_section(&cfg.answers);
     let rows = protospread_answers::import_into(&verified.path, &vocab, &engine, |b| {
@@ -569,9 +572,11 @@ pub fn run(cfg: &Config, out: &Path, opts: &Options) -> Result<Summary, FetchErr
         let (rel, rows) = match input.role {
             InputRole::Human => {
                 let inst_name = input.instrument.as_deref().unwrap_or_default();
-                let inst = instruments::by_name(inst_name).ok_or_else(|| FetchError::Input {
-                    input: input.name.clone(),
-                    message: format!("unknown instrument '{inst_name}'"),
+                let inst = protospread_core::instrument_by_name(inst_name).ok_or_else(|| {
+                    FetchError::Input {
+                        input: input.name.clone(),
+                        message: format!("unknown instrument '{inst_name}'"),
+                    }
                 })?;
                 let bytes = read_verified(input, &v)?;
                 let imported = import_human_csv_reporting(Path::new(&v.display), &bytes, inst)
@@ -584,7 +589,7 @@ pub fn run(cfg: &Config, out: &Path, opts: &Options) -> Result<Summary, FetchErr
                 let rel = format!("human/{}.parquet", inst.name);
                 let dest = fetch_dir.join(&rel);
                 let rows = batch.num_rows();
-                let pq_bytes = pq::encode(&dest, batch.schema(), &[batch])?;
+                let pq_bytes = protospread_core::encode_parquet(&dest, batch.schema(), &[batch])?;
                 staged.put(&dest, &pq_bytes)?;
                 human_rows.insert(inst.name.to_string(), rows);
                 (rel, Some(rows))
@@ -619,11 +624,11 @@ pub fn run(cfg: &Config, out: &Path, opts: &Options) -> Result<Summary, FetchErr
 
     let produced: BTreeSet<String> = staged
         .paths()
-        .map(|p| hash::rel_path(&fetch_dir, p))
+        .map(|p| protospread_core::rel_path(&fetch_dir, p))
         .collect();
     let removed = stale_outputs(&fetch_dir, &produced)?;
     staged.commit()?;
-    let manifest = hash::Manifest::read(&fetch_dir.join(MANIFEST_NAME))?;
+    let manifest = protospread_core::Manifest::read(&fetch_dir.join(MANIFEST_NAME))?;
     Ok(Summary {
         out_dir: display_path(&fetch_dir),
         inputs: summaries,
@@ -641,7 +646,7 @@ fn stale_outputs(dir: &Path, keep: &BTreeSet<String>) -> Result<Vec<String>, Fet
     if !m.is_file() {
         return Ok(Vec::new());
     }
-    Ok(hash::Manifest::read(&m)?
+    Ok(protospread_core::Manifest::read(&m)?
         .entries
         .into_keys()
         .filter(|k| !keep.contains(k))
@@ -727,7 +732,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("input 'a': sha256 mismatch"), "{e}");
-        assert!(e.contains(&hash::sha256_hex(b"hello")), "{e}");
+        assert!(e.contains(&protospread_core::sha256_hex(b"hello")), "{e}");
         let e = obtain(&c, &c.inputs[1], &out, &Options::default())
             .unwrap_err()
             .to_string();
@@ -744,7 +749,7 @@ mod tests {
         fs::write(dir.path().join("a.csv"), b"x").unwrap();
         let text = format!(
             "[study]\nname = \"t\"\n[[inputs]]\nname = \"a\"\nrole = \"answers\"\npath = \"a.csv\"\nsha256 = \"{}\"\n",
-            hash::sha256_hex(b"x")
+            protospread_core::sha256_hex(b"x")
         );
         let c = Config::parse(&text, Path::new("p.toml"), dir.path()).unwrap();
         let e = run(&c, &dir.path().join("out"), &Options::default())

@@ -6,7 +6,7 @@ use arrow::array::{
     Array, Int32Array, Int64Array, Int8Array, StringArray, TimestampMicrosecondArray,
 };
 use arrow::datatypes::DataType;
-use protospread_core::instruments::{arrow_schema, ALL};
+use protospread_core::{instrument_schema, ALL_INSTRUMENTS};
 use protospread_fetch::import_human_csv_reporting;
 use std::path::PathBuf;
 
@@ -18,7 +18,7 @@ fn data(file: &str) -> PathBuf {
 
 #[test]
 fn every_cell_of_every_file_survives_csv_to_parquet_and_back() {
-    for inst in ALL {
+    for inst in ALL_INSTRUMENTS {
         let path = data(&inst.file_name());
         let bytes = fs_err::read(&path).unwrap();
         let imported = import_human_csv_reporting(&path, &bytes, inst).unwrap();
@@ -30,13 +30,13 @@ fn every_cell_of_every_file_survives_csv_to_parquet_and_back() {
         } else {
             assert!(excluded.is_empty(), "{}: {excluded:?}", inst.name);
         }
-        assert_eq!(batch.schema(), arrow_schema(inst));
+        assert_eq!(batch.schema(), instrument_schema(inst));
 
         // Parquet round trip through the pinned writer.
         let dir = tempfile::tempdir().unwrap();
         let pq = dir.path().join("t.parquet");
-        protospread_core::pq::write(&pq, batch.schema(), std::slice::from_ref(&batch)).unwrap();
-        let (_, back) = protospread_core::pq::read(&pq).unwrap();
+        protospread_core::write_parquet(&pq, batch.schema(), std::slice::from_ref(&batch)).unwrap();
+        let (_, back) = protospread_core::read_parquet(&pq).unwrap();
         let back = arrow::compute::concat_batches(&batch.schema(), &back).unwrap();
         assert_eq!(back, batch, "{}", inst.name);
 

@@ -22,7 +22,7 @@ pub use verify::{
     update as update_checksums, Difference,
 };
 
-use protospread_core::config::ReportSection;
+use protospread_core::ReportSection;
 use std::path::{Path, PathBuf};
 
 /// Errors of the report, verify and bag code; each names the file it concerns.
@@ -115,11 +115,7 @@ fn catalog_entry(name: &str) -> (usize, String, String) {
 }
 
 /// Names the report stage writes itself; a table may not be rendered under them.
-const OWN_FILES: &[&str] = &[
-    "report.md",
-    "report.html",
-    protospread_core::hash::MANIFEST_NAME,
-];
+const OWN_FILES: &[&str] = &["report.md", "report.html", protospread_core::MANIFEST_NAME];
 
 /// Check the `[report]` section before anything runs: the rendered names of every listed
 /// table (`<stem>.csv`, `<stem>.md`) neither collide with the
@@ -212,7 +208,7 @@ pub fn collect_tables(out: &Path, section: &ReportSection) -> Result<Vec<Rendere
                 name,
                 title,
                 description,
-                from: protospread_core::hash::rel_path(Path::new(""), &rel),
+                from: protospread_core::rel_path(Path::new(""), &rel),
                 table,
             },
         ));
@@ -255,7 +251,7 @@ pub fn run(out: &Path, section: &ReportSection) -> Result<Summary, ReportError> 
     let dir = out.join("report");
     // The whole folder is replaced in one step: files of tables that no longer exist go with
     // the previous folder, and a failure changes nothing.
-    let mut staged = protospread_core::atomic::Staged::in_dir(&dir)?;
+    let mut staged = protospread_core::Staged::in_dir(&dir)?;
     let mut files = Vec::new();
     for t in &tables {
         for (ext, bytes) in [

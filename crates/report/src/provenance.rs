@@ -4,8 +4,8 @@
 
 use crate::bag::{Content, PayloadFile};
 use crate::ReportError;
-use protospread_core::config::{Config, Source};
-use protospread_core::hash::{self, Manifest, MANIFEST_NAME};
+use protospread_core::{Config, InputSource};
+use protospread_core::{Manifest, MANIFEST_NAME};
 use std::path::{Path, PathBuf};
 
 /// The tool that writes the bag, recorded in `provenance.json` and `bag-info.txt`.
@@ -49,7 +49,7 @@ pub(crate) fn checked_outputs(
         false => Default::default(),
     };
     let mut manifests = vec![(top.clone(), String::new())];
-    for s in protospread_core::outdir::STAGE_DIRS {
+    for s in protospread_core::STAGE_DIRS {
         manifests.push((out.join(s).join(MANIFEST_NAME), format!("{s}/")));
     }
     for (m, prefix) in manifests {
@@ -108,14 +108,14 @@ pub(crate) fn checked_outputs(
     let mut seen = std::collections::BTreeSet::new();
     let mut bagged = Vec::new();
     for p in files {
-        let rel = hash::rel_path(out, &p);
+        let rel = protospread_core::rel_path(out, &p);
         if rel == MANIFEST_NAME {
             bagged.push(p);
             continue;
         }
         match expected.entries.get(&rel) {
             Some(h) => {
-                let actual = hash::sha256_file(&p)?;
+                let actual = protospread_core::sha256_file(&p)?;
                 if &actual != h {
                     return Err(usage(format!(
                         "{}: does not match {} (sha256 {actual}, listed {h}); the outputs changed after the run: rerun `protospread run` before bagging",
@@ -176,7 +176,7 @@ pub fn bag_contents(
     date: &str,
     date_rule: &str,
 ) -> Result<BagContents, ReportError> {
-    let cache_top = protospread_core::outdir::cache_top(&cfg.fetch.cache_dir);
+    let cache_top = protospread_core::cache_top(&cfg.fetch.cache_dir);
     let outputs = checked_outputs(out, cache_top.as_deref())?;
     if !out.join("report").is_dir() {
         return Err(usage(format!(
@@ -216,7 +216,7 @@ pub fn bag_contents(
         });
     }
     for p in outputs {
-        let rel = hash::rel_path(out, &p);
+        let rel = protospread_core::rel_path(out, &p);
         payload.push(PayloadFile {
             path: format!("outputs/{rel}"),
             content: Content::File(p),
@@ -227,9 +227,11 @@ pub fn bag_contents(
         .iter()
         .map(|i| {
             let (source, revision) = match i.source() {
-                Ok(Source::Local(p)) => (format!("path:{}", p.display()), None),
-                Ok(Source::Http(u)) => (format!("url:{u}"), None),
-                Ok(Source::HuggingFace(h)) => (format!("hf:{}/{}", h.repo, h.file), Some(h.commit)),
+                Ok(InputSource::Local(p)) => (format!("path:{}", p.display()), None),
+                Ok(InputSource::Http(u)) => (format!("url:{u}"), None),
+                Ok(InputSource::HuggingFace(h)) => {
+                    (format!("hf:{}/{}", h.repo, h.file), Some(h.commit))
+                }
                 Err(e) => (format!("invalid: {e}"), None),
             };
             serde_json::json!({
@@ -242,8 +244,8 @@ pub fn bag_contents(
     let provenance = serde_json::json!({
         "tool": "protospread",
         "version": tool.version,
-        "cargo_lock_sha256": hash::sha256_hex(tool.cargo_lock),
-        "config": { "file": config_name, "sha256": hash::sha256_file(config_path)? },
+        "cargo_lock_sha256": protospread_core::sha256_hex(tool.cargo_lock),
+        "config": { "file": config_name, "sha256": protospread_core::sha256_file(config_path)? },
         "study": cfg.study.name,
         "inputs": inputs,
         "bagging_date": date,

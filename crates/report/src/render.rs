@@ -115,7 +115,7 @@ pub(crate) fn to_text(
 
 /// Read a Parquet file and render it.
 pub(crate) fn read_table(path: &Path) -> Result<TextTable, ReportError> {
-    let (schema, batches) = protospread_core::pq::read(path)?;
+    let (schema, batches) = protospread_core::read_parquet(path)?;
     to_text(path, &batches, &schema)
 }
 

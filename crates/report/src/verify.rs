@@ -15,8 +15,8 @@
 
 use crate::render::parse_csv;
 use crate::ReportError;
-use protospread_core::config::{Config, Source};
-use protospread_core::hash::{self, Manifest, ManifestDiff};
+use protospread_core::{Config, InputSource};
+use protospread_core::{Manifest, ManifestDiff};
 use std::path::{Path, PathBuf};
 
 /// Name of the input manifest in the checksums folder.
@@ -77,7 +77,7 @@ pub(crate) fn input_files(
     }
     files.push(config_path.to_path_buf());
     for i in &cfg.inputs {
-        if let Ok(Source::Local(p)) = i.source() {
+        if let Ok(InputSource::Local(p)) = i.source() {
             let abs = cfg.resolve(&p);
             if !files.iter().any(|f| same_file(f, &abs)) {
                 files.push(abs);
@@ -101,17 +101,17 @@ fn same_file(a: &Path, b: &Path) -> bool {
 fn rel_to(base: &Path, p: &Path) -> String {
     if let (Ok(b), Ok(q)) = (fs_err::canonicalize(base), fs_err::canonicalize(p)) {
         if let Ok(r) = q.strip_prefix(&b) {
-            return hash::rel_path(Path::new(""), r);
+            return protospread_core::rel_path(Path::new(""), r);
         }
     }
-    hash::rel_path(base, p)
+    protospread_core::rel_path(base, p)
 }
 
 /// The manifest of the inputs (see [`input_files`]). A missing input file is an error.
 pub fn input_manifest(cfg: &Config, config_path: &Path) -> Result<Manifest, ReportError> {
     let mut m = Manifest::default();
     for (rel, abs) in input_files(cfg, config_path)? {
-        m.entries.insert(rel, hash::sha256_file(&abs)?);
+        m.entries.insert(rel, protospread_core::sha256_file(&abs)?);
     }
     Ok(m)
 }
@@ -244,7 +244,7 @@ pub fn compare_outputs(
                 {
                     let copy = checksums.join(TABLES).join(name);
                     match fs_err::read(&copy) {
-                        Ok(exp) if hash::sha256_hex(&exp) == *eh => {
+                        Ok(exp) if protospread_core::sha256_hex(&exp) == *eh => {
                             let act = fs_err::read(out.join(&path)).map_err(protospread_core::CoreError::Fs)?;
                             if let Some(w) = first_csv_difference(&exp, &act) {
                                 s.push_str("; ");
@@ -271,9 +271,9 @@ pub fn compare_outputs(
         walk(&tdir, &mut copies)?;
         copies.sort();
         for c in copies {
-            let name = hash::rel_path(&tdir, &c);
+            let name = protospread_core::rel_path(&tdir, &c);
             let key = format!("report/{name}");
-            let h = hash::sha256_file(&c)?;
+            let h = protospread_core::sha256_file(&c)?;
             match expected.entries.get(&key) {
                 Some(eh) if *eh == h => {}
                 Some(_) => diffs.push(Difference {
@@ -301,7 +301,7 @@ pub fn update(
 ) -> Result<(usize, usize, usize), ReportError> {
     let outputs = output_manifest(out)?;
     let tdir = checksums.join(TABLES);
-    let mut staged = protospread_core::atomic::Staged::new();
+    let mut staged = protospread_core::Staged::new();
     staged.put(&checksums.join(INPUTS), inputs.render().as_bytes())?;
     staged.put(&checksums.join(OUTPUTS), outputs.render().as_bytes())?;
     let mut names = Vec::new();

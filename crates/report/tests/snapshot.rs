@@ -6,7 +6,7 @@
 //! workspace root sets `update: "no"`. Rewrite the snapshots on purpose with
 //! `INSTA_UPDATE=always cargo test --release --workspace --test snapshot` and review the diff.
 
-use protospread_core::config::ReportSection;
+use protospread_core::ReportSection;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -36,7 +36,8 @@ fn write_parity(out: &Path) {
         ],
     )
     .unwrap();
-    protospread_core::pq::write(&out.join("score/parity_summary.parquet"), schema, &[b]).unwrap();
+    protospread_core::write_parquet(&out.join("score/parity_summary.parquet"), schema, &[b])
+        .unwrap();
 }
 
 fn build() -> (tempfile::TempDir, protospread_report::Summary) {
@@ -111,9 +112,9 @@ fn generic_rendering_and_manifest() {
         md.contains("| big_five | set_aside | duplicate of row 3, \"same\" \\| answers | 3 |"),
         "{md}"
     );
-    let m = protospread_core::hash::Manifest::read(&report.join("SHA256SUMS")).unwrap();
+    let m = protospread_core::Manifest::read(&report.join("SHA256SUMS")).unwrap();
     assert!(m.entries.contains_key("report.html") && m.entries.contains_key("cells.csv"));
-    let fresh = protospread_core::hash::Manifest::from_dir(&report).unwrap();
+    let fresh = protospread_core::Manifest::from_dir(&report).unwrap();
     assert_eq!(m, fresh);
 }
 
@@ -181,20 +182,21 @@ fn build_recorded() -> tempfile::TempDir {
         fixture::by_rule_batch(&sb, "strict"),
         fixture::by_rule_batch(&sb, "lenient"),
     ];
-    protospread_core::pq::write(
+    protospread_core::write_parquet(
         &score.join("scale_scores.parquet"),
         sb.schema(),
         std::slice::from_ref(&sb),
     )
     .unwrap();
-    protospread_core::pq::write(
+    protospread_core::write_parquet(
         &score.join("scale_scores_by_rule.parquet"),
         both[0].schema(),
         &both,
     )
     .unwrap();
     let ab = fixture::answers_batch(&a);
-    protospread_core::pq::write(&score.join("parsed_answers.parquet"), ab.schema(), &[ab]).unwrap();
+    protospread_core::write_parquet(&score.join("parsed_answers.parquet"), ab.schema(), &[ab])
+        .unwrap();
     // (condition, mode, rule, requests, readable_replies)
     type Row = (&'static str, &'static str, &'static str, i32, i32);
     let rows: [Row; 4] = [
@@ -210,7 +212,7 @@ fn build_recorded() -> tempfile::TempDir {
         Arc::new(Int32Array::from(rows.iter().map(f).collect::<Vec<_>>()))
     };
     let rb = arrow::record_batch::RecordBatch::try_new(
-        protospread_core::tables::reply_rules_schema(),
+        protospread_core::reply_rules_schema(),
         vec![
             text(&|_| "rx".into()),
             text(&|_| "recorded".into()),
@@ -226,7 +228,8 @@ fn build_recorded() -> tempfile::TempDir {
         ],
     )
     .unwrap();
-    protospread_core::pq::write(&score.join("reply_rules.parquet"), rb.schema(), &[rb]).unwrap();
+    protospread_core::write_parquet(&score.join("reply_rules.parquet"), rb.schema(), &[rb])
+        .unwrap();
     protospread_aggregate::run(&score, &out.join("aggregate"), &Default::default()).unwrap();
     let section = ReportSection {
         tables: vec![],

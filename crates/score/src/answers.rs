@@ -24,12 +24,12 @@ use datafusion::prelude::{DataFrame, SessionContext};
 use parquet::arrow::ArrowWriter;
 use protospread_answers::{ReplyRule, Status};
 use protospread_answers::{StoredRecord, Vocabulary, OPTIONS};
-use protospread_core::atomic::Staged;
-use protospread_core::config::{Config, InputRole};
-use protospread_core::tables::{
+use protospread_core::Staged;
+use protospread_core::{
     parsed_answers_schema, reply_reruns_schema, reply_rules_schema, scale_scores_by_rule_schema,
     scale_scores_schema,
 };
+use protospread_core::{Config, InputRole};
 use protospread_engine::{Engine, EngineOptions};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -599,7 +599,7 @@ impl Sink {
         let writer = ArrowWriter::try_new(
             Vec::new(),
             schema.clone(),
-            Some(protospread_core::pq::writer_properties()),
+            Some(protospread_core::parquet_writer_properties()),
         )
         .map_err(|e| pq_err(&path, e))?;
         Ok(Sink {

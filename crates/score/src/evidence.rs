@@ -9,7 +9,7 @@ use crate::human::HumanRow;
 use crate::key::{ScoringKey, TestKey, Unit};
 use crate::stage::HumanInput;
 use crate::ScoreError;
-use protospread_core::instruments::Instrument;
+use protospread_core::Instrument;
 
 /// How a dimension's points become its value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

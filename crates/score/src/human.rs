@@ -8,7 +8,7 @@ use crate::ScoreError;
 use arrow::array::{Array, Int32Array, Int64Array, Int8Array, StringArray};
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use protospread_core::instruments::{Instrument, ItemKind};
+use protospread_core::{Instrument, ItemKind};
 use std::path::{Path, PathBuf};
 
 /// Rows per chunk when the score stage streams the human rows: memory for the rows in flight

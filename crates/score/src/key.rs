@@ -21,7 +21,7 @@
 //! instruments, each once. Every malformed cell is an error naming file, line and column.
 
 use crate::ScoreError;
-use protospread_core::instruments::{self, Instrument, ItemKind};
+use protospread_core::{Instrument, ItemKind};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -145,10 +145,10 @@ impl ScoringKey {
         }
         let key = versions.remove(0);
         let rows: usize = key.tests.values().map(|t| t.items.len()).sum();
-        let expected: Vec<String> = instruments::study()
+        let expected: Vec<String> = protospread_core::study_instruments()
             .map(|i| format!("{} {}", i.name, i.items))
             .collect();
-        for inst in instruments::study() {
+        for inst in protospread_core::study_instruments() {
             if !key.tests.contains_key(inst.name) {
                 return Err(ScoreError::file(
                     path,
@@ -262,7 +262,7 @@ fn load_versions_inner(path: &Path) -> Result<Vec<ScoringKey>, ScoreError> {
         let err = |c: &str, m: String| ScoreError::cell(path, line, c, m);
         let cell = |c: &str| get(c).unwrap_or("");
         let test = cell("test");
-        let inst = instruments::by_name(test)
+        let inst = protospread_core::instrument_by_name(test)
             .filter(|i| i.item_kind == ItemKind::Int)
             .ok_or_else(|| err("test", format!("unknown test `{test}`")))?;
         let item: usize = parse_num(cell("item"))
@@ -410,7 +410,7 @@ fn group(path: &Path, rows: Vec<Row>) -> Result<Vec<ScoringKey>, ScoreError> {
     for v in order {
         let mut tests = BTreeMap::new();
         for (test, items) in by.remove(&v).unwrap_or_default() {
-            let inst = instruments::by_name(test).expect("validated");
+            let inst = protospread_core::instrument_by_name(test).expect("validated");
             if let Some(missing) = (1..=inst.items).find(|i| !items.contains_key(i)) {
                 return Err(ScoreError::file(
                     path,

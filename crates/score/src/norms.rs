@@ -204,7 +204,7 @@ impl Norms {
     /// [`Norm::from_values`] does.
     pub fn load(dir: &Path) -> Result<Norms, ScoreError> {
         let path = dir.join(NORM_VALUES_FILE);
-        let (_, batches) = protospread_core::pq::read(&path)?;
+        let (_, batches) = protospread_core::read_parquet(&path)?;
         let mut by: BTreeMap<(String, String), ValueCounts> = BTreeMap::new();
         for b in &batches {
             let col = |n: &str| {

@@ -18,7 +18,7 @@ use crate::human::HumanRow;
 use crate::key::{Mutation, ScoringKey};
 use crate::scorer::{score, score_dim, ScaleScores};
 use crate::ScoreError;
-use protospread_core::instruments::Instrument;
+use protospread_core::Instrument;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -378,7 +378,7 @@ impl Allowlist {
             })?;
             let line = rec.position().map(|p| p.line() as usize).unwrap_or(0);
             let inst = &rec[0];
-            if !protospread_core::instruments::study().any(|i| i.name == inst) {
+            if !protospread_core::study_instruments().any(|i| i.name == inst) {
                 return Err(ScoreError::cell(
                     path,
                     line,

@@ -40,7 +40,7 @@ pub struct RerunRow {
 }
 
 /// Rows of batches of [`RERUNS_FILE`] (schema
-/// [`protospread_core::tables::reply_reruns_schema`]).
+/// [`protospread_core::reply_reruns_schema`]).
 pub fn rerun_rows(batches: &[RecordBatch]) -> Vec<RerunRow> {
     let mut out = Vec::new();
     for b in batches {

@@ -10,9 +10,9 @@ use crate::parity::{
 };
 use crate::tables::{parity_tables, ParityRowTables};
 use crate::ScoreError;
-use protospread_core::atomic::Staged;
-use protospread_core::config::Config;
-use protospread_core::instruments::Instrument;
+use protospread_core::Config;
+use protospread_core::Instrument;
+use protospread_core::Staged;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -239,7 +239,7 @@ pub fn run_stage(
     rows.finish()?;
     for t in parity_tables(&parity)? {
         let p = out_dir.join(t.file);
-        let bytes = protospread_core::pq::encode(&p, t.schema, &[t.batch])?;
+        let bytes = protospread_core::encode_parquet(&p, t.schema, &[t.batch])?;
         staged.put(&p, &bytes)?;
     }
     let answers = run_answers(cfg, out, &out_dir, key, &parity.norms, engine, &mut staged)?;

@@ -20,7 +20,7 @@ use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::ArrowWriter;
-use protospread_core::atomic::Staged;
+use protospread_core::Staged;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -190,7 +190,7 @@ impl Stream {
         let w = ArrowWriter::try_new(
             BufWriter::new(file),
             schema.clone(),
-            Some(protospread_core::pq::writer_properties()),
+            Some(protospread_core::parquet_writer_properties()),
         )
         .map_err(|e| self.perr(e))?;
         self.writer = Some((w, schema));

@@ -1,6 +1,4 @@
 //! Parity on the embedded human data (data/jobcannon), through the library.
-
-use protospread_core::instruments;
 use protospread_score::{
     alternative_rules, classify, count_reproduced_under, not_allowlisted, parity_tables,
     read_human_csv, run_parity, run_parity_streaming, Allowlist, Category, HumanInput, HumanRow,
@@ -17,7 +15,7 @@ fn data(p: &str) -> PathBuf {
 }
 
 fn inputs() -> Vec<HumanInput> {
-    instruments::study()
+    protospread_core::study_instruments()
         .map(|inst| {
             let p = data(&format!("jobcannon/{}", inst.file_name()));
             HumanInput {
@@ -151,7 +149,7 @@ fn parity_counts_sweep_and_norms() {
     assert_eq!(n.percentile(n.min() - 1.0), 0.0);
     let dir = tempfile::tempdir().unwrap();
     for t in parity_tables(&run).unwrap() {
-        protospread_core::pq::write(&dir.path().join(t.file), t.schema, &[t.batch]).unwrap();
+        protospread_core::write_parquet(&dir.path().join(t.file), t.schema, &[t.batch]).unwrap();
     }
     assert_eq!(Norms::load(dir.path()).unwrap(), run.norms);
 }
@@ -220,7 +218,7 @@ fn parity_files(
         }
     }
     let out = dir.join("score");
-    let mut staged = protospread_core::atomic::Staged::in_dir(&out).unwrap();
+    let mut staged = protospread_core::Staged::in_dir(&out).unwrap();
     let mut rows = ParityRowTables::new(&out, &mut staged).unwrap();
     let run = run_parity_streaming(
         &key,
@@ -235,7 +233,7 @@ fn parity_files(
     rows.finish().unwrap();
     for t in parity_tables(&run).unwrap() {
         let p = out.join(t.file);
-        let bytes = protospread_core::pq::encode(&p, t.schema, &[t.batch]).unwrap();
+        let bytes = protospread_core::encode_parquet(&p, t.schema, &[t.batch]).unwrap();
         staged.put(&p, &bytes).unwrap();
     }
     staged.commit().unwrap();
@@ -289,7 +287,7 @@ fn streamed_parity_is_independent_of_the_chunk_size() {
         .filter(|(n, _)| n.ends_with("rows.parquet") || n == "human_scores.parquet")
     {
         let p = a_dir.path().join("score").join(name);
-        let (schema, batches) = protospread_core::pq::read(&p).unwrap();
+        let (schema, batches) = protospread_core::read_parquet(&p).unwrap();
         let one = arrow::compute::concat_batches(&schema, &batches).unwrap();
         if name == "human_scores.parquet" {
             let want: usize = inputs
@@ -298,7 +296,7 @@ fn streamed_parity_is_independent_of_the_chunk_size() {
                 .sum();
             assert_eq!(one.num_rows(), want);
         }
-        let whole = protospread_core::pq::encode(&p, schema, &[one]).unwrap();
+        let whole = protospread_core::encode_parquet(&p, schema, &[one]).unwrap();
         assert!(
             &whole == bytes,
             "{name}: streamed bytes differ from one batch"
@@ -331,7 +329,7 @@ fn sweep_matches_full_rescoring() {
     let mut checked = 0;
     // The main key and every legacy version (raw units, other blocks) as the current key.
     for k in std::iter::once(&key).chain(&old) {
-        for inst in instruments::study().filter(|i| k.test(i.name).is_some()) {
+        for inst in protospread_core::study_instruments().filter(|i| k.test(i.name).is_some()) {
             let p = data(&format!("jobcannon/{}", inst.file_name()));
             let rows = read_human_csv(inst, &p).unwrap();
             let reproduced: Vec<&HumanRow> = rows

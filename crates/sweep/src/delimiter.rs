@@ -169,7 +169,7 @@ mod tests {
 
     #[test]
     fn default_set_is_35_with_unique_safe_slugs() {
-        let set = parse_set(&protospread_core::config::default_sweep_delimiters()).unwrap();
+        let set = parse_set(&protospread_core::default_sweep_delimiters()).unwrap();
         assert_eq!(set.len(), 35);
         for d in &set {
             assert!(

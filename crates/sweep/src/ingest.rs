@@ -22,8 +22,8 @@ use arrow::array::{
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
-use protospread_core::config::SweepVariant;
-use protospread_core::hash::rel_path;
+use protospread_core::rel_path;
+use protospread_core::SweepVariant;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead;
@@ -336,7 +336,7 @@ pub(crate) fn read_samples(
             .ok_or_else(|| malformed(file, ln, "`doc_id` is not a non-negative integer"))?;
         let doc_hash = o["doc_hash"]
             .as_str()
-            .filter(|h| protospread_core::hash::is_sha256_hex(h))
+            .filter(|h| protospread_core::is_sha256_hex(h))
             .ok_or_else(|| malformed(file, ln, "`doc_hash` is not a lowercase sha256"))?;
         let metrics = o["metrics"]
             .as_array()

@@ -31,7 +31,7 @@ pub use lmeval::{
 pub use tables::{cells, fmt_pct, Cell};
 
 use arrow::record_batch::RecordBatch;
-use protospread_core::config::{Config, SweepSection, SweepVariant};
+use protospread_core::{Config, SweepSection, SweepVariant};
 use std::path::{Path, PathBuf};
 
 /// Errors of the sweep crate; each names what it concerns.
@@ -189,7 +189,7 @@ pub fn ingest_dictionary_runs(
         let mut label = RECORDED.to_string();
         for input in &config.inputs {
             if input.path.as_ref().map(|ip| config.resolve(ip)) == Some(path.clone()) {
-                let got = protospread_core::hash::sha256_file(&path)
+                let got = protospread_core::sha256_file(&path)
                     .map_err(|e| SweepError::Config(e.to_string()))?;
                 if got != input.sha256 {
                     return Err(SweepError::Config(format!(

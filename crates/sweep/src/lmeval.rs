@@ -19,7 +19,7 @@
 use crate::delimiter::Delimiter;
 use crate::yaml::quote;
 use crate::{SweepError, SweepSpec};
-use protospread_core::config::SweepVariant;
+use protospread_core::SweepVariant;
 use std::path::{Path, PathBuf};
 
 /// The 57 MMLU subjects, as in lm-eval's `mmlu/default/mmlu_<subject>.yaml`.

@@ -12,7 +12,7 @@ use crate::{SweepError, SweepSpec};
 use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
 use arrow::datatypes::{Field, Schema};
 use arrow::record_batch::RecordBatch;
-use protospread_core::config::SweepVariant;
+use protospread_core::SweepVariant;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -545,7 +545,7 @@ pub(crate) fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatc
 mod tests {
     use super::*;
     use arrow::array::AsArray;
-    use protospread_core::config::SweepSection;
+    use protospread_core::SweepSection;
 
     fn spec(delims: &[&str]) -> SweepSpec {
         SweepSpec::from_section(&SweepSection {

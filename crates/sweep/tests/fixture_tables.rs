@@ -5,7 +5,7 @@
 
 use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::{Float64Type, Int64Type};
-use protospread_core::config::Config;
+use protospread_core::Config;
 use std::path::{Path, PathBuf};
 
 fn config() -> Config {
@@ -127,7 +127,7 @@ fn same_parquet_bytes_twice() {
             .unwrap()
             .iter()
             .map(|(n, b)| {
-                protospread_core::pq::encode(Path::new(n), b.schema(), std::slice::from_ref(b))
+                protospread_core::encode_parquet(Path::new(n), b.schema(), std::slice::from_ref(b))
                     .unwrap()
             })
             .collect()
