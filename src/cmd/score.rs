@@ -3,8 +3,7 @@
 
 use crate::Ctx;
 use anyhow::{bail, Context};
-use protospread_core::InputRole;
-use protospread_core::Instrument;
+use protospread_core::{InputRole, Instrument};
 use protospread_score::{
     evidence_table, mutate_item, read_human_csv, run_stage, Allowlist, Category, HumanInput,
     HumanSource, MutationResult, ParityRun, RowClass, ScoringKey, MUTATION_WEIGHT_FACTOR,

@@ -46,7 +46,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// - [`Staged::in_dir`] (every stage folder): files are written into a twin folder
 ///   `.NAME.PID.tmp` beside the destination folder; [`Staged::commit`] writes the twin's
 ///   `SHA256SUMS` and exchanges the twin with the destination in one step
-///   ([`crate::outdir::replace_dir`]). A reader, or a process killed at any moment, sees the
+///   (`replace_dir` in `outdir.rs`). A reader, or a process killed at any moment, sees the
 ///   complete previous folder or the complete new one; files the new run does not write are gone
 ///   with the previous folder, which must hold only files its manifest lists.
 /// - [`Staged::new`]: files are staged as temporaries beside their destinations and

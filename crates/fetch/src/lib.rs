@@ -26,10 +26,9 @@ pub use human::{
 };
 
 use fs_err as fs;
-use protospread_core::CoreError;
-use protospread_core::Staged;
-use protospread_core::MANIFEST_NAME;
-use protospread_core::{Config, HfSource, Input, InputRole, InputSource};
+use protospread_core::{
+    Config, CoreError, HfSource, Input, InputRole, InputSource, Staged, MANIFEST_NAME,
+};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -4,8 +4,7 @@
 
 use crate::bag::{Content, PayloadFile};
 use crate::ReportError;
-use protospread_core::{Config, InputSource};
-use protospread_core::{Manifest, MANIFEST_NAME};
+use protospread_core::{Config, InputSource, Manifest, MANIFEST_NAME};
 use std::path::{Path, PathBuf};
 
 /// The tool that writes the bag, recorded in `provenance.json` and `bag-info.txt`.

@@ -15,8 +15,7 @@
 
 use crate::render::parse_csv;
 use crate::ReportError;
-use protospread_core::{Config, InputSource};
-use protospread_core::{Manifest, ManifestDiff};
+use protospread_core::{Config, InputSource, Manifest, ManifestDiff};
 use std::path::{Path, PathBuf};
 
 /// Name of the input manifest in the checksums folder.

@@ -24,12 +24,10 @@ use datafusion::prelude::{DataFrame, SessionContext};
 use parquet::arrow::ArrowWriter;
 use protospread_answers::{ReplyRule, Status};
 use protospread_answers::{StoredRecord, Vocabulary, OPTIONS};
-use protospread_core::Staged;
 use protospread_core::{
     parsed_answers_schema, reply_reruns_schema, reply_rules_schema, scale_scores_by_rule_schema,
-    scale_scores_schema,
+    scale_scores_schema, Config, InputRole, Staged,
 };
-use protospread_core::{Config, InputRole};
 use protospread_engine::{Engine, EngineOptions};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

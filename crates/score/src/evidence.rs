@@ -74,7 +74,7 @@ impl ScoringRule {
 }
 
 /// Score one answer vector under `rule`: (values in dimension order, top_result).
-/// A straightforward re-implementation, independent of [`crate::scorer`].
+/// A straightforward re-implementation, independent of [`crate::score`].
 pub fn score_with_rule(tk: &TestKey, answers: &[u8], rule: ScoringRule) -> (Vec<f64>, String) {
     let mut values = Vec::new();
     for (d, dr) in tk.dims.iter().enumerate() {

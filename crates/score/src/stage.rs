@@ -10,9 +10,7 @@ use crate::parity::{
 };
 use crate::tables::{parity_tables, ParityRowTables};
 use crate::ScoreError;
-use protospread_core::Config;
-use protospread_core::Instrument;
-use protospread_core::Staged;
+use protospread_core::{Config, Instrument, Staged};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 

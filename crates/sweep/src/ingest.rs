@@ -22,8 +22,7 @@ use arrow::array::{
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
-use protospread_core::rel_path;
-use protospread_core::SweepVariant;
+use protospread_core::{rel_path, SweepVariant};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead;
