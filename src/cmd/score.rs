@@ -6,7 +6,7 @@ use anyhow::{bail, Context};
 use protospread_core::{InputRole, Instrument};
 use protospread_score::{
     evidence_table, mutate_item, read_human_csv, run_stage, Allowlist, Category, HumanInput,
-    HumanSource, MutationResult, ParityRun, RowClass, ScoringKey, MUTATION_WEIGHT_FACTOR,
+    HumanSource, MutationResult, ParityRun, ScoringKey, MUTATION_WEIGHT_FACTOR,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -108,8 +108,7 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         &cfg, &ctx.out, &key, &legacy, &allowlist, &inputs, sweep, &engine,
     )
     .with_context(|| format!("score stage ({})", ctx.out.join("score").display()))?;
-    let failing: Vec<&RowClass> = st.failing.iter().collect();
-    let parity_json = print_summary(ctx, &st.parity, &allowlist, &failing);
+    let parity_json = print_summary(ctx, &st.parity, &allowlist);
     // One JSON object for the whole stage: parity and stored answers together.
     if let Some(mut v) = parity_json {
         v["stored_answers"] = st.answers.to_json();
@@ -146,12 +145,10 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
 /// Failing rows named one by one on standard error; the rest are counted.
 const FAILING_ROWS_LISTED: usize = 20;
 
-fn print_summary(
-    ctx: &Ctx,
-    run: &ParityRun,
-    allowlist: &Allowlist,
-    failing: &[&RowClass],
-) -> Option<serde_json::Value> {
+fn print_summary(ctx: &Ctx, run: &ParityRun, allowlist: &Allowlist) -> Option<serde_json::Value> {
+    if ctx.json {
+        return Some(run.to_json(allowlist));
+    }
     let summary = &run.summary;
     let stale = allowlist.stale(&run.unexplained);
     let sweep_min = |f: fn(&MutationResult) -> usize| {
@@ -162,56 +159,6 @@ fn print_summary(
                 (a.0 as f64 / a.1.max(1) as f64).total_cmp(&(b.0 as f64 / b.1.max(1) as f64))
             })
     };
-    let uncaught = run
-        .sweep
-        .iter()
-        .filter(|m| m.weight_broken == 0 || m.reverse_broken == 0)
-        .count();
-    if ctx.json {
-        let inst: Vec<_> = summary
-            .iter()
-            .map(|(name, m)| {
-                let count = |c: Category| {
-                    m.iter()
-                        .filter(|((k, _), _)| *k == c)
-                        .map(|(_, n)| n)
-                        .sum::<usize>()
-                };
-                let set_aside: Vec<_> = m
-                    .iter()
-                    .filter(|((k, _), _)| *k == Category::SetAside)
-                    .map(|((_, r), n)| serde_json::json!({"reason": r, "rows": n}))
-                    .collect();
-                let unexplained: Vec<_> = run
-                    .unexplained
-                    .iter()
-                    .filter(|c| &c.instrument == name)
-                    .map(
-                        |c| serde_json::json!({"id": c.id, "allowlisted": c.allowlisted.is_some()}),
-                    )
-                    .collect();
-                serde_json::json!({
-                    "instrument": name,
-                    "rows": m.values().sum::<usize>(),
-                    "reproduced": count(Category::Reproduced),
-                    "set_aside": set_aside,
-                    "unexplained": count(Category::Unexplained),
-                    "unexplained_rows": unexplained,
-                })
-            })
-            .collect();
-        let v = serde_json::json!({
-            "instruments": inst,
-            "unexplained_not_allowlisted": failing.len(),
-            "stale_allowlist_entries": stale.iter().map(|(i, id)| format!("{i}:{id}")).collect::<Vec<_>>(),
-            "mutation_sweep": {
-                "changes": run.sweep.len() * 2,
-                "uncaught": uncaught,
-            },
-            "norms": run.norm_rows.iter().map(|(t, n)| serde_json::json!({"test": t, "reproduced": n.reproduced, "duplicates": n.duplicates, "used": n.used})).collect::<Vec<_>>(),
-        });
-        return Some(v);
-    }
     ctx.say("scorer parity on the human data (key: current; rows: every row of each file)");
     for (name, m) in summary {
         let count = |c: Category| {
@@ -254,7 +201,7 @@ fn print_summary(
         ctx.say(format!(
             "mutation sweep: {} items x 2 changes, {} not caught; weakest: weight x2 breaks {} of {}, reverse flip breaks {} of {} reproduced rows",
             run.sweep.len(),
-            uncaught,
+            run.uncaught_mutations(),
             w.0,
             w.1,
             r.0,
