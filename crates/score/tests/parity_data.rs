@@ -1,10 +1,10 @@
 //! Parity on the embedded human data (data/jobcannon), through the library.
 use protospread_score::{
-    alternative_rules, classify, count_reproduced_under, not_allowlisted, parity_tables,
-    read_human_csv, run_parity, run_parity_streaming, Allowlist, Category, HumanInput, HumanRow,
-    HumanSource, Mutation, MutationSweep, Norms, ParityRowTables, ParityRun, ScoringKey,
-    ScoringRule, HUMAN_CHUNK_ROWS, MUTATION_WEIGHT_FACTOR, REASON_CURRENT, REASON_INCONSISTENT,
-    REASON_UNKNOWN,
+    alternative_rules, classify, count_reproduced_under, evidence_table, mutate_item,
+    not_allowlisted, parity_tables, read_human_csv, run_parity, run_parity_streaming, Allowlist,
+    Category, HumanInput, HumanRow, HumanSource, Mutation, MutationSweep, Norms, ParityRowTables,
+    ParityRun, ScoringKey, ScoringRule, HUMAN_CHUNK_ROWS, MUTATION_WEIGHT_FACTOR, REASON_CURRENT,
+    REASON_INCONSISTENT, REASON_UNKNOWN,
 };
 use std::path::{Path, PathBuf};
 
@@ -176,6 +176,61 @@ fn evidence_rejects_the_alternatives() {
             total < 755 + 1226 + 155 + 498,
             "{aspect}: {variant} is not rejected"
         );
+    }
+}
+
+/// `score --evidence` as a library call: one row per alternative, the product rule first,
+/// one count per input in the order of the inputs.
+#[test]
+fn evidence_table_counts_every_input_under_every_rule() {
+    let (key, _, _) = keys();
+    let inputs = inputs();
+    let t = evidence_table(&key, &inputs).unwrap();
+    let names: Vec<&str> = inputs.iter().map(|i| i.inst.name).collect();
+    assert_eq!(t.instruments, names);
+    let rules = alternative_rules();
+    assert_eq!(t.rows.len(), rules.len());
+    for (row, (aspect, variant, rule)) in t.rows.iter().zip(rules) {
+        assert_eq!((row.aspect, row.variant), (aspect, variant));
+        for (c, i) in row.counts.iter().zip(&inputs) {
+            let rows = i.rows().unwrap();
+            assert_eq!(c.instrument, i.inst.name);
+            assert_eq!(c.rows, rows.len());
+            assert_eq!(
+                c.reproduced,
+                count_reproduced_under(&key, i.inst, &rows, rule)
+            );
+        }
+    }
+    assert_eq!(t.rows[0].counts[0].reproduced, 755, "{:?}", t.rows[0]);
+    let json = t.to_json();
+    assert_eq!(json[0]["reproduced"][0]["rows"], 755);
+    assert_eq!(json[0]["aspect"], "product rule");
+}
+
+/// `score --mutate` as a library call: the reproduced rows of the test, the item's
+/// dimension, and an error naming the test for an unknown test or an item out of range.
+#[test]
+fn mutate_item_counts_broken_rows_and_rejects_bad_items() {
+    let (key, old, allow) = keys();
+    let inputs = inputs();
+    let m = mutate_item(&key, &old, &allow, &inputs, "big_five", 17).unwrap();
+    assert_eq!(
+        (m.test.as_str(), m.item, m.dimension.as_str()),
+        ("big_five", 17, "A")
+    );
+    assert_eq!(m.reproduced, 755);
+    assert!(m.weight_broken > 300 && m.reverse_broken > 300, "{m:?}");
+    assert_eq!(m.to_json()["weight_factor"], MUTATION_WEIGHT_FACTOR);
+    for (test, item, want) in [
+        ("big_five", 0, "must be 1..=50"),
+        ("big_five", 51, "must be 1..=50"),
+        ("disc", 1, "no human data"),
+    ] {
+        let e = mutate_item(&key, &old, &allow, &inputs, test, item)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(test) && e.contains(want), "{e}");
     }
 }
 
