@@ -486,12 +486,7 @@ fn import_human_input(
         input: input.name.clone(),
         error,
     };
-    let perr = |e: parquet::errors::ParquetError| {
-        FetchError::Core(CoreError::Parquet {
-            path: dest.to_path_buf(),
-            message: e.to_string(),
-        })
-    };
+    let perr = parquet_error(dest);
     let schema = instruments::arrow_schema(inst);
     let tmp = staged.file(dest)?;
     let mut reader = HashingReader {
@@ -553,12 +548,7 @@ fn sort_human_by_id(
         input: input.name.clone(),
         message: format!("sorting the human rows by id: {message}"),
     };
-    let perr = |e: parquet::errors::ParquetError| {
-        FetchError::Core(CoreError::Parquet {
-            path: dest.to_path_buf(),
-            message: e.to_string(),
-        })
-    };
+    let perr = parquet_error(dest);
     let engine = protospread_engine::Engine::new(&protospread_engine::EngineOptions {
         memory_limit: opts.memory_limit.unwrap_or(cfg.engine.memory_limit.0),
         ..Default::default()
@@ -591,6 +581,16 @@ fn sort_human_by_id(
     Ok(())
 }
 
+/// The error of a Parquet writer of the output `dest`.
+fn parquet_error(dest: &Path) -> impl Fn(parquet::errors::ParquetError) -> FetchError + Copy + '_ {
+    move |e| {
+        FetchError::Core(CoreError::Parquet {
+            path: dest.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+}
+
 /// Lowercase hex of `bytes`.
 fn hex_lower(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -615,12 +615,7 @@ pub fn import_answers_input(
         ..Default::default()
     };
     let schema = protospread_answers::stored_schema();
-    let perr = |e: parquet::errors::ParquetError| {
-        FetchError::Core(CoreError::Parquet {
-            path: dest.to_path_buf(),
-            message: e.to_string(),
-        })
-    };
+    let perr = parquet_error(dest);
     let mut w =
         parquet::arrow::ArrowWriter::try_new(Vec::new(), schema, Some(pq::writer_properties()))
             .map_err(perr)?;
