@@ -30,10 +30,16 @@ SHA=$(sha256sum "$ANSWERS" | cut -d' ' -f1)
 ls -l "$ANSWERS" | awk '{printf "stored-answer file: %.1f MB\n", $5 / 1e6}'
 
 # The repository's configuration with absolute data paths, its stored-answer inputs and sweep
-# replaced by the bulk file (human inputs, scoring key and [aggregate] unchanged).
+# replaced by the bulk file (human inputs, scoring key and [aggregate] unchanged), and only the
+# work the DuckDB script does too: the study's strict reply rule, no secondary analysis (the
+# side-by-side tables under the lenient rule and the single-item set are not benchmarked).
 sed -e "s#\"data/#\"$ROOT/data/#g" -e '/^# --- SIMULATED stored answers/,$d' \
+    -e 's/^reply_rules = .*/reply_rules = ["strict"]/' \
     "$ROOT/pipeline.toml" > "$WORK/pipeline.toml"
 cat >> "$WORK/pipeline.toml" <<TOML
+
+[aggregate]
+secondary_protocol_conditions = []
 
 [[inputs]]
 name = "bulk_answers"

@@ -765,3 +765,104 @@ fn removed_input_leaves_no_stale_output() {
     let sums = fs::read_to_string(env.path("out/fetch/SHA256SUMS")).unwrap();
     assert!(!sums.contains("eq.parquet"), "{sums}");
 }
+
+// ---------------------------------------------------------------- large human CSVs
+
+/// dark_triad.csv's data rows repeated with fresh ids to `n` rows, the ids in the order
+/// `order` gives (row i gets id `order(i)`).
+fn dark_triad_rows(n: usize, order: impl Fn(usize) -> i64) -> Vec<u8> {
+    let text = String::from_utf8(dark_triad()).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    let rows: Vec<&str> = lines.map(|l| l.split_once(',').unwrap().1).collect();
+    let mut out = format!("{header}\n");
+    for i in 0..n {
+        out.push_str(&format!("{},{}\n", order(i), rows[i % rows.len()]));
+    }
+    out.into_bytes()
+}
+
+/// Fetch `csv` as the dark_triad input of a fresh folder; the output table's columns.
+fn fetch_dark_triad(csv: &[u8]) -> Result<Vec<arrow::array::ArrayRef>, String> {
+    let env = Env::new();
+    fs::write(env.path("data/dark_triad.csv"), csv).unwrap();
+    let input = format!(
+        "[[inputs]]\nname = \"local_dt\"\nrole = \"human\"\ninstrument = \"dark_triad\"\npath = \"data/dark_triad.csv\"\nsha256 = \"{}\"\n",
+        sha(csv)
+    );
+    let o = env.fetch(FAST, &input, None);
+    if !o.status.success() {
+        return Err(stderr(&o));
+    }
+    let (schema, batches) =
+        protospread_core::read_parquet(&env.path("out/fetch/human/dark_triad.parquet")).unwrap();
+    Ok(arrow::compute::concat_batches(&schema, &batches)
+        .unwrap()
+        .columns()
+        .to_vec())
+}
+
+/// Issue 10: a human CSV is imported batch by batch (a 1 GiB file is never held whole), in id
+/// order whatever the file's order, with the same rows as the whole file parsed at once.
+#[test]
+fn large_human_csvs_stream_in_batches_and_come_out_in_id_order() {
+    let n = 2 * protospread_fetch::HUMAN_BATCH_ROWS + 123;
+    let sorted = dark_triad_rows(n, |i| i as i64 + 1);
+    let inst = protospread_core::instrument_by_name("dark_triad").unwrap();
+    let whole = protospread_fetch::import_human_csv(Path::new("x"), &sorted, inst).unwrap();
+    assert_eq!(fetch_dark_triad(&sorted).unwrap(), whole.columns());
+    // The same rows with the ids descending, and shuffled: sorted by id on the way out.
+    let descending = dark_triad_rows(n, |i| (n - i) as i64);
+    let shuffled = dark_triad_rows(n, |i| ((i * 7919) % n) as i64 + 1);
+    for csv in [descending, shuffled] {
+        let got = fetch_dark_triad(&csv).unwrap();
+        let expected = protospread_fetch::import_human_csv(Path::new("x"), &csv, inst).unwrap();
+        assert_eq!(got, expected.columns());
+        let ids = got[0]
+            .as_any()
+            .downcast_ref::<arrow::array::Int64Array>()
+            .unwrap();
+        assert!(ids.values().windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(ids.len(), n);
+    }
+}
+
+/// A repeated id is found wherever it falls: in an ascending file, after the file's order
+/// broke, and between two out-of-order rows; the error names both rows.
+#[test]
+fn a_repeated_id_is_refused_in_any_order_and_batch() {
+    let n = protospread_fetch::HUMAN_BATCH_ROWS + 10;
+    type IdOf = Box<dyn Fn(usize) -> i64>;
+    let cases: Vec<(IdOf, usize, usize, i64)> = vec![
+        // ids 1..n-1 then id 5 again in the last row (a later batch).
+        (
+            Box::new(move |i| if i == n - 1 { 5 } else { i as i64 + 1 }),
+            n,
+            5,
+            5,
+        ),
+        // descending, then the id of row 4 again.
+        (
+            Box::new(move |i| {
+                if i == n - 1 {
+                    (n - 3) as i64
+                } else {
+                    (n - i) as i64
+                }
+            }),
+            n,
+            4,
+            (n - 3) as i64,
+        ),
+    ];
+    for (order, row, first, id) in cases {
+        let err = fetch_dark_triad(&dark_triad_rows(n, order)).unwrap_err();
+        assert!(
+            err.contains(&format!(
+                "row {row} (line {}), column 1 `id`: duplicate id {id} (first in row {first})",
+                row + 1
+            )),
+            "{err}"
+        );
+    }
+}

@@ -206,107 +206,292 @@ pub fn import_human_csv_reporting(
     bytes: &[u8],
     inst: &Instrument,
 ) -> Result<HumanImport, CsvError> {
-    let schema: SchemaRef = instrument_schema(inst);
-    let err = |place: CsvPlace, message: String| CsvError {
+    let mut batches = Vec::new();
+    let streamed = import_human_csv_stream(file, bytes, inst, |b| {
+        batches.push(b);
+        Ok::<(), std::convert::Infallible>(())
+    })
+    .map_err(|e| match e {
+        HumanStreamError::Csv(e) => e,
+        HumanStreamError::Sink(never) => match never {},
+    })?;
+    let arrow_err = |e: arrow::error::ArrowError| CsvError {
         file: file.to_path_buf(),
-        place,
-        message,
+        place: CsvPlace::File,
+        message: format!("arrow: {e}"),
     };
-    if bytes.is_empty() {
-        return Err(err(
-            CsvPlace::File,
-            "empty file: expected a header row".to_string(),
-        ));
-    }
-    let expected = inst.columns();
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(bytes);
-    let mut rec = csv::ByteRecord::new();
-    let read = |rdr: &mut csv::Reader<&[u8]>, rec: &mut csv::ByteRecord| {
-        rdr.read_byte_record(rec)
-            .map_err(|e| err(CsvPlace::File, format!("CSV: {e}")))
-    };
+    let batch =
+        arrow::compute::concat_batches(&instrument_schema(inst), &batches).map_err(arrow_err)?;
+    let batch = sort_by_id(batch).map_err(arrow_err)?;
+    Ok(HumanImport {
+        batch,
+        excluded: streamed.excluded,
+    })
+}
 
-    if !read(&mut rdr, &mut rec)? {
-        return Err(err(
-            CsvPlace::File,
-            "no records: expected a header row".to_string(),
-        ));
+/// Rows per batch of [`import_human_csv_stream`]: a multiple of the Parquet writer's mini-batch
+/// (1024 rows), so a file written batch by batch has the bytes of one written at once.
+pub const HUMAN_BATCH_ROWS: usize = 64 * 1024;
+
+/// What [`import_human_csv_stream`] read.
+#[derive(Debug, Clone)]
+pub struct HumanStream {
+    /// Rows handed to the sink.
+    pub rows: usize,
+    /// Rows set aside, with the reason.
+    pub excluded: Vec<ExcludedRow>,
+    /// The ids were strictly ascending, so the rows went out in id order. Otherwise the caller
+    /// must sort them by `id`: the score stage reads them in id order.
+    pub ascending: bool,
+}
+
+/// An error of [`import_human_csv_stream`]: the CSV's, or the sink's.
+#[derive(Debug)]
+pub enum HumanStreamError<E> {
+    /// The CSV does not import (names file, row, line and column).
+    Csv(CsvError),
+    /// The sink refused a batch.
+    Sink(E),
+}
+
+/// [`import_human_csv_reporting`] read from `reader` and handed to `sink` in batches of
+/// [`HUMAN_BATCH_ROWS`] rows, in file order, so that a large file is never held whole. Memory
+/// is one batch, 16 bytes per row for the duplicate-id check (each id and its row, kept while
+/// the ids ascend) and a hash entry per row after the first id out of order. The checks and
+/// their errors are those of [`import_human_csv_reporting`], at the first violating row;
+/// batches handed out before an error are the caller's to discard.
+pub fn import_human_csv_stream<R: std::io::Read, E>(
+    file: &Path,
+    reader: R,
+    inst: &Instrument,
+    mut sink: impl FnMut(RecordBatch) -> Result<(), E>,
+) -> Result<HumanStream, HumanStreamError<E>> {
+    let mut parser = HumanParser::new(file, reader, inst).map_err(HumanStreamError::Csv)?;
+    while let Some(batch) = parser.next_batch().map_err(HumanStreamError::Csv)? {
+        sink(batch).map_err(HumanStreamError::Sink)?;
     }
-    for (i, field) in rec.iter().enumerate() {
-        let column = i + 1;
-        let name = std::str::from_utf8(field).map_err(|e| {
-            err(
-                CsvPlace::Header { column, name: None },
-                format!("not UTF-8 (invalid byte at offset {})", e.valid_up_to()),
-            )
-        })?;
-        match expected.get(i) {
-            None => {
-                return Err(err(
-                    CsvPlace::Header {
-                        column,
-                        name: Some(name.to_string()),
-                    },
-                    format!(
-                        "extra column: header has {} columns, {} expects {}",
-                        rec.len(),
-                        inst.name,
-                        expected.len()
-                    ),
-                ))
+    Ok(HumanStream {
+        rows: parser.rows_out,
+        excluded: parser.excluded,
+        ascending: parser.ids.ascending(),
+    })
+}
+
+/// The ids seen so far, for the duplicate check: while they ascend, a sorted list (a new id
+/// above the last cannot repeat one); after the first id out of order, also a hash map.
+#[derive(Default)]
+struct SeenIds {
+    ascending: Vec<(i64, usize)>,
+    later: Option<std::collections::HashMap<i64, usize>>,
+}
+
+impl SeenIds {
+    /// Record `id` of data row `row`; `Err(first_row)` if an earlier row had it.
+    fn insert(&mut self, id: i64, row: usize) -> Result<(), usize> {
+        if self.later.is_none() && self.ascending.last().is_none_or(|&(last, _)| id > last) {
+            self.ascending.push((id, row));
+            return Ok(());
+        }
+        if let Ok(i) = self.ascending.binary_search_by_key(&id, |&(v, _)| v) {
+            return Err(self.ascending[i].1);
+        }
+        let later = self.later.get_or_insert_with(Default::default);
+        match later.entry(id) {
+            std::collections::hash_map::Entry::Occupied(e) => Err(*e.get()),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(row);
+                Ok(())
             }
-            Some(want) if want.as_str() != name => {
-                return Err(err(
-                    CsvPlace::Header {
-                        column,
-                        name: Some(name.to_string()),
-                    },
-                    format!("expected `{want}`"),
-                ));
-            }
-            Some(_) => {}
         }
     }
-    if rec.len() < expected.len() {
-        return Err(err(
-            CsvPlace::Header {
-                column: rec.len() + 1,
-                name: None,
-            },
-            format!(
-                "missing column `{}`: header has {} columns, {} expects {}",
-                expected[rec.len()],
-                rec.len(),
-                inst.name,
-                expected.len()
-            ),
-        ));
+
+    fn ascending(&self) -> bool {
+        self.later.is_none()
+    }
+}
+
+/// A human CSV being read: the header checked, then rows parsed into column builders.
+struct HumanParser<R: std::io::Read> {
+    file: PathBuf,
+    rdr: csv::Reader<std::io::BufReader<R>>,
+    rec: csv::ByteRecord,
+    schema: SchemaRef,
+    expected: Vec<String>,
+    cols: Vec<Col>,
+    nullable: Vec<bool>,
+    id_col: Option<usize>,
+    item_cols: Vec<(usize, usize)>,
+    excluded: Vec<ExcludedRow>,
+    ids: SeenIds,
+    /// Data rows read (excluded ones included): the `row` of errors.
+    row: usize,
+    rows_out: usize,
+    done: bool,
+}
+
+impl<R: std::io::Read> HumanParser<R> {
+    fn err(&self, place: CsvPlace, message: String) -> CsvError {
+        CsvError {
+            file: self.file.clone(),
+            place,
+            message,
+        }
     }
 
-    let mut cols: Vec<Col> = schema
-        .fields()
-        .iter()
-        .map(|f| Col::for_type(f.data_type()))
-        .collect();
-    let nullable: Vec<bool> = schema.fields().iter().map(|f| f.is_nullable()).collect();
-    let id_col = expected.iter().position(|c| c == "id");
-    let item_cols: Vec<(usize, usize)> = expected
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| {
-            let n: usize = c.strip_prefix('q')?.parse().ok()?;
-            (schema.field(i).data_type() == &DataType::Int8).then_some((i, n - 1))
-        })
-        .collect();
-    let mut excluded = Vec::new();
-    // First row of each id: a second row with the same id would count one person twice.
-    let mut ids: std::collections::HashMap<String, usize> = Default::default();
-    let mut row = 0usize;
-    while read(&mut rdr, &mut rec)? {
-        row += 1;
+    fn read(&mut self) -> Result<bool, CsvError> {
+        self.rdr
+            .read_byte_record(&mut self.rec)
+            .map_err(|e| CsvError {
+                file: self.file.clone(),
+                place: CsvPlace::File,
+                message: format!("CSV: {e}"),
+            })
+    }
+
+    /// Open `reader` and check its header against `inst`'s columns.
+    fn new(file: &Path, reader: R, inst: &Instrument) -> Result<Self, CsvError> {
+        let schema: SchemaRef = instrument_schema(inst);
+        let mut reader = std::io::BufReader::new(reader);
+        let first = std::io::BufRead::fill_buf(&mut reader).map_err(|e| CsvError {
+            file: file.to_path_buf(),
+            place: CsvPlace::File,
+            message: format!("reading: {e}"),
+        })?;
+        let empty = first.is_empty();
+        let expected = inst.columns();
+        let mut p = HumanParser {
+            file: file.to_path_buf(),
+            rdr: csv::ReaderBuilder::new()
+                .has_headers(false)
+                .flexible(true)
+                .from_reader(reader),
+            rec: csv::ByteRecord::new(),
+            cols: schema
+                .fields()
+                .iter()
+                .map(|f| Col::for_type(f.data_type()))
+                .collect(),
+            nullable: schema.fields().iter().map(|f| f.is_nullable()).collect(),
+            id_col: expected.iter().position(|c| c == "id"),
+            item_cols: expected
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| {
+                    let n: usize = c.strip_prefix('q')?.parse().ok()?;
+                    (schema.field(i).data_type() == &DataType::Int8).then_some((i, n - 1))
+                })
+                .collect(),
+            schema,
+            expected,
+            excluded: Vec::new(),
+            ids: SeenIds::default(),
+            row: 0,
+            rows_out: 0,
+            done: false,
+        };
+        if empty {
+            return Err(p.err(
+                CsvPlace::File,
+                "empty file: expected a header row".to_string(),
+            ));
+        }
+        if !p.read()? {
+            return Err(p.err(
+                CsvPlace::File,
+                "no records: expected a header row".to_string(),
+            ));
+        }
+        p.check_header(inst)?;
+        Ok(p)
+    }
+
+    fn check_header(&self, inst: &Instrument) -> Result<(), CsvError> {
+        let (rec, expected) = (&self.rec, &self.expected);
+        for (i, field) in rec.iter().enumerate() {
+            let column = i + 1;
+            let name = std::str::from_utf8(field).map_err(|e| {
+                self.err(
+                    CsvPlace::Header { column, name: None },
+                    format!("not UTF-8 (invalid byte at offset {})", e.valid_up_to()),
+                )
+            })?;
+            match expected.get(i) {
+                None => {
+                    return Err(self.err(
+                        CsvPlace::Header {
+                            column,
+                            name: Some(name.to_string()),
+                        },
+                        format!(
+                            "extra column: header has {} columns, {} expects {}",
+                            rec.len(),
+                            inst.name,
+                            expected.len()
+                        ),
+                    ))
+                }
+                Some(want) if want.as_str() != name => {
+                    return Err(self.err(
+                        CsvPlace::Header {
+                            column,
+                            name: Some(name.to_string()),
+                        },
+                        format!("expected `{want}`"),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        if rec.len() < expected.len() {
+            return Err(self.err(
+                CsvPlace::Header {
+                    column: rec.len() + 1,
+                    name: None,
+                },
+                format!(
+                    "missing column `{}`: header has {} columns, {} expects {}",
+                    expected[rec.len()],
+                    rec.len(),
+                    inst.name,
+                    expected.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The next batch of at most [`HUMAN_BATCH_ROWS`] rows; `None` after the last.
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>, CsvError> {
+        let mut in_batch = 0usize;
+        while !self.done && in_batch < HUMAN_BATCH_ROWS {
+            if !self.read()? {
+                self.done = true;
+                if self.row == 0 {
+                    return Err(
+                        self.err(CsvPlace::File, "no data rows after the header".to_string())
+                    );
+                }
+                break;
+            }
+            self.row += 1;
+            if self.parse_row()? {
+                in_batch += 1;
+            }
+        }
+        if in_batch == 0 {
+            return Ok(None);
+        }
+        self.rows_out += in_batch;
+        let arrays: Vec<ArrayRef> = self.cols.iter_mut().map(Col::finish).collect();
+        RecordBatch::try_new(self.schema.clone(), arrays)
+            .map(Some)
+            .map_err(|e| self.err(CsvPlace::File, format!("arrow: {e}")))
+    }
+
+    /// Parse the current record into the builders; `false` when it is excluded instead.
+    fn parse_row(&mut self) -> Result<bool, CsvError> {
+        let (row, expected) = (self.row, &self.expected);
+        let rec = &self.rec;
         let line = rec.position().map(|p| p.line()).unwrap_or(0);
         let place = |column: usize| CsvPlace::Row {
             row,
@@ -318,7 +503,7 @@ pub fn import_human_csv_reporting(
                 .unwrap_or_else(|| "(none)".to_string()),
         };
         if rec.len() < expected.len() {
-            return Err(err(
+            return Err(self.err(
                 place(rec.len() + 1),
                 format!(
                     "missing: the row has {} columns, the header {}",
@@ -328,7 +513,7 @@ pub fn import_human_csv_reporting(
             ));
         }
         if rec.len() > expected.len() {
-            return Err(err(
+            return Err(self.err(
                 place(expected.len() + 1),
                 format!(
                     "extra column: the row has {} columns, the header {}",
@@ -337,7 +522,8 @@ pub fn import_human_csv_reporting(
                 ),
             ));
         }
-        let json_cells: Vec<usize> = item_cols
+        let json_cells: Vec<usize> = self
+            .item_cols
             .iter()
             .filter(|(i, k)| {
                 std::str::from_utf8(&rec[*i])
@@ -348,14 +534,14 @@ pub fn import_human_csv_reporting(
             .collect();
         // Excluded only when every other item cell is an integer: any other odd cell is an
         // error naming it (below).
-        let rest_are_ints = item_cols.iter().all(|(i, _)| {
+        let rest_are_ints = self.item_cols.iter().all(|(i, _)| {
             json_cells.contains(i)
                 || std::str::from_utf8(&rec[*i])
                     .ok()
                     .is_some_and(|c| c.trim().parse::<i64>().is_ok())
         });
         if let (Some(&first), true) = (json_cells.first(), rest_are_ints) {
-            excluded.push(ExcludedRow {
+            self.excluded.push(ExcludedRow {
                 row,
                 line,
                 id: String::from_utf8_lossy(&rec[0]).into_owned(),
@@ -365,52 +551,45 @@ pub fn import_human_csv_reporting(
                     String::from_utf8_lossy(&rec[first])
                 ),
             });
-            continue;
+            return Ok(false);
         }
         for (i, field) in rec.iter().enumerate() {
             let cell = std::str::from_utf8(field).map_err(|e| {
-                err(
+                self.err(
                     place(i + 1),
                     format!("not UTF-8 (invalid byte at offset {})", e.valid_up_to()),
                 )
             })?;
             if cell.is_empty() {
-                if nullable[i] {
-                    cols[i].push_null();
+                if self.nullable[i] {
+                    self.cols[i].push_null();
                     continue;
                 }
-                return Err(err(
+                return Err(self.err(
                     place(i + 1),
                     "blank, but this column requires a value".to_string(),
                 ));
             }
-            cols[i].push(cell).map_err(|m| err(place(i + 1), m))?;
-            if Some(i) == id_col {
-                // Compared as numbers, so `7` and `07` are the same id.
-                let key = cell
-                    .trim()
-                    .parse::<i128>()
-                    .map_or_else(|_| cell.to_string(), |v| v.to_string());
-                if let Some(first) = ids.insert(key, row) {
-                    return Err(err(
+            self.cols[i]
+                .push(cell)
+                .map_err(|m| self.err(place(i + 1), m))?;
+            if Some(i) == self.id_col {
+                // The id column is Int64: the cell just parsed as one. Compared as numbers,
+                // so `7` and `07` are the same id.
+                let value =
+                    parse_int::<i64>(cell).map_err(|e| self.err(place(i + 1), e.to_string()))?;
+                if let Err(first) = self.ids.insert(value, row) {
+                    return Err(self.err(
                         place(i + 1),
-                        format!("duplicate id {cell} (first in row {first}); every row must have its own id"),
+                        format!(
+                            "duplicate id {cell} (first in row {first}); every row must have its own id"
+                        ),
                     ));
                 }
             }
         }
+        Ok(true)
     }
-    if row == 0 {
-        return Err(err(
-            CsvPlace::File,
-            "no data rows after the header".to_string(),
-        ));
-    }
-    let arrays: Vec<ArrayRef> = cols.iter_mut().map(Col::finish).collect();
-    let batch = RecordBatch::try_new(schema, arrays)
-        .map_err(|e| err(CsvPlace::File, format!("arrow: {e}")))?;
-    let batch = sort_by_id(batch).map_err(|e| err(CsvPlace::File, format!("arrow: {e}")))?;
-    Ok(HumanImport { batch, excluded })
 }
 
 /// `batch` in ascending `id` order. The score stage reads the rows in record batches and

@@ -22,7 +22,8 @@ mod http;
 mod human;
 
 pub use human::{
-    import_human_csv, import_human_csv_reporting, CsvError, CsvPlace, ExcludedRow, HumanImport,
+    import_human_csv, import_human_csv_reporting, import_human_csv_stream, CsvError, CsvPlace,
+    ExcludedRow, HumanImport, HumanStream, HumanStreamError, HUMAN_BATCH_ROWS,
 };
 
 use fs_err as fs;
@@ -30,7 +31,9 @@ use protospread_core::{
     Config, CoreError, HfSource, Input, InputRole, InputSource, Staged, MANIFEST_NAME,
 };
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -446,6 +449,155 @@ fn read_verified(input: &Input, v: &Verified) -> Result<Vec<u8>, FetchError> {
     Ok(bytes)
 }
 
+/// A reader that hashes what passes through it: the bytes a human CSV is parsed from are the
+/// bytes whose sha256 is checked, without holding the file.
+struct HashingReader<R> {
+    inner: R,
+    hasher: Sha256,
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// Import one verified human CSV of `inst` into the staged Parquet file `dest`, streaming: the
+/// file is parsed in batches of [`HUMAN_BATCH_ROWS`] rows, each written as it is parsed, and
+/// hashed as it is read (a file that changed since it was verified is an error). A file whose
+/// ids are not strictly ascending is written to a scratch file beside the staged one first,
+/// which the engine then sorts by `id` into `dest` under the memory limit (spilling), because
+/// the score stage reads human rows in id order. Returns the rows written and the rows left
+/// out. The Parquet bytes are those of the whole table written at once: the batches are
+/// multiples of the writer's 1024-row mini-batch.
+fn import_human_input(
+    cfg: &Config,
+    input: &Input,
+    v: &Verified,
+    inst: &'static protospread_core::Instrument,
+    dest: &Path,
+    staged: &mut Staged,
+    opts: &Options,
+) -> Result<(usize, Vec<ExcludedRow>), FetchError> {
+    let io = |error| FetchError::Io {
+        input: input.name.clone(),
+        error,
+    };
+    let perr = parquet_error(dest);
+    let schema = protospread_core::instrument_schema(inst);
+    let tmp = staged.file(dest)?;
+    let mut reader = HashingReader {
+        inner: fs::File::open(&v.path).map_err(io)?,
+        hasher: Sha256::new(),
+    };
+    let mut w = parquet::arrow::ArrowWriter::try_new(
+        fs::File::create(&tmp).map_err(io)?,
+        schema.clone(),
+        Some(protospread_core::parquet_writer_properties()),
+    )
+    .map_err(perr)?;
+    let streamed =
+        import_human_csv_stream(Path::new(&v.display), &mut reader, inst, |b| w.write(&b))
+            .map_err(|e| match e {
+                HumanStreamError::Csv(error) => FetchError::Csv {
+                    input: input.name.clone(),
+                    error,
+                },
+                HumanStreamError::Sink(e) => perr(e),
+            })?;
+    w.close().map_err(perr)?;
+    // The parser stops at the last record; whatever follows still belongs to the file's hash.
+    std::io::copy(&mut reader, &mut std::io::sink()).map_err(io)?;
+    let actual = hex_lower(&reader.hasher.finalize());
+    if actual != input.sha256 {
+        return Err(FetchError::HashMismatch {
+            input: input.name.clone(),
+            location: format!("{} (changed while fetching)", v.display),
+            expected: input.sha256.clone(),
+            actual,
+        });
+    }
+    if !streamed.ascending {
+        let unsorted = tmp.with_extension("unsorted.parquet");
+        fs::rename(&tmp, &unsorted).map_err(io)?;
+        sort_human_by_id(cfg, input, &unsorted, &tmp, schema, opts, dest)?;
+        fs::remove_file(&unsorted).map_err(io)?;
+    }
+    fs::File::open(&tmp)
+        .and_then(|f| f.sync_all())
+        .map_err(io)?;
+    Ok((streamed.rows, streamed.excluded))
+}
+
+/// Sort the human rows of the Parquet file `unsorted` by `id` into `out` (a file of `schema`),
+/// in the engine's bounded, spilling session. Ids are unique (checked on import), so the
+/// order, and with it the file's bytes, is fixed.
+fn sort_human_by_id(
+    cfg: &Config,
+    input: &Input,
+    unsorted: &Path,
+    out: &Path,
+    schema: arrow::datatypes::SchemaRef,
+    opts: &Options,
+    dest: &Path,
+) -> Result<(), FetchError> {
+    let fail = |message: String| FetchError::Input {
+        input: input.name.clone(),
+        message: format!("sorting the human rows by id: {message}"),
+    };
+    let perr = parquet_error(dest);
+    let engine = protospread_engine::Engine::new(&protospread_engine::EngineOptions {
+        memory_limit: opts.memory_limit.unwrap_or(cfg.engine.memory_limit.0),
+        ..Default::default()
+    })
+    .map_err(|e| fail(e.to_string()))?;
+    let path = unsorted
+        .to_str()
+        .ok_or_else(|| fail(format!("{}: not a UTF-8 path", unsorted.display())))?;
+    engine
+        .register_parquet("human", path)
+        .map_err(|e| fail(e.to_string()))?;
+    let df = engine
+        .sql("SELECT * FROM human ORDER BY id")
+        .map_err(|e| fail(e.to_string()))?;
+    let file = fs::File::create(out).map_err(|error| FetchError::Io {
+        input: input.name.clone(),
+        error,
+    })?;
+    let mut w = parquet::arrow::ArrowWriter::try_new(
+        file,
+        schema.clone(),
+        Some(protospread_core::parquet_writer_properties()),
+    )
+    .map_err(perr)?;
+    for b in engine
+        .stream_for_writing(df, schema)
+        .map_err(|e| fail(e.to_string()))?
+    {
+        w.write(&b.map_err(|e| fail(e.to_string()))?)
+            .map_err(perr)?;
+    }
+    w.close().map_err(perr)?;
+    Ok(())
+}
+
+/// The error of a Parquet writer of the output `dest`.
+fn parquet_error(dest: &Path) -> impl Fn(parquet::errors::ParquetError) -> FetchError + Copy + '_ {
+    move |e| {
+        FetchError::Core(CoreError::Parquet {
+            path: dest.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+}
+
+/// Lowercase hex of `bytes`.
+fn hex_lower(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Import one verified stored-answer file with the `[answers]` declarations of `cfg`: the
 /// validated, sorted records stream in batches into Parquet bytes for `dest` (pinned writer
 /// settings). Returns the bytes and the number of records.
@@ -465,12 +617,7 @@ pub fn import_answers_input(
         ..Default::default()
     };
     let schema = protospread_answers::stored_schema();
-    let perr = |e: parquet::errors::ParquetError| {
-        FetchError::Core(CoreError::Parquet {
-            path: dest.to_path_buf(),
-            message: e.to_string(),
-        })
-    };
+    let perr = parquet_error(dest);
     let mut w = parquet::arrow::ArrowWriter::try_new(
         Vec::new(),
         schema,
@@ -577,19 +724,11 @@ pub fn run(cfg: &Config, out: &Path, opts: &Options) -> Result<Summary, FetchErr
                         message: format!("unknown instrument '{inst_name}'"),
                     }
                 })?;
-                let bytes = read_verified(input, &v)?;
-                let imported = import_human_csv_reporting(Path::new(&v.display), &bytes, inst)
-                    .map_err(|error| FetchError::Csv {
-                        input: input.name.clone(),
-                        error,
-                    })?;
-                excluded = imported.excluded;
-                let batch = imported.batch;
                 let rel = format!("human/{}.parquet", inst.name);
                 let dest = fetch_dir.join(&rel);
-                let rows = batch.num_rows();
-                let pq_bytes = protospread_core::encode_parquet(&dest, batch.schema(), &[batch])?;
-                staged.put(&dest, &pq_bytes)?;
+                let (rows, left_out) =
+                    import_human_input(cfg, input, &v, inst, &dest, &mut staged, opts)?;
+                excluded = left_out;
                 human_rows.insert(inst.name.to_string(), rows);
                 (rel, Some(rows))
             }

@@ -776,20 +776,7 @@ mod tests {
 
     #[test]
     fn recorded_section_counts_each_model_from_the_requests_table() {
-        let table = |name: &str, header: &[&str], rows: &[&[&str]]| Rendered {
-            name: name.into(),
-            title: String::new(),
-            description: String::new(),
-            from: String::new(),
-            table: TextTable {
-                header: header.iter().map(|s| s.to_string()).collect(),
-                numeric: vec![false; header.len()],
-                rows: rows
-                    .iter()
-                    .map(|r| r.iter().map(|s| s.to_string()).collect())
-                    .collect(),
-            },
-        };
+        use crate::test_tables::table;
         let h = [
             "source",
             "label",

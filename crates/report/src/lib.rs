@@ -14,6 +14,31 @@ mod recorded;
 mod render;
 mod verify;
 
+/// Tables built in unit tests: one helper for every module's tests.
+#[cfg(test)]
+mod test_tables {
+    use crate::render::TextTable;
+    use crate::Rendered;
+
+    /// A rendered table `name` of text cells, no title or description.
+    pub(crate) fn table(name: &str, header: &[&str], rows: &[&[&str]]) -> Rendered {
+        Rendered {
+            name: name.into(),
+            title: String::new(),
+            description: String::new(),
+            from: String::new(),
+            table: TextTable {
+                header: header.iter().map(|s| s.to_string()).collect(),
+                numeric: vec![false; header.len()],
+                rows: rows
+                    .iter()
+                    .map(|r| r.iter().map(|s| s.to_string()).collect())
+                    .collect(),
+            },
+        }
+    }
+}
+
 pub use bag::{bagging_date, write_bag, BagSummary, Content, PayloadFile};
 pub use provenance::{bag_contents, BagContents, Tool};
 pub use render::{to_markdown, TextTable};

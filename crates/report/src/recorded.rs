@@ -288,22 +288,7 @@ pub(crate) fn figures(tables: &[Rendered]) -> Result<Vec<String>, String> {
 mod tests {
     use super::*;
 
-    fn table(name: &str, header: &[&str], rows: &[&[&str]]) -> Rendered {
-        Rendered {
-            name: name.into(),
-            title: String::new(),
-            description: String::new(),
-            from: String::new(),
-            table: TextTable {
-                header: header.iter().map(|s| s.to_string()).collect(),
-                numeric: vec![false; header.len()],
-                rows: rows
-                    .iter()
-                    .map(|r| r.iter().map(|s| s.to_string()).collect())
-                    .collect(),
-            },
-        }
-    }
+    use crate::test_tables::table;
 
     fn tables() -> Vec<Rendered> {
         let rr = [

@@ -431,6 +431,9 @@ fn plan_source(
     // flag is the administration's own row (dimension NULL, sorted first in its partition),
     // read by a window whose frame ends at the current row: DataFusion evaluates that
     // streaming, where a whole-partition window gathers its input into one batch.
+    // The key tables (a few hundred rows) come first in every join: DataFusion builds its
+    // hash table on the left input and cannot spill it, and with the answers on the left it
+    // held every administration's rows (120 MB at 10^7 answers, past the pool at 10^8).
     // The scale scores of one rule's readings; `rule_col` is empty for `scale_scores` and
     // `'<rule>' AS rule, ` for `scale_scores_by_rule` (one plan text for both tables).
     let scales_plan = |readings: &str, rule_col: &str| {
@@ -442,13 +445,13 @@ fn plan_source(
          rows AS (SELECT a.model, a.condition, a.sample, a.test, d.dimension, a.study, a.arm, \
                     a.cohort, a.label, a.temperature, CAST(NULL AS DOUBLE) AS points, \
                     CAST(NULL AS INT) AS opt \
-                  FROM admins a JOIN key_dims d ON a.test = d.test \
+                  FROM key_dims d JOIN admins a ON a.test = d.test \
                   UNION ALL \
                   SELECT r.model, r.condition, r.sample, r.test, k.dimension, CAST(NULL AS VARCHAR), \
                     CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), \
                     CAST(NULL AS DOUBLE), k.points, \
                     CAST(CASE WHEN r.status = {ok} THEN r.option_replied END AS INT) \
-                  FROM readings r JOIN key_points k \
+                  FROM key_points k JOIN readings r \
                   ON r.test = k.test AND r.item = k.item AND r.value = k.value), \
          grouped AS (SELECT model, condition, sample, test, dimension, min(study) AS study, \
                     min(arm) AS arm, min(cohort) AS cohort, min(label) AS label, \
@@ -471,7 +474,7 @@ fn plan_source(
                     g.n_answered = d.n_items AS complete, \
                     COALESCE(g.points, 0.0) AS points, d.max_points, d.raw_unit, \
                     g.constant_answers \
-                    FROM flagged g JOIN key_dims d ON g.test = d.test AND g.dimension = d.dimension), \
+                    FROM key_dims d JOIN flagged g ON g.test = d.test AND g.dimension = d.dimension), \
          valued AS (SELECT *, CASE WHEN complete THEN scale_value(points, max_points, raw_unit) END \
                     AS score FROM scored) \
          SELECT {rule_col}{src} AS source, {label} AS label, study, model, arm, cohort, condition, sample, \
