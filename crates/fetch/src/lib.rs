@@ -437,15 +437,7 @@ fn read_verified(input: &Input, v: &Verified) -> Result<Vec<u8>, FetchError> {
         input: input.name.clone(),
         error,
     })?;
-    let actual = protospread_core::sha256_hex(&bytes);
-    if actual != input.sha256 {
-        return Err(FetchError::HashMismatch {
-            input: input.name.clone(),
-            location: format!("{} (changed while fetching)", v.display),
-            expected: input.sha256.clone(),
-            actual,
-        });
-    }
+    check_unchanged(input, v, protospread_core::sha256_hex(&bytes))?;
     Ok(bytes)
 }
 
@@ -510,15 +502,7 @@ fn import_human_input(
     w.close().map_err(perr)?;
     // The parser stops at the last record; whatever follows still belongs to the file's hash.
     std::io::copy(&mut reader, &mut std::io::sink()).map_err(io)?;
-    let actual = hex_lower(&reader.hasher.finalize());
-    if actual != input.sha256 {
-        return Err(FetchError::HashMismatch {
-            input: input.name.clone(),
-            location: format!("{} (changed while fetching)", v.display),
-            expected: input.sha256.clone(),
-            actual,
-        });
-    }
+    check_unchanged(input, v, hex::encode(reader.hasher.finalize()))?;
     if !streamed.ascending {
         let unsorted = tmp.with_extension("unsorted.parquet");
         fs::rename(&tmp, &unsorted).map_err(io)?;
@@ -548,11 +532,8 @@ fn sort_human_by_id(
         message: format!("sorting the human rows by id: {message}"),
     };
     let perr = parquet_error(dest);
-    let engine = protospread_engine::Engine::new(&protospread_engine::EngineOptions {
-        memory_limit: opts.memory_limit.unwrap_or(cfg.engine.memory_limit.0),
-        ..Default::default()
-    })
-    .map_err(|e| fail(e.to_string()))?;
+    let engine = protospread_engine::Engine::new(&engine_options(cfg, opts))
+        .map_err(|e| fail(e.to_string()))?;
     let path = unsorted
         .to_str()
         .ok_or_else(|| fail(format!("{}: not a UTF-8 path", unsorted.display())))?;
@@ -593,9 +574,26 @@ fn parquet_error(dest: &Path) -> impl Fn(parquet::errors::ParquetError) -> Fetch
     }
 }
 
-/// Lowercase hex of `bytes`.
-fn hex_lower(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// The sha256 `actual` of the bytes read for import must still be the verified one: a file
+/// that changed after verification is refused.
+fn check_unchanged(input: &Input, v: &Verified, actual: String) -> Result<(), FetchError> {
+    if actual == input.sha256 {
+        return Ok(());
+    }
+    Err(FetchError::HashMismatch {
+        input: input.name.clone(),
+        location: format!("{} (changed while fetching)", v.display),
+        expected: input.sha256.clone(),
+        actual,
+    })
+}
+
+/// The engine of the fetch stage's imports: `--memory-limit`, else `[engine] memory_limit`.
+fn engine_options(cfg: &Config, opts: &Options) -> protospread_engine::EngineOptions {
+    protospread_engine::EngineOptions {
+        memory_limit: opts.memory_limit.unwrap_or(cfg.engine.memory_limit.0),
+        ..Default::default()
+    }
 }
 
 /// Import one verified stored-answer file with the `[answers]` declarations of `cfg`: the
@@ -612,10 +610,7 @@ pub fn import_answers_input(
         input: input.name.clone(),
         error: Box::new(error),
     };
-    let engine = protospread_engine::EngineOptions {
-        memory_limit: opts.memory_limit.unwrap_or(cfg.engine.memory_limit.0),
-        ..Default::default()
-    };
+    let engine = engine_options(cfg, opts);
     let schema = protospread_answers::stored_schema();
     let perr = parquet_error(dest);
     let mut w = parquet::arrow::ArrowWriter::try_new(
