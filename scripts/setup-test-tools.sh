@@ -13,13 +13,13 @@ fi
 bagit_venv="${BAGIT_VENV:-$root/target/bagit-venv}"
 if [ ! -x "$bagit_venv/bin/bagit.py" ]; then
     "$py" -m venv "$bagit_venv"
-    "$bagit_venv/bin/pip" install --quiet --disable-pip-version-check "bagit==1.9.0"
+    "$bagit_venv/bin/pip" install --quiet --no-compile --disable-pip-version-check "bagit==1.9.0"
 fi
 lm_venv="${LM_EVAL_VENV:-$root/target/lm-eval-venv}"
 if [ ! -x "$lm_venv/bin/python" ]; then
     "$py" -m venv "$lm_venv"
 fi
 if ! "$lm_venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(0 if m.version('lm_eval') == '0.4.13' else 1)" 2>/dev/null; then
-    "$lm_venv/bin/pip" install --quiet --disable-pip-version-check "lm-eval==0.4.13"
+    "$lm_venv/bin/pip" install --quiet --no-compile --disable-pip-version-check "lm-eval==0.4.13"
 fi
 echo "setup-test-tools: bagit 1.9.0 in $bagit_venv, lm-eval 0.4.13 in $lm_venv"
