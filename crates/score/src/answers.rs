@@ -326,7 +326,7 @@ fn readings_sql(rule: ReplyRule) -> String {
 struct SourcePlans {
     parsed: DataFrame,
     scales: DataFrame,
-    /// The scale scores under each configured rule, in the configured order.
+    /// The scale scores under each configured rule but the strict one, in the configured order.
     by_rule: Vec<DataFrame>,
     reruns: Option<DataFrame>,
     rules: DataFrame,
@@ -487,8 +487,11 @@ fn plan_source(
         .map_err(e)
     };
     let scales = scales_plan(&readings, "")?;
+    // The strict rule's rows of `scale_scores_by_rule` are `scale_scores` itself, written from
+    // the same stream (see `score_registered`); only the other rules need a plan.
     let by_rule = rules
         .iter()
+        .filter(|r| **r != ReplyRule::Strict)
         .map(|r| scales_plan(&readings_sql(*r), &format!("{} AS rule, ", lit(r.as_str()))))
         .collect::<Result<Vec<_>, _>>()?;
     let reruns = if pairs.is_empty() {
@@ -587,18 +590,23 @@ fn drain(
 }
 
 /// Where one table goes: a Parquet file being written with the pinned settings of
-/// `protospread_core::pq`, or (for [`score_in_memory`]) a list of batches.
+/// `protospread_core::pq` straight into the stage's staged folder (its row groups go to disk as
+/// they fill, so no table is held in memory), or (for [`score_in_memory`]) a list of batches.
 struct Sink {
     path: PathBuf,
     schema: SchemaRef,
-    writer: Option<ArrowWriter<Vec<u8>>>,
+    writer: Option<ArrowWriter<fs_err::File>>,
     kept: Vec<RecordBatch>,
 }
 
 impl Sink {
-    fn parquet(path: PathBuf, schema: SchemaRef) -> Result<Self, ScoreError> {
+    fn parquet(path: PathBuf, schema: SchemaRef, staged: &mut Staged) -> Result<Self, ScoreError> {
+        let file = fs_err::File::create(staged.file(&path)?).map_err(|e| ScoreError::File {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
         let writer = ArrowWriter::try_new(
-            Vec::new(),
+            file,
             schema.clone(),
             Some(protospread_core::parquet_writer_properties()),
         )
@@ -627,10 +635,14 @@ impl Sink {
             }
         }
     }
-    fn finish(self) -> Result<(PathBuf, Vec<u8>), ScoreError> {
+    /// Close the Parquet file and sync it; [`Staged::commit`] makes it visible.
+    fn finish(self) -> Result<(), ScoreError> {
         let w = self.writer.expect("finish is for Parquet sinks");
-        let bytes = w.into_inner().map_err(|e| pq_err(&self.path, e))?;
-        Ok((self.path, bytes))
+        let file = w.into_inner().map_err(|e| pq_err(&self.path, e))?;
+        file.sync_all().map_err(|e| ScoreError::File {
+            path: self.path.clone(),
+            message: e.to_string(),
+        })
     }
 }
 
@@ -743,11 +755,13 @@ pub(crate) fn run_answers(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let engine = session(engine, key, norms)?;
-    let mut parsed = Sink::parquet(score_dir.join(PARSED_FILE), parsed_answers_schema())?;
-    let mut scales = Sink::parquet(score_dir.join(SCALES_FILE), scale_scores_schema())?;
-    let mut reruns = Sink::parquet(score_dir.join(RERUNS_FILE), reply_reruns_schema())?;
-    let mut rule_sink = Sink::parquet(score_dir.join(RULES_FILE), reply_rules_schema())?;
-    let mut by_rule = Sink::parquet(score_dir.join(BY_RULE_FILE), scale_scores_by_rule_schema())?;
+    let d = score_dir;
+    let mut parsed = Sink::parquet(d.join(PARSED_FILE), parsed_answers_schema(), staged)?;
+    let mut scales = Sink::parquet(d.join(SCALES_FILE), scale_scores_schema(), staged)?;
+    let mut reruns = Sink::parquet(d.join(RERUNS_FILE), reply_reruns_schema(), staged)?;
+    let mut rule_sink = Sink::parquet(d.join(RULES_FILE), reply_rules_schema(), staged)?;
+    let by_rule_schema = scale_scores_by_rule_schema();
+    let mut by_rule = Sink::parquet(d.join(BY_RULE_FILE), by_rule_schema, staged)?;
     let mut summary = AnswersSummary::default();
     for input in &inputs {
         let p = fetched_path(out, &input.name);
@@ -781,8 +795,7 @@ pub(crate) fn run_answers(
         summary.sources.push(sum);
     }
     for sink in [parsed, scales, reruns, rule_sink, by_rule] {
-        let (path, bytes) = sink.finish()?;
-        staged.put(&path, &bytes)?;
+        sink.finish()?;
     }
     Ok(summary)
 }
@@ -829,9 +842,24 @@ fn score_registered(
     })?;
     let schema = scales.schema.clone();
     let mut last = None;
+    // Strict is always the first configured rule (the configuration refuses another order), so
+    // its rows open this source's part of `scale_scores_by_rule`: the scale-score batches with
+    // the rule column in front. Batches are cut to a fixed size, so the bytes are those a plan
+    // of their own would give.
+    let strict = rules.first() == Some(&ReplyRule::Strict);
+    let rule_col: arrow::array::ArrayRef = Arc::new(arrow::array::StringArray::from(vec![
+        ReplyRule::Strict.as_str();
+        protospread_engine::WRITE_BATCH_ROWS
+    ]));
     drain(engine, plans.scales, &schema, |b| {
         tally_scales(&mut sum, &mut last, &b);
-        scales.write(&b)
+        scales.write(&b)?;
+        if strict {
+            let mut cols = vec![rule_col.slice(0, b.num_rows())];
+            cols.extend(b.columns().iter().cloned());
+            by_rule.write(&RecordBatch::try_new(by_rule.schema.clone(), cols)?)?;
+        }
+        Ok(())
     })?;
     if let Some(df) = plans.reruns {
         let schema = reruns.schema.clone();
