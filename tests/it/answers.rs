@@ -317,6 +317,79 @@ fn csv_jsonl_and_parquet_import_identically() {
     assert_eq!(read_records(&p, &Vocabulary::default()).unwrap(), from_csv);
 }
 
+/// `models` models of 18 single-item dark_triad records each, in key order: more rows than one
+/// import batch (8192), so that the sorted-file checks meet a batch boundary.
+fn sorted_rows(models: usize) -> Vec<String> {
+    let mut rows = Vec::new();
+    for m in 0..models {
+        for item in 1..=18 {
+            rows.push(format!(
+                "1,st,m{m:04},api,full,S0,1,dark_triad,single,{item},,,human,P1,0,3,,t"
+            ));
+        }
+    }
+    rows
+}
+
+fn csv_of(rows: &[String]) -> String {
+    format!("{HEADER}\n{}\n", rows.join("\n"))
+}
+
+#[test]
+fn sorted_files_skip_the_sort_and_break_rules_with_the_same_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = sorted_rows(600);
+    let sorted = write(dir.path(), "sorted.csv", &csv_of(&rows));
+    let mut reversed_rows = rows.clone();
+    reversed_rows.reverse();
+    let reversed = write(dir.path(), "reversed.csv", &csv_of(&reversed_rows));
+    let a = read_records(&sorted, &Vocabulary::default()).unwrap();
+    assert_eq!(a.len(), 600 * 18);
+    assert_eq!(a, read_records(&reversed, &Vocabulary::default()).unwrap());
+    assert!(a.windows(2).all(|w| w[0].sort_key() < w[1].sort_key()));
+
+    // Each rule broken once in a file that is otherwise in order, in the second batch or at
+    // the boundary (rows are numbered from 1: row 8192 ends the first batch).
+    let err = |rows: &[String], name: &str| {
+        let p = write(dir.path(), name, &csv_of(rows));
+        import_file(&p).unwrap_err().to_string()
+    };
+    // Row 9001 is item 1 of model 500 (rows 9001..9018): its item 2 with another arm.
+    let mut arm = rows.clone();
+    arm[9001] = arm[9001].replace(",api,", ",cli,");
+    let e = err(&arm, "arm.csv");
+    assert!(
+        e.contains("row 9002 (line 9003), column arm")
+            && e.contains("model m0500 has arm cli here but api in row 9001"),
+        "{e}"
+    );
+    // The same administration at another temperature.
+    let mut temp = rows.clone();
+    temp[9005] = temp[9005].replace(",P1,0,", ",P1,0.5,");
+    let e = err(&temp, "temp.csv");
+    assert!(
+        e.contains("row 9006 (line 9007), column temperature")
+            && e.contains("differs from row 9001 of the same administration"),
+        "{e}"
+    );
+    // A repeated request across the batch boundary: row 8193 repeats row 8192.
+    let mut dup = rows.clone();
+    dup[8192] = dup[8191].clone();
+    let e = err(&dup, "dup.csv");
+    assert!(
+        e.contains("row 8193 (line 8194), column item")
+            && e.contains(
+                "duplicate request: same model, condition, sample, test and item as row 8192"
+            ),
+        "{e}"
+    );
+    // Two records out of order are sorted, not refused.
+    let mut swapped = rows;
+    swapped.swap(100, 9000);
+    let p = write(dir.path(), "swapped.csv", &csv_of(&swapped));
+    assert_eq!(read_records(&p, &Vocabulary::default()).unwrap(), a);
+}
+
 // ---- the committed simulated study -------------------------------------------------------
 
 const SEED: u64 = 20250401;

@@ -22,6 +22,7 @@ mod format;
 mod import;
 mod parse;
 mod simulate;
+mod sorted;
 
 pub use bulk::{write_bulk, BulkSummary};
 pub use format::{
