@@ -1,7 +1,8 @@
 //! protospread-engine: the one DataFusion session that the score and aggregate stages run their
 //! plans in.
 //!
-//! Every session has a fair spill pool of `memory_limit` bytes and a disk manager, so sorts,
+//! Every session has a fair spill pool of three quarters of `memory_limit` (the rest is for
+//! what the pool does not count: [`POOL_QUARTERS`]) and a disk manager, so sorts,
 //! joins and grouped aggregations spill to disk instead of growing past the limit (a study of
 //! 10^8 answers runs in about 1 GiB). Plans built on it must not let float results depend on
 //! the partition count: aggregate integers, convert once at the end.
@@ -28,10 +29,20 @@ pub const MAX_PARTITIONS: usize = 1024;
 /// Spill files one sort partition merges in one pass (see `session`).
 pub const SPILL_MERGE_FAN_IN: usize = 4;
 
+/// The memory pool's share of [`EngineOptions::memory_limit`], in quarters.
+///
+/// The pool counts what DataFusion's operators reserve (sort buffers, hash tables), not all a
+/// stage holds: the batches moving between operators, Parquet readers and writers, the
+/// program itself. At 10^7 answers the score stage's peak RSS was about 180 MB above a 256 MiB
+/// pool and 100 MB above a 1 GiB one, so the pool gets three quarters of the limit and the
+/// rest is left for those.
+pub const POOL_QUARTERS: u64 = 3;
+
 /// How a session is set up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineOptions {
-    /// Bytes the memory pool holds before operators must spill.
+    /// Memory a stage's engine may use: its pool holds [`POOL_QUARTERS`] quarters of it
+    /// before operators must spill.
     pub memory_limit: u64,
     /// DataFusion target partitions; 0 means one per core. Results never depend on it.
     pub target_partitions: usize,
@@ -91,7 +102,8 @@ impl EngineOptions {
 /// A session with a bounded, spilling memory pool.
 fn session(opts: &EngineOptions) -> Result<SessionContext, EngineError> {
     opts.validate()?;
-    let limit = usize::try_from(opts.memory_limit).expect("checked by validate");
+    let limit =
+        usize::try_from(opts.memory_limit / 4 * POOL_QUARTERS).expect("checked by validate");
     // Fair spill pool: every spilling operator gets an equal share, so one large sort cannot
     // starve a join. The tracking wrapper names the largest consumers when the limit is hit.
     let pool = TrackConsumersPool::new(
