@@ -183,6 +183,11 @@ struct Files {
 struct Run<'a> {
     engine: Engine,
     files: &'a Files,
+    /// The intermediate tables, as Parquet files (see `materialize`).
+    scratch: tempfile::TempDir,
+    /// Files written into `scratch` so far: each table gets a new name, so that a table
+    /// materialized again is never read from a file the session has seen before.
+    written: std::cell::Cell<usize>,
 }
 
 /// The first row of a query's result as display strings by column name, if any row.
@@ -402,16 +407,36 @@ impl Run<'_> {
         )
     }
 
-    /// Run `sql` once and register its (aggregated, small) result as an in-memory table, so
-    /// that later plans reading it several times do not recompute it.
+    /// Run `sql` once and register its result as table `name`, so that later plans reading
+    /// it several times do not recompute it.
+    ///
+    /// The rows stream into a Parquet file in the scratch folder, which is then registered:
+    /// an intermediate table grows with the study (the request table has a row per
+    /// administration), and held in memory it sits outside the engine's pool.
     fn materialize(&self, name: &str, sql: &str, path: &Path) -> Result<(), AggregateError> {
-        let (schema, batches) = self.run(name, sql, path)?;
+        let fail = |message: String| AggregateError::Engine {
+            path: path.to_path_buf(),
+            message: format!("{name}: {message}"),
+        };
+        let df = self.engine.sql(sql).map_err(|e| fail(e.to_string()))?;
+        let schema = Arc::new(df.schema().as_arrow().clone());
+        let n = self.written.get();
+        self.written.set(n + 1);
+        let file = self.scratch.path().join(format!("{n}-{name}.parquet"));
+        let out = fs_err::File::create(&file).map_err(|e| fail(e.to_string()))?;
+        let mut w = parquet::arrow::ArrowWriter::try_new(out, schema, None)
+            .map_err(|e| fail(e.to_string()))?;
+        for b in self.engine.stream(df).map_err(|e| fail(e.to_string()))? {
+            w.write(&b.map_err(|e| fail(e.to_string()))?)
+                .map_err(|e| fail(e.to_string()))?;
+        }
+        w.close().map_err(|e| fail(e.to_string()))?;
+        let file = file
+            .to_str()
+            .ok_or_else(|| fail("scratch path is not UTF-8".into()))?;
         self.engine
-            .register_batches(name, schema, batches)
-            .map_err(|e| AggregateError::Engine {
-                path: path.to_path_buf(),
-                message: format!("{name}: {e}"),
-            })
+            .register_parquet(name, file)
+            .map_err(|e| fail(e.to_string()))
     }
 
     /// Register `headline` (source, arm): the arm each source's verdict uses. An input whose
@@ -751,6 +776,14 @@ pub(crate) fn compute(
     let run = Run {
         engine,
         files: &files,
+        scratch: tempfile::Builder::new()
+            .prefix("protospread-aggregate-")
+            .tempdir()
+            .map_err(|e| AggregateError::Engine {
+                path: std::env::temp_dir(),
+                message: format!("creating a scratch folder: {e}"),
+            })?,
+        written: std::cell::Cell::new(0),
     };
     // Let DataFusion split even a small file across partitions, so that the
     // partition-independence test exercises real parallel scans and aggregations.
