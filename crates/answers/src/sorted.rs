@@ -15,7 +15,7 @@ use arrow::array::{ArrayRef, RecordBatch};
 use arrow::compute::{cast, SortOptions};
 use arrow::datatypes::DataType;
 use arrow::error::ArrowError;
-use arrow::row::{OwnedRow, RowConverter, Rows, SortField};
+use arrow::row::{OwnedRow, Row, RowConverter, Rows, SortField};
 
 /// Columns of the output order (the import's `SORT_KEY`): item with nulls first.
 const KEY: [&str; 5] = ["model", "condition", "sample", "test", "item"];
@@ -118,38 +118,30 @@ impl InOrder {
             .zip(&parts)
             .map(|(c, cols)| c.convert_columns(cols))
             .collect::<Result<_, _>>()?;
-        let [key, admin, model, arms, set] = [&rows[0], &rows[1], &rows[2], &rows[3], &rows[4]];
+        let at = |i: usize| [0, 1, 2, 3, 4].map(|p| rows[p].row(i));
         for i in 0..batch.num_rows() {
-            let ok = if i == 0 {
-                match &self.last {
-                    None => true,
-                    Some([k, a, m, r, s]) => {
-                        key.row(0) > k.row()
-                            && (model.row(0) != m.row() || arms.row(0) == r.row())
-                            && (admin.row(0) != a.row() || set.row(0) == s.row())
-                    }
-                }
-            } else {
-                key.row(i) > key.row(i - 1)
-                    && (model.row(i) != model.row(i - 1) || arms.row(i) == arms.row(i - 1))
-                    && (admin.row(i) != admin.row(i - 1) || set.row(i) == set.row(i - 1))
+            let prev = match (i, &self.last) {
+                (0, None) => continue,
+                (0, Some(last)) => [0, 1, 2, 3, 4].map(|p| last[p].row()),
+                _ => at(i - 1),
             };
-            if !ok {
+            if !follows(prev, at(i)) {
                 self.holds = false;
                 self.last = None;
                 return Ok(());
             }
         }
-        let n = batch.num_rows() - 1;
-        self.last = Some([
-            key.row(n).owned(),
-            admin.row(n).owned(),
-            model.row(n).owned(),
-            arms.row(n).owned(),
-            set.row(n).owned(),
-        ]);
+        self.last = Some(at(batch.num_rows() - 1).map(|r| r.owned()));
         Ok(())
     }
+}
+
+/// Whether `next` may follow `prev` (both in the encodings of [`PARTS`]): a greater key, the
+/// same arm and cohort within a model, the same settings within an administration.
+fn follows(prev: [Row<'_>; PARTS], next: [Row<'_>; PARTS]) -> bool {
+    let [key, admin, model, arms, set] = next;
+    let [key0, admin0, model0, arms0, set0] = prev;
+    key > key0 && (model != model0 || arms == arms0) && (admin != admin0 || set == set0)
 }
 
 #[cfg(test)]
