@@ -1072,7 +1072,7 @@ fn consistency_error_names_the_edited_row() {
 }
 
 /// The parsing table holds verbatim through the score stage's plan: each reply as a
-/// single-item request of RIASEC item k, read by the `strict_reply` function inside
+/// single-item request of RIASEC item k, read by the `strict_readings` function inside
 /// DataFusion, gives the same status and option as the plain rule.
 #[test]
 fn parsing_table_through_the_plan() {

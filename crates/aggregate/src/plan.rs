@@ -127,32 +127,80 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
             lit(c)
         ));
     }
+    // The per-cell columns of `cm` (all BIGINT), in the order `reasons` lists them.
+    let mut cm_names: Vec<String> = (0..conds.len()).map(|i| format!("has_{i}")).collect();
+    for i in 0..p.rerun_pairs.len() {
+        cm_names.push(format!("ra_{i}"));
+        cm_names.push(format!("rb_{i}"));
+    }
+    for c in [
+        "s_rows", "rows_n", "pn", "ps", "pq", "pmin", "pmax", "sn", "ss", "sq", "tn", "ts", "fn_",
+        "fs", "const_n",
+    ] {
+        cm_names.push(c.to_string());
+    }
+    let cm_nulls: String = cm_names
+        .iter()
+        .map(|c| format!("CAST(NULL AS BIGINT) AS {c}, "))
+        .collect();
+    let cm_plain: String = cm_names.iter().map(|c| format!("{c}, ")).collect();
+    let cm_max: String = cm_names
+        .iter()
+        .map(|c| format!("MAX({c}) AS {c}, "))
+        .collect();
     let mut cm_cols = String::new();
     for i in 0..conds.len() {
-        cm_cols.push_str(&format!("cm.has_{i}, "));
+        cm_cols.push_str(&format!("has_{i}, "));
     }
     for i in 0..p.rerun_pairs.len() {
         for side in ["ra", "rb"] {
             cm_cols.push_str(&format!(
-                "CASE WHEN cm.{side}_{i} % {RERUN_PACK} <> {RERUN_NONE} THEN cm.{side}_{i} % {RERUN_PACK} END AS {side}_{i}, "
+                "CASE WHEN {side}_{i} % {RERUN_PACK} <> {RERUN_NONE} THEN {side}_{i} % {RERUN_PACK} END AS {side}_{i}, "
             ));
         }
     }
+    // Every cell of the universe with its `cm` and `ia` columns (null where that table has no
+    // row for it) and whether the model took the cell's test at all (`has_test`): one grouping
+    // over the rows of those tables, not joins. A hash join holds its whole build side in
+    // memory and cannot spill, and at 10^8 answers the per-cell tables were hundreds of MB
+    // each; a grouping spills. `MAX` picks the one non-null value a column has in a cell's
+    // rows (each table has at most one row per cell). The only join left pairs each test a
+    // model took with the test's scales: its inputs have a row per model and test, and per
+    // scale.
+    let v = "CAST(NULL AS VARCHAR)";
+    let cell = format!(
+        "SELECT source, model, test, dimension, MAX(label) AS label, MAX(study) AS study, \
+                MAX(arm) AS arm, MAX(cohort) AS cohort, {cm_max}MAX(incomplete) AS incomplete, \
+                MAX(no_z) AS no_z, bool_or(has_test) AS has_test \
+         FROM (SELECT source, model, test, dimension, label, study, arm, cohort, TRUE AS in_u, \
+                 {cm_nulls}{v} AS incomplete, {v} AS no_z, FALSE AS has_test \
+               FROM universe \
+               UNION ALL \
+               SELECT source, model, test, dimension, {v}, {v}, {v}, {v}, FALSE, {cm_plain}\
+                 {v}, {v}, FALSE \
+               FROM cm \
+               UNION ALL \
+               SELECT source, model, test, dimension, {v}, {v}, {v}, {v}, FALSE, {cm_nulls}\
+                 incomplete, no_z, FALSE \
+               FROM ia \
+               UNION ALL \
+               SELECT t.source, t.model, t.test, d.dimension, {v}, {v}, {v}, {v}, FALSE, {cm_nulls}\
+                 {v}, {v}, TRUE \
+               FROM (SELECT DISTINCT source, test, dimension FROM scores) d \
+               JOIN (SELECT DISTINCT source, model, test FROM scores) t \
+                 ON d.source = t.source AND d.test = t.test) \
+         GROUP BY source, model, test, dimension HAVING bool_or(in_u)"
+    );
     let reasons = format!(
-        "SELECT u.*, mt.mt_test IS NOT NULL AS has_test, \
+        "SELECT u.*, \
            CASE WHEN concat_ws(', ', {m}) <> '' THEN 'missing administrations: ' || concat_ws(', ', {m}) END AS r1, \
            'incomplete administrations: ' || incomplete AS r2, \
            'no score in human SDs (z is null): ' || no_z AS r3 \
-         FROM (SELECT u.source, u.label, u.study, u.model, u.arm, u.cohort, u.test, u.dimension, \
-                 {sep} AND COALESCE(cm.s_rows, 0) = 0 AS sopt, {cm_cols} \
-                 cm.rows_n, cm.pn, cm.ps, cm.pq, cm.pmin, cm.pmax, cm.sn, cm.ss, cm.sq, cm.tn, cm.ts, \
-                 cm.fn_, cm.fs, cm.const_n, ia.incomplete, ia.no_z \
-               FROM universe u LEFT JOIN cm ON u.source = cm.source AND u.model = cm.model \
-                 AND u.test = cm.test AND u.dimension = cm.dimension \
-               LEFT JOIN ia ON u.source = ia.source AND u.model = ia.model \
-                 AND u.test = ia.test AND u.dimension = ia.dimension) u \
-         LEFT JOIN (SELECT DISTINCT source AS mt_source, model AS mt_model, test AS mt_test FROM scores) mt \
-           ON u.source = mt.mt_source AND u.model = mt.mt_model AND u.test = mt.mt_test",
+         FROM (SELECT source, label, study, model, arm, cohort, test, dimension, \
+                 {sep} AND COALESCE(s_rows, 0) = 0 AS sopt, {cm_cols} \
+                 rows_n, pn, ps, pq, pmin, pmax, sn, ss, sq, tn, ts, fn_, fs, const_n, incomplete, no_z, \
+                 has_test \
+               FROM cell_parts u) u",
         m = missing.join(", "),
     );
     vec![
@@ -161,6 +209,7 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
         ("ia", ia.to_string()),
         ("models", models.to_string()),
         ("universe", universe.to_string()),
+        ("cell_parts", cell),
         ("reasons", reasons),
     ]
 }
@@ -192,7 +241,8 @@ pub(crate) fn cells(p: &Params) -> String {
            CASE WHEN kept THEN ps_shift_z(tn, ts, fn_, fs, h) END AS shift_z, \
            COALESCE(const_n, 0) AS constant_administrations \
          FROM ( \
-           SELECT r.*, reason = '' AS kept, n.mean AS hm, n.sd AS h FROM ( \
+           SELECT r.*, reason = '' AS kept, n.mean AS hm, n.sd AS h \
+           FROM norms_n n RIGHT JOIN ( \
              SELECT *, CASE WHEN rows_n IS NULL AND NOT has_test \
                  THEN 'test not administered (no scale scores)' \
                  ELSE concat_ws('; ', r1, r2, r3, r4, \
@@ -200,7 +250,7 @@ pub(crate) fn cells(p: &Params) -> String {
                      THEN 'fewer than two protocol administrations' END) END AS reason \
              FROM (SELECT *, CASE WHEN r1 IS NULL AND r2 IS NULL AND r3 IS NULL AND NOT sopt AND COALESCE(sn, 0) < 2 \
                      THEN 'fewer than two sampling administrations' END AS r4 FROM reasons) \
-           ) r LEFT JOIN norms_n n ON r.test = n.test AND r.dimension = n.dimension \
+           ) r ON r.test = n.test AND r.dimension = n.dimension \
          ) ORDER BY source, model, test, dimension"
     )
 }

@@ -7,6 +7,10 @@
 //! 10^8 answers runs in about 1 GiB). Plans built on it must not let float results depend on
 //! the partition count: aggregate integers, convert once at the end.
 
+mod order;
+
+pub use order::KeyOrder;
+
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::datasource::MemTable;
@@ -221,6 +225,45 @@ impl Engine {
         batches: Vec<RecordBatch>,
     ) -> Result<(), DataFusionError> {
         let table = MemTable::try_new(schema, vec![batches])?;
+        self.ctx.register_table(name, Arc::new(table))?;
+        Ok(())
+    }
+
+    /// Register `batches` (all of `schema`) as the in-memory table `name`, sorted here by
+    /// `order` (column name, nulls first; ascending) and declared sorted, as
+    /// [`Engine::register_sorted_parquet`] declares a file: for small tables that must take
+    /// the same plans as a sorted file.
+    pub fn register_sorted_batches(
+        &self,
+        name: &str,
+        schema: SchemaRef,
+        batches: Vec<RecordBatch>,
+        order: &[(&str, bool)],
+    ) -> Result<(), DataFusionError> {
+        use datafusion::arrow::compute::{
+            concat_batches, lexsort_to_indices, take_record_batch, SortColumn, SortOptions,
+        };
+        let batch = concat_batches(&schema, &batches)?;
+        let columns = order
+            .iter()
+            .map(|(c, nulls_first)| {
+                Ok(SortColumn {
+                    values: batch
+                        .column_by_name(c)
+                        .cloned()
+                        .ok_or_else(|| DataFusionError::Plan(format!("no column {c} in {name}")))?,
+                    options: Some(SortOptions {
+                        descending: false,
+                        nulls_first: *nulls_first,
+                    }),
+                })
+            })
+            .collect::<Result<Vec<_>, DataFusionError>>()?;
+        let sorted = take_record_batch(&batch, &lexsort_to_indices(&columns, None)?)?;
+        let table = MemTable::try_new(schema, vec![vec![sorted]])?.with_sort_order(vec![order
+            .iter()
+            .map(|(c, nulls_first)| datafusion::prelude::col(*c).sort(true, *nulls_first))
+            .collect()]);
         self.ctx.register_table(name, Arc::new(table))?;
         Ok(())
     }

@@ -133,3 +133,65 @@ fn spilled_sorts_of_every_partition_merge_within_a_small_pool() {
     }
     assert_eq!(seen, rows);
 }
+
+/// Two-column batches (`a` text, `b` integer) for the key-order checks.
+fn keyed(rows: &[(&str, i32)]) -> RecordBatch {
+    use datafusion::arrow::array::{Int32Array, StringArray};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("a", DataType::Utf8, false),
+        Field::new("b", DataType::Int32, false),
+    ]));
+    RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(StringArray::from(
+                rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            )),
+            Arc::new(Int32Array::from(
+                rows.iter().map(|r| r.1).collect::<Vec<_>>(),
+            )),
+        ],
+    )
+    .expect("batch")
+}
+
+#[test]
+fn key_order_accepts_increasing_keys_across_batches_and_names_the_first_row_out_of_order() {
+    use protospread_engine::KeyOrder;
+    let mut ok = KeyOrder::new(&["a", "b"]);
+    ok.push(&keyed(&[("m1", 1), ("m1", 2), ("m2", -5)]))
+        .expect("in order");
+    ok.push(&keyed(&[])).expect("an empty batch");
+    ok.push(&keyed(&[("m2", 0), ("m3", 0)])).expect("in order");
+
+    // A repeat of the last key of the previous batch: row 3 overall.
+    let mut repeat = KeyOrder::new(&["a", "b"]);
+    repeat
+        .push(&keyed(&[("x", 1), ("x", 2), ("y", 1)]))
+        .expect("in order");
+    let e = repeat
+        .push(&keyed(&[("y", 1), ("z", 0)]))
+        .expect_err("a repeated key")
+        .to_string();
+    assert!(e.contains("row 3 "), "{e}");
+
+    // Out of order inside one batch: the second column decides within equal first columns.
+    let mut back = KeyOrder::new(&["a", "b"]);
+    let e = back
+        .push(&keyed(&[("x", 1), ("x", 3), ("x", 2)]))
+        .expect_err("b goes back")
+        .to_string();
+    assert!(e.contains("row 2 ") && e.contains("(a, b)"), "{e}");
+
+    // Only the named columns count.
+    let mut first = KeyOrder::new(&["a"]);
+    first
+        .push(&keyed(&[("x", 9), ("y", 1)]))
+        .expect("a alone increases");
+    let e = KeyOrder::new(&["c"])
+        .push(&keyed(&[("x", 1)]))
+        .expect_err("no such column")
+        .to_string();
+    assert!(e.contains("no key column c"), "{e}");
+}

@@ -28,7 +28,7 @@ use protospread_core::{
     parsed_answers_schema, reply_reruns_schema, reply_rules_schema, scale_scores_by_rule_schema,
     scale_scores_schema, Config, InputRole, Staged,
 };
-use protospread_engine::{Engine, EngineOptions};
+use protospread_engine::{Engine, EngineOptions, KeyOrder};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -210,27 +210,40 @@ fn df_err(what: &str, e: datafusion::error::DataFusionError) -> ScoreError {
     }
 }
 
-/// Register the scoring key as two tables: `key_points` (test, item, value, dimension, points:
-/// what each answer 0..4 of each item earns) and `key_dims` (test, dimension, n_items,
-/// max_points, raw_unit), both from the scorer's own functions.
+/// Register the scoring key as two tables: `key_points` (test, item, value, dimension, ix,
+/// points: what each answer 0..4 of each item earns) and `key_dims` (test, dimension, ix,
+/// n_items, max_points, raw_unit), both from the scorer's own functions. `ix` numbers a test's
+/// dimensions in name order, from 0 (below [`most_dims`]).
 fn register_key(ctx: &SessionContext, key: &ScoringKey) -> Result<(), ScoreError> {
     use arrow::array::{BooleanArray, Float64Array, Int32Array, StringArray};
     use arrow::datatypes::{DataType, Field, Schema};
-    let (mut t, mut it, mut v, mut d, mut p) = (vec![], vec![], vec![], vec![], vec![]);
-    let (mut dt, mut dd, mut dn, mut dm, mut dr) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut t, mut it, mut v, mut d, mut x, mut p) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    let (mut dt, mut dd, mut dx, mut dn, mut dm, mut dr) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
     for (test, tk) in &key.tests {
+        let mut names: Vec<&str> = tk.dims.iter().map(|r| r.name.as_str()).collect();
+        names.sort_unstable();
+        let ix = |i: usize| {
+            names
+                .iter()
+                .position(|n| *n == tk.dims[i].name)
+                .expect("a dimension of the test") as i32
+        };
         for k in &tk.items {
             for value in 0..OPTIONS {
                 t.push(test.clone());
                 it.push(k.item as i32);
                 v.push(i32::from(value));
                 d.push(tk.dims[k.dim].name.clone());
+                x.push(ix(k.dim));
                 p.push(crate::scorer::item_points(k, value));
             }
         }
         for (i, rule) in tk.dims.iter().enumerate() {
             dt.push(test.clone());
             dd.push(rule.name.clone());
+            dx.push(ix(i));
             dn.push(tk.items.iter().filter(|k| k.dim == i).count() as i32);
             dm.push(crate::scorer::dim_max(tk, i));
             dr.push(tk.unit == crate::key::Unit::Raw);
@@ -244,6 +257,7 @@ fn register_key(ctx: &SessionContext, key: &ScoringKey) -> Result<(), ScoreError
         i("item"),
         i("value"),
         s("dimension"),
+        i("ix"),
         f("points"),
     ]));
     let points = RecordBatch::try_new(
@@ -253,12 +267,14 @@ fn register_key(ctx: &SessionContext, key: &ScoringKey) -> Result<(), ScoreError
             Arc::new(Int32Array::from(it)),
             Arc::new(Int32Array::from(v)),
             Arc::new(StringArray::from(d)),
+            Arc::new(Int32Array::from(x)),
             Arc::new(Float64Array::from(p)),
         ],
     )?;
     let dims_schema = Arc::new(Schema::new(vec![
         s("test"),
         s("dimension"),
+        i("ix"),
         i("n_items"),
         f("max_points"),
         Field::new("raw_unit", DataType::Boolean, false),
@@ -268,6 +284,7 @@ fn register_key(ctx: &SessionContext, key: &ScoringKey) -> Result<(), ScoreError
         vec![
             Arc::new(StringArray::from(dt)),
             Arc::new(StringArray::from(dd)),
+            Arc::new(Int32Array::from(dx)),
             Arc::new(Int32Array::from(dn)),
             Arc::new(Float64Array::from(dm)),
             Arc::new(BooleanArray::from(dr)),
@@ -282,6 +299,11 @@ fn register_key(ctx: &SessionContext, key: &ScoringKey) -> Result<(), ScoreError
     reg("key_points", points_schema, points)?;
     reg("key_dims", dims_schema, dims)?;
     Ok(())
+}
+
+/// The largest number of dimensions of a test of `key`.
+fn most_dims(key: &ScoringKey) -> usize {
+    key.tests.values().map(|t| t.dims.len()).max().unwrap_or(0)
 }
 
 /// A session with the scoring key and the rule functions registered, on one partition.
@@ -309,27 +331,24 @@ pub(crate) fn session(
     Ok(engine)
 }
 
-/// One row per item of the stored answers registered as `raw`, read by `rule`: single-item
-/// requests by the rule's reply function, whole-test requests expanded to one row per shown
-/// position by its whole-test function ([`crate::kernels`]).
+/// One row per item of the stored answers registered as `raw`, read by `rule`
+/// ([`crate::kernels`]): a single-item request's reading, or a whole-test request expanded to
+/// one row per shown position. Rows come in (administration, item) order: DataFusion knows
+/// the administration order (the file's, kept by `unnest`), and the function's item order
+/// does the rest, so no plan sorts the readings; the sinks check the order ([`KeyOrder`]).
 fn readings_sql(rule: ReplyRule) -> String {
-    let (single, whole) = match rule {
-        ReplyRule::Strict => ("strict_reply", "whole_reply"),
-        ReplyRule::Lenient => ("lenient_reply", "whole_reply_lenient"),
+    let f = match rule {
+        ReplyRule::Strict => "strict_readings",
+        ReplyRule::Lenient => "lenient_readings",
     };
     format!(
-        "SELECT model, condition, sample, test, study, arm, cohort, label, mode, item, \
-                CAST(NULL AS INT) AS shown_position, get_field(r, 'option') AS option_replied, \
-                get_field(r, 'value') AS value, get_field(r, 'status') AS status \
-         FROM (SELECT *, {single}(reply, error IS NOT NULL, option_order) AS r \
-               FROM raw WHERE mode = 'single') \
-         UNION ALL \
-         SELECT model, condition, sample, test, study, arm, cohort, label, mode, \
+        "SELECT model, condition, sample, test, study, arm, cohort, label, temperature, mode, \
                 get_field(w, 'item') AS item, get_field(w, 'shown_position') AS shown_position, \
-                get_field(w, 'option') AS option_replied, get_field(w, 'value') AS value, get_field(w, 'status') AS status \
-         FROM (SELECT model, condition, sample, test, study, arm, cohort, label, mode, \
-                      unnest({whole}(reply, error IS NOT NULL, option_order, item_order)) AS w \
-               FROM raw WHERE mode = 'whole')"
+                get_field(w, 'option') AS option_replied, get_field(w, 'value') AS value, \
+                get_field(w, 'status') AS status \
+         FROM (SELECT model, condition, sample, test, study, arm, cohort, label, temperature, mode, \
+                      unnest({f}(mode, item, reply, error IS NOT NULL, option_order, item_order)) AS w \
+               FROM raw)"
     )
 }
 
@@ -429,70 +448,57 @@ fn plan_source(
     let parsed = sql(format!(
         "SELECT {src} AS source, {label} AS label, study, model, arm, cohort, condition, sample, \
                 test, mode, item, shown_position, option_replied, value, status \
-         FROM ({readings}) ORDER BY {ADMIN_ORDER}, item",
+         FROM ({readings}) ORDER BY {ADMIN_ORDER}",
         src = lit(source)
     ))
     .map_err(e)?;
     let ok = lit(Status::Ok.as_str());
-    // Every operator here either streams or spills: no hash join has a large build side
-    // (the key tables are the only build sides), and each administration's dimensions come
-    // from one grouping over anchor rows (one per administration and dimension of its test,
-    // carrying the administration's settings) and the scored readings, so an administration
-    // with no answered item of a dimension still gets its (incomplete) row. The constant-answer
-    // flag is the administration's own row (dimension NULL, sorted first in its partition),
-    // read by a window whose frame ends at the current row: DataFusion evaluates that
-    // streaming, where a whole-partition window gathers its input into one batch.
-    // The key tables (a few hundred rows) come first in every join: DataFusion builds its
-    // hash table on the left input and cannot spill it, and with the answers on the left it
-    // held every administration's rows (120 MB at 10^7 answers, past the pool at 10^8).
+    // One pass over the readings, and no sort: the readings arrive in administration order,
+    // the key table (a few hundred rows, the only hash-join build side) keeps that order on
+    // the probe side, and the grouping by administration streams (its input is sorted by its
+    // keys). Each administration's dimensions are one array of (ix, answered, points) in the
+    // key's dimension order (`ix`, by name), unnested and joined to `key_dims`: every dimension
+    // of the test gets its row, also one with no answered item (incomplete), in dimension
+    // order. The constant-answer flag is the administration's own aggregate.
+    let dims = (0..most_dims(key).max(1))
+        .map(|i| {
+            format!("count(CASE WHEN ix = {i} THEN 1 END), sum(CASE WHEN ix = {i} THEN points END)")
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
     // The scale scores of one rule's readings; `rule_col` is empty for `scale_scores` and
     // `'<rule>' AS rule, ` for `scale_scores_by_rule` (one plan text for both tables).
     let scales_plan = |readings: &str, rule_col: &str| {
         sql(format!(
         "WITH readings AS ({readings}), \
-         admins AS (SELECT model, condition, sample, test, min(study) AS study, min(arm) AS arm, \
-                    min(cohort) AS cohort, min(label) AS label, min(temperature) AS temperature \
-                    FROM raw GROUP BY model, condition, sample, test), \
-         rows AS (SELECT a.model, a.condition, a.sample, a.test, d.dimension, a.study, a.arm, \
-                    a.cohort, a.label, a.temperature, CAST(NULL AS DOUBLE) AS points, \
-                    CAST(NULL AS INT) AS opt \
-                  FROM key_dims d JOIN admins a ON a.test = d.test \
-                  UNION ALL \
-                  SELECT r.model, r.condition, r.sample, r.test, k.dimension, CAST(NULL AS VARCHAR), \
-                    CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), \
-                    CAST(NULL AS DOUBLE), k.points, \
-                    CAST(CASE WHEN r.status = {ok} THEN r.option_replied END AS INT) \
-                  FROM key_points k JOIN readings r \
+         keyed AS (SELECT r.model, r.condition, r.sample, r.test, r.study, r.arm, r.cohort, \
+                    r.label, r.temperature, k.ix, k.points, \
+                    CASE WHEN r.status = {ok} AND k.ix IS NOT NULL THEN r.option_replied END AS opt \
+                  FROM key_points k RIGHT JOIN readings r \
                   ON r.test = k.test AND r.item = k.item AND r.value = k.value), \
-         grouped AS (SELECT model, condition, sample, test, dimension, min(study) AS study, \
-                    min(arm) AS arm, min(cohort) AS cohort, min(label) AS label, \
-                    min(temperature) AS temperature, count(points) AS n_answered, \
-                    sum(points) AS points, CAST(NULL AS BOOLEAN) AS admin_constant \
-                    FROM rows GROUP BY model, condition, sample, test, dimension \
-                    UNION ALL \
-                    SELECT model, condition, sample, test, CAST(NULL AS VARCHAR), \
-                    CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), \
-                    CAST(NULL AS VARCHAR), CAST(NULL AS DOUBLE), 0, CAST(NULL AS DOUBLE), \
-                    COALESCE(count(opt) >= 2 AND min(opt) = max(opt), false) \
-                    FROM rows GROUP BY model, condition, sample, test), \
-         flagged AS (SELECT *, first_value(admin_constant) OVER (PARTITION BY model, condition, \
-                    sample, test ORDER BY dimension NULLS FIRST \
-                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS constant_answers \
-                    FROM grouped), \
+         admins AS (SELECT model, condition, sample, test, min(study) AS study, min(arm) AS arm, \
+                    min(cohort) AS cohort, min(label) AS label, min(temperature) AS temperature, \
+                    COALESCE(count(opt) >= 2 AND min(opt) = max(opt), false) AS constant_answers, \
+                    dimension_slots({dims}) AS per_dim \
+                    FROM keyed GROUP BY model, condition, sample, test), \
+         per_dim AS (SELECT model, condition, sample, test, study, arm, cohort, label, temperature, \
+                    constant_answers, get_field(x, 'ix') AS ix, get_field(x, 'n') AS n_answered, \
+                    get_field(x, 'p') AS points \
+                    FROM (SELECT *, unnest(per_dim) AS x FROM admins)), \
          scored AS (SELECT g.model, g.condition, g.sample, g.test, g.study, g.arm, g.cohort, \
-                    g.label, g.temperature, g.dimension, d.n_items, \
+                    g.label, g.temperature, d.dimension, d.n_items, \
                     CAST(g.n_answered AS INT) AS n_answered, \
                     g.n_answered = d.n_items AS complete, \
                     COALESCE(g.points, 0.0) AS points, d.max_points, d.raw_unit, \
                     g.constant_answers \
-                    FROM key_dims d JOIN flagged g ON g.test = d.test AND g.dimension = d.dimension), \
+                    FROM key_dims d JOIN per_dim g ON g.test = d.test AND g.ix = d.ix), \
          valued AS (SELECT *, CASE WHEN complete THEN scale_value(points, max_points, raw_unit) END \
                     AS score FROM scored) \
          SELECT {rule_col}{src} AS source, {label} AS label, study, model, arm, cohort, condition, sample, \
                 test, dimension, temperature, score, complete, n_items, n_answered, \
                 norm_z(test, dimension, score) AS z, \
                 norm_percentile(test, dimension, score) AS percentile, constant_answers \
-         FROM valued ORDER BY {ADMIN_ORDER}, dimension",
+         FROM valued ORDER BY {ADMIN_ORDER}",
         src = lit(source)
         ))
         .map_err(e)
@@ -586,19 +592,34 @@ fn plan_source(
 }
 
 /// A plan's rows, re-cut and conformed for writing ([`Engine::stream_for_writing`]), handed to
-/// `sink` one batch at a time.
+/// `sink` one batch at a time; with a `key`, rows must come in strictly increasing order of it
+/// ([`KeyOrder`]: for plans that sort by a prefix of their key only, see [`readings_sql`]).
 fn drain(
     engine: &Engine,
     df: DataFrame,
     schema: &SchemaRef,
+    key: &[&str],
     mut sink: impl FnMut(RecordBatch) -> Result<(), ScoreError>,
 ) -> Result<(), ScoreError> {
     let e = |x| df_err("stored answers", x);
+    let mut order = (!key.is_empty()).then(|| KeyOrder::new(key));
     for b in engine.stream_for_writing(df, schema.clone()).map_err(e)? {
-        sink(b.map_err(e)?)?;
+        let b = b.map_err(e)?;
+        if let Some(o) = &mut order {
+            o.push(&b).map_err(|x| ScoreError::Score {
+                test: "stored answers".into(),
+                message: format!("internal error, please report: {x}"),
+            })?;
+        }
+        sink(b)?;
     }
     Ok(())
 }
+
+/// The key of `parsed_answers` within one source: its rows come in this order.
+const PARSED_KEY: [&str; 5] = ["model", "condition", "sample", "test", "item"];
+/// The key of `scale_scores` within one source.
+const SCALES_KEY: [&str; 5] = ["model", "condition", "sample", "test", "dimension"];
 
 /// Where one table goes: a Parquet file being written with the pinned settings of
 /// `protospread_core::pq` straight into the stage's staged folder (its row groups go to disk as
@@ -846,41 +867,76 @@ fn score_registered(
         records: plans.records,
         ..Default::default()
     };
-    let schema = parsed.schema.clone();
-    drain(engine, plans.parsed, &schema, |b| {
-        tally_parsed(&mut sum, &b);
-        parsed.write(&b)
-    })?;
-    let schema = scales.schema.clone();
-    let mut last = None;
-    // Strict is always the first configured rule (the configuration refuses another order), so
-    // its rows open this source's part of `scale_scores_by_rule`: the scale-score batches with
-    // the rule column in front. Batches are cut to a fixed size, so the bytes are those a plan
-    // of their own would give.
-    let strict = rules.first() == Some(&ReplyRule::Strict);
-    let rule_col: arrow::array::ArrayRef = Arc::new(arrow::array::StringArray::from(vec![
-        ReplyRule::Strict.as_str();
-        protospread_engine::WRITE_BATCH_ROWS
-    ]));
-    drain(engine, plans.scales, &schema, |b| {
-        tally_scales(&mut sum, &mut last, &b);
-        scales.write(&b)?;
-        if strict {
-            let mut cols = vec![rule_col.slice(0, b.num_rows())];
-            cols.extend(b.columns().iter().cloned());
-            by_rule.write(&RecordBatch::try_new(by_rule.schema.clone(), cols)?)?;
-        }
-        Ok(())
-    })?;
-    if let Some(df) = plans.reruns {
-        let schema = reruns.schema.clone();
-        drain(engine, df, &schema, |b| reruns.write(&b))?;
-    }
-    let schema = rule_sink.schema.clone();
-    drain(engine, plans.rules, &schema, |b| rule_sink.write(&b))?;
-    let schema = by_rule.schema.clone();
-    for df in plans.by_rule {
-        drain(engine, df, &schema, |b| by_rule.write(&b))?;
+    let SourcePlans {
+        parsed: parsed_plan,
+        scales: scales_plan,
+        by_rule: by_rule_plans,
+        reruns: reruns_plan,
+        rules: rules_plan,
+        ..
+    } = plans;
+    // Two independent chains of plans, one per thread, so that both cores work on one
+    // partition each: the parsed answers (then the reruns and the reply rules), and the scale
+    // scores (then the other rules' scale scores, after the strict ones). Each chain writes
+    // its own files; the summary's counts are split between them the same way.
+    let (first, second) = std::thread::scope(|scope| {
+        let first = scope.spawn(|| -> Result<AnswerSourceSummary, ScoreError> {
+            let mut part = AnswerSourceSummary::default();
+            let schema = parsed.schema.clone();
+            drain(engine, parsed_plan, &schema, &PARSED_KEY, |b| {
+                tally_parsed(&mut part, &b);
+                parsed.write(&b)
+            })?;
+            if let Some(df) = reruns_plan {
+                let schema = reruns.schema.clone();
+                drain(engine, df, &schema, &[], |b| reruns.write(&b))?;
+            }
+            let schema = rule_sink.schema.clone();
+            drain(engine, rules_plan, &schema, &[], |b| rule_sink.write(&b))?;
+            Ok(part)
+        });
+        let second = (|| -> Result<AnswerSourceSummary, ScoreError> {
+            let mut part = AnswerSourceSummary::default();
+            let schema = scales.schema.clone();
+            let mut last = None;
+            // Strict is always the first configured rule (the configuration refuses another
+            // order), so its rows open this source's part of `scale_scores_by_rule`: the
+            // scale-score batches with the rule column in front. Batches are cut to a fixed
+            // size, so the bytes are those a plan of their own would give.
+            let strict = rules.first() == Some(&ReplyRule::Strict);
+            let rule_col: arrow::array::ArrayRef = Arc::new(arrow::array::StringArray::from(vec![
+                    ReplyRule::Strict.as_str();
+                    protospread_engine::WRITE_BATCH_ROWS
+                ]));
+            drain(engine, scales_plan, &schema, &SCALES_KEY, |b| {
+                tally_scales(&mut part, &mut last, &b);
+                scales.write(&b)?;
+                if strict {
+                    let mut cols = vec![rule_col.slice(0, b.num_rows())];
+                    cols.extend(b.columns().iter().cloned());
+                    by_rule.write(&RecordBatch::try_new(by_rule.schema.clone(), cols)?)?;
+                }
+                Ok(())
+            })?;
+            let schema = by_rule.schema.clone();
+            for df in by_rule_plans {
+                drain(engine, df, &schema, &SCALES_KEY, |b| by_rule.write(&b))?;
+            }
+            Ok(part)
+        })();
+        let first = first
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (first, second)
+    });
+    let (first, second) = (first?, second?);
+    sum.statuses = first.statuses;
+    sum.administrations = second.administrations;
+    sum.constant_administrations = second.constant_administrations;
+    sum.scale_rows = second.scale_rows;
+    sum.complete_scale_rows = second.complete_scale_rows;
+    if second.scale_rows > 0 {
+        sum.label = second.label;
     }
     Ok(sum)
 }
@@ -916,7 +972,12 @@ pub fn score_in_memory(
     let engine = session(&EngineOptions::default(), key, norms)?;
     let batch = protospread_answers::to_batch(records)?;
     engine
-        .register_batches("raw", batch.schema(), vec![batch])
+        .register_sorted_batches(
+            "raw",
+            batch.schema(),
+            vec![batch],
+            &protospread_answers::SORTED_BY,
+        )
         .map_err(|e| df_err(source, e))?;
     let mut parsed = Sink::memory(PARSED_FILE, parsed_answers_schema());
     let mut scales = Sink::memory(SCALES_FILE, scale_scores_schema());

@@ -3,10 +3,10 @@
 //!
 //! | SQL function | wraps | returns |
 //! |---|---|---|
-//! | `strict_reply(reply, failed, option_order)` | [`read_single`], [`option_to_value`] | struct `{option, value, status}` |
-//! | `whole_reply(reply, failed, option_order, item_order)` | [`read_whole`], [`option_to_value`] | list of struct `{item, shown_position, option, value, status}`, one per shown position |
-//! | `lenient_reply`, `whole_reply_lenient` (same arguments) | the same with [`ReplyRule::Lenient`] | as above |
+//! | `strict_readings(mode, item, reply, failed, option_order, item_order)` | [`read_single`], [`read_whole`], [`option_to_value`] | list of struct `{item, shown_position, option, value, status}`, one per item shown, in item order (`shown_position` null for a single-item request) |
+//! | `lenient_readings` (same arguments) | the same with [`ReplyRule::Lenient`] | as above |
 //! | `reply_counts(rule, reply, failed, item_order)` | [`ReplyRule::read_single`], [`ReplyRule::read_whole`] | struct `{items, readable_items}`: positions shown (1 for a single-item request) and those read `ok` |
+//! | `dimension_slots(n_0, p_0, n_1, p_1, ...)` | | list of struct `{ix, n, p}`, one per pair, in argument order |
 //! | `scale_value(points, max_points, raw_unit)` | [`crate::scorer::scale_value`] | f64 |
 //! | `norm_z(test, dimension, value)` | [`crate::norms::Norm::z`] | f64, null when not finite |
 //! | `norm_percentile(test, dimension, value)` | [`crate::norms::Norm::percentile`] | f64, null when not finite |
@@ -17,9 +17,9 @@
 use crate::norms::Norms;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Float64Array, Float64Builder, Int32Builder,
-    ListBuilder, StringBuilder, StructArray, StructBuilder,
+    Int64Builder, ListBuilder, StringBuilder, StructArray, StructBuilder,
 };
-use datafusion::arrow::datatypes::{DataType, Field, Fields};
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Float64Type, Int32Type, Int64Type};
 use datafusion::common::{exec_err, Result};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
@@ -31,29 +31,20 @@ use std::sync::Arc;
 /// Every function of this module, ready to register on a session.
 pub(crate) fn udfs(norms: Arc<Norms>) -> Vec<ScalarUDF> {
     vec![
-        ScalarUDF::from(StrictReply::new(ReplyRule::Strict)),
-        ScalarUDF::from(WholeReply::new(ReplyRule::Strict)),
-        ScalarUDF::from(StrictReply::new(ReplyRule::Lenient)),
-        ScalarUDF::from(WholeReply::new(ReplyRule::Lenient)),
+        ScalarUDF::from(Readings::new(ReplyRule::Strict)),
+        ScalarUDF::from(Readings::new(ReplyRule::Lenient)),
         ScalarUDF::from(ReplyCounts::new()),
+        ScalarUDF::from(DimensionSlots::new()),
         ScalarUDF::from(ScaleValue::new()),
         ScalarUDF::from(NormFn::new("norm_z", norms.clone())),
         ScalarUDF::from(NormFn::new("norm_percentile", norms)),
     ]
 }
 
-fn reading_fields() -> Fields {
-    Fields::from(vec![
-        Field::new("option", DataType::Int32, true),
-        Field::new("value", DataType::Int32, true),
-        Field::new("status", DataType::Utf8, false),
-    ])
-}
-
 fn position_fields() -> Fields {
     Fields::from(vec![
         Field::new("item", DataType::Int32, false),
-        Field::new("shown_position", DataType::Int32, false),
+        Field::new("shown_position", DataType::Int32, true),
         Field::new("option", DataType::Int32, true),
         Field::new("value", DataType::Int32, true),
         Field::new("status", DataType::Utf8, false),
@@ -112,94 +103,35 @@ fn value(r: &Reading, order: OptionOrder) -> Option<i32> {
     }
 }
 
-/// `strict_reply(reply, failed, option_order)` (`lenient_reply` for the lenient rule): a
-/// single-item request's reading.
+/// `strict_readings(mode, item, reply, failed, option_order, item_order)`
+/// (`lenient_readings` for the lenient rule): one request's readings, one per item it showed,
+/// **in item order**: a single-item request's one reading (`shown_position` null), or a
+/// whole-test request's reading of each shown position placed on the human item shown there.
+///
+/// Item order is what lets the plans skip a sort: the stored answers arrive sorted by
+/// administration and, within a single-item administration, by item; an administration is one
+/// mode (an administration setting), and a whole-test administration is one request. So the
+/// readings expanded with `unnest` come out in (administration, item) order.
 #[derive(Debug, PartialEq, Eq, Hash)]
-struct StrictReply {
+struct Readings {
     rule: ReplyRule,
     signature: Signature,
 }
 
-impl StrictReply {
+impl Readings {
     fn new(rule: ReplyRule) -> Self {
-        StrictReply {
+        Readings {
             rule,
-            signature: Signature::any(3, Volatility::Immutable),
+            signature: Signature::any(6, Volatility::Immutable),
         }
     }
 }
 
-impl ScalarUDFImpl for StrictReply {
+impl ScalarUDFImpl for Readings {
     fn name(&self) -> &str {
         match self.rule {
-            ReplyRule::Strict => "strict_reply",
-            ReplyRule::Lenient => "lenient_reply",
-        }
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Struct(reading_fields()))
-    }
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let a = arrays(&args, &[DataType::Utf8, DataType::Boolean, DataType::Utf8])?;
-        let (reply, failed, order) = (
-            a[0].as_string::<i32>(),
-            a[1].as_boolean(),
-            a[2].as_string::<i32>(),
-        );
-        let n = reply.len();
-        let (mut opt, mut val, mut st) = (
-            Int32Builder::with_capacity(n),
-            Int32Builder::with_capacity(n),
-            StringBuilder::with_capacity(n, n * 2),
-        );
-        for i in 0..n {
-            if reply.is_null(i) || failed.is_null(i) || order.is_null(i) {
-                return exec_err!("{}: null argument in row {i}", self.name());
-            }
-            let r = reading(self.rule, reply.value(i), failed.value(i));
-            opt.append_option(r.option);
-            val.append_option(value(&r, option_order(order.value(i))?));
-            st.append_value(r.status.as_str());
-        }
-        let s = StructArray::try_new(
-            reading_fields(),
-            vec![
-                Arc::new(opt.finish()),
-                Arc::new(val.finish()),
-                Arc::new(st.finish()),
-            ],
-            None,
-        )?;
-        Ok(ColumnarValue::Array(Arc::new(s)))
-    }
-}
-
-/// `whole_reply(reply, failed, option_order, item_order)` (`whole_reply_lenient` for the
-/// lenient rule): a whole-test request's readings, one per shown position, each placed on the
-/// human item shown there.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct WholeReply {
-    rule: ReplyRule,
-    signature: Signature,
-}
-
-impl WholeReply {
-    fn new(rule: ReplyRule) -> Self {
-        WholeReply {
-            rule,
-            signature: Signature::any(4, Volatility::Immutable),
-        }
-    }
-}
-
-impl ScalarUDFImpl for WholeReply {
-    fn name(&self) -> &str {
-        match self.rule {
-            ReplyRule::Strict => "whole_reply",
-            ReplyRule::Lenient => "whole_reply_lenient",
+            ReplyRule::Strict => "strict_readings",
+            ReplyRule::Lenient => "lenient_readings",
         }
     }
     fn signature(&self) -> &Signature {
@@ -216,43 +148,73 @@ impl ScalarUDFImpl for WholeReply {
             &args,
             &[
                 DataType::Utf8,
+                DataType::Int32,
+                DataType::Utf8,
                 DataType::Boolean,
                 DataType::Utf8,
                 DataType::Utf8,
             ],
         )?;
-        let (reply, failed, order, item_order) = (
+        let (mode, item, reply, failed, order, item_order) = (
             a[0].as_string::<i32>(),
-            a[1].as_boolean(),
+            a[1].as_primitive::<Int32Type>(),
             a[2].as_string::<i32>(),
-            a[3].as_string::<i32>(),
+            a[3].as_boolean(),
+            a[4].as_string::<i32>(),
+            a[5].as_string::<i32>(),
         );
         let fields = position_fields();
         let mut list = ListBuilder::new(StructBuilder::from_fields(fields.clone(), 0)).with_field(
             Arc::new(Field::new_list_field(DataType::Struct(fields), true)),
         );
+        // (item, shown position, reading) of the current request.
+        let mut shown: Vec<(i32, Option<i32>, Reading)> = Vec::new();
         for i in 0..reply.len() {
-            // The planner may evaluate this before the `mode = 'whole'` filter: a request
-            // without an item order (single mode) shows no positions.
-            if reply.is_null(i) || failed.is_null(i) || order.is_null(i) || item_order.is_null(i) {
-                list.append(true);
-                continue;
+            if mode.is_null(i) || reply.is_null(i) || failed.is_null(i) || order.is_null(i) {
+                return exec_err!("{}: null argument in row {i}", self.name());
             }
-            let items = shown_items(item_order.value(i))?;
             let oo = option_order(order.value(i))?;
-            let readings = if failed.value(i) {
-                vec![reading(self.rule, "", true); items.len()]
-            } else {
-                self.rule.read_whole(reply.value(i), items.len())
-            };
+            shown.clear();
+            match mode.value(i) {
+                "single" => {
+                    if item.is_null(i) {
+                        return exec_err!(
+                            "{}: single-item request without item in row {i}",
+                            self.name()
+                        );
+                    }
+                    let r = reading(self.rule, reply.value(i), failed.value(i));
+                    shown.push((item.value(i), None, r));
+                }
+                "whole" => {
+                    if item_order.is_null(i) {
+                        return exec_err!(
+                            "{}: whole-test request without item_order in row {i}",
+                            self.name()
+                        );
+                    }
+                    let items = shown_items(item_order.value(i))?;
+                    let readings = if failed.value(i) {
+                        vec![reading(self.rule, "", true); items.len()]
+                    } else {
+                        self.rule.read_whole(reply.value(i), items.len())
+                    };
+                    for (p, (r, it)) in readings.into_iter().zip(&items).enumerate() {
+                        shown.push((*it, Some(p as i32 + 1), r));
+                    }
+                    // Stable: the import refuses an item shown twice, so ties do not occur.
+                    shown.sort_by_key(|x| x.0);
+                }
+                other => return exec_err!("{}: unknown mode {other:?} in row {i}", self.name()),
+            }
             let s = list.values();
-            for (p, (r, item)) in readings.iter().zip(&items).enumerate() {
+            for (it, pos, r) in &shown {
                 s.field_builder::<Int32Builder>(0)
                     .expect("item")
-                    .append_value(*item);
+                    .append_value(*it);
                 s.field_builder::<Int32Builder>(1)
                     .expect("shown_position")
-                    .append_value(p as i32 + 1);
+                    .append_option(*pos);
                 s.field_builder::<Int32Builder>(2)
                     .expect("option")
                     .append_option(r.option);
@@ -350,6 +312,81 @@ impl ScalarUDFImpl for ReplyCounts {
             None,
         )?;
         Ok(ColumnarValue::Array(Arc::new(s)))
+    }
+}
+
+fn slot_fields() -> Fields {
+    Fields::from(vec![
+        Field::new("ix", DataType::Int32, false),
+        Field::new("n", DataType::Int64, false),
+        Field::new("p", DataType::Float64, true),
+    ])
+}
+
+/// `dimension_slots(n_0, p_0, n_1, p_1, ...)`: an administration's per-dimension tallies (items
+/// answered, points) as one list of struct `{ix, n, p}` in slot order, for `unnest`: the
+/// dimensions of a test come out as rows in the order of their `ix` without a sort.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct DimensionSlots {
+    signature: Signature,
+}
+
+impl DimensionSlots {
+    fn new() -> Self {
+        DimensionSlots {
+            signature: Signature::variadic_any(Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for DimensionSlots {
+    fn name(&self) -> &str {
+        "dimension_slots"
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(DataType::new_list(DataType::Struct(slot_fields()), true))
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let slots = args.args.len() / 2;
+        if slots == 0 || !args.args.len().is_multiple_of(2) {
+            return exec_err!(
+                "dimension_slots: expected pairs (n, p), got {} arguments",
+                args.args.len()
+            );
+        }
+        let types: Vec<DataType> = (0..slots)
+            .flat_map(|_| [DataType::Int64, DataType::Float64])
+            .collect();
+        let a = arrays(&args, &types)?;
+        let fields = slot_fields();
+        let mut list = ListBuilder::new(StructBuilder::from_fields(fields.clone(), 0)).with_field(
+            Arc::new(Field::new_list_field(DataType::Struct(fields), true)),
+        );
+        for row in 0..a[0].len() {
+            let s = list.values();
+            for slot in 0..slots {
+                let n = a[2 * slot].as_primitive::<Int64Type>();
+                let p = a[2 * slot + 1].as_primitive::<Float64Type>();
+                if n.is_null(row) {
+                    return exec_err!("dimension_slots: null count in row {row}");
+                }
+                s.field_builder::<Int32Builder>(0)
+                    .expect("ix")
+                    .append_value(slot as i32);
+                s.field_builder::<Int64Builder>(1)
+                    .expect("n")
+                    .append_value(n.value(row));
+                s.field_builder::<Float64Builder>(2)
+                    .expect("p")
+                    .append_option((!p.is_null(row)).then(|| p.value(row)));
+                s.append(true);
+            }
+            list.append(true);
+        }
+        Ok(ColumnarValue::Array(Arc::new(list.finish())))
     }
 }
 
