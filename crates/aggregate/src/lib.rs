@@ -222,7 +222,13 @@ pub fn compute_tables_with(
     engine: &EngineOptions,
 ) -> Result<Vec<Table>, AggregateError> {
     validate(params)?;
-    stage::compute(score_dir, params, engine)
+    let mut tables = Vec::new();
+    stage::compute(score_dir, params, engine, &mut |t| {
+        tables.push(t);
+        Ok(())
+    })?;
+    tables.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(tables)
 }
 
 /// Run the stage: read `score_dir`, write every table to `out_dir` (all or nothing) and its
@@ -242,17 +248,24 @@ pub fn run_with_extra(
     engine: &EngineOptions,
     extra: &[(String, arrow::record_batch::RecordBatch)],
 ) -> Result<Summary, AggregateError> {
-    let tables = compute_tables_with(score_dir, params, engine)?;
+    validate(params)?;
     let mut staged = protospread_core::Staged::in_dir(out_dir)?;
     let mut files = Vec::new();
-    for t in &tables {
+    let mut sources = Vec::new();
+    // Each table is encoded and staged as it comes, then dropped: at 10^8 answers the tables
+    // together are hundreds of MB.
+    stage::compute(score_dir, params, engine, &mut |t| {
+        if t.name == "cells" {
+            sources = summarize(&t);
+        }
         let name = format!("{}.parquet", t.name);
         let path = out_dir.join(&name);
         let bytes =
             protospread_core::encode_parquet(&path, t.schema(), std::slice::from_ref(&t.batch))?;
         staged.put(&path, &bytes)?;
         files.push(name);
-    }
+        Ok(())
+    })?;
     for (stem, batch) in extra {
         let name = format!("{stem}.parquet");
         let path = out_dir.join(&name);
@@ -271,14 +284,7 @@ pub fn run_with_extra(
     // earlier run is gone without deleting anything protospread did not write.
     staged.commit()?;
     files.sort();
-    let cells = tables
-        .iter()
-        .find(|t| t.name == "cells")
-        .expect("cells table");
-    Ok(Summary {
-        sources: summarize(cells),
-        files,
-    })
+    Ok(Summary { sources, files })
 }
 
 fn summarize(cells: &Table) -> Vec<(String, String, usize, usize)> {

@@ -417,6 +417,18 @@ impl Run<'_> {
     /// an intermediate table grows with the study (the request table has a row per
     /// administration), and held in memory it sits outside the engine's pool.
     fn materialize(&self, name: &str, sql: &str, path: &Path) -> Result<(), AggregateError> {
+        self.materialize_sorted(name, sql, path, &[])
+    }
+
+    /// [`Run::materialize`] for a plan whose rows come sorted by `order` (column, nulls
+    /// first): the file is registered with that order, so reading it sorted costs no sort.
+    fn materialize_sorted(
+        &self,
+        name: &str,
+        sql: &str,
+        path: &Path,
+        order: &[(&str, bool)],
+    ) -> Result<(), AggregateError> {
         let fail = |message: String| AggregateError::Engine {
             path: path.to_path_buf(),
             message: format!("{name}: {message}"),
@@ -438,7 +450,7 @@ impl Run<'_> {
             .to_str()
             .ok_or_else(|| fail("scratch path is not UTF-8".into()))?;
         self.engine
-            .register_parquet(name, file)
+            .register_sorted_parquet(name, file, order)
             .map_err(|e| fail(e.to_string()))
     }
 
@@ -495,7 +507,7 @@ impl Run<'_> {
             .map(|_| ())
     }
 
-    fn tables(&self, p: &Params) -> Result<Vec<Table>, AggregateError> {
+    fn tables(&self, p: &Params, emit: Emit<'_>) -> Result<(), AggregateError> {
         let f = self.files;
         for (name, path) in [
             ("scores", &f.scores),
@@ -531,44 +543,45 @@ impl Run<'_> {
                 self.view(name, &sql)?;
             }
         }
-        let cells = self.table("cells", &plan::cells(a), &f.scores)?;
-        // Every group table reads the cells once computed, as Arrow batches in memory.
-        self.engine
-            .register_batches("cells", cells.schema(), vec![cells.batch.clone()])
-            .map_err(|e| AggregateError::Engine {
-                path: f.scores.clone(),
-                message: e.to_string(),
-            })?;
-        let mut out = vec![cells];
-        out.push(self.table(
+        // `cells` goes to a scratch file that the group tables read, and out as a table once:
+        // at 10^8 answers it is the largest table, and held in memory for the other plans it
+        // sat outside the engine's pool for the rest of the stage.
+        self.materialize_sorted("cells", &plan::cells(a), &f.scores, &CELL_KEY)?;
+        emit(self.table(
+            "cells",
+            "SELECT * FROM cells ORDER BY source, model, test, dimension",
+            &f.scores,
+        )?)?;
+        emit(self.table(
             "dropped_cells",
             "SELECT source, label, model, arm, cohort, test, dimension, drop_reason AS reason \
                  FROM cells WHERE NOT kept ORDER BY source, model, test, dimension",
             &f.scores,
-        )?);
+        )?)?;
         for (name, sql) in plan::group_tables(a) {
-            out.push(self.table(name, &sql, &f.scores)?);
+            emit(self.table(name, &sql, &f.scores)?)?;
         }
         for (name, sql) in plan::request_tables() {
-            out.push(self.table(name, &sql, &f.answers)?);
+            emit(self.table(name, &sql, &f.answers)?)?;
         }
         // The score stage's readable replies per reply rule, passed through (strict first).
-        out.push(self.table(
+        emit(self.table(
             "reply_rules",
             "SELECT source, label, model, arm, condition, mode, rule, requests, \
                     readable_replies, items, readable_items FROM reply_rules \
              ORDER BY source, model, arm, condition, mode, rule <> 'strict', rule, label",
             &f.rules,
-        )?);
+        )?)?;
         self.materialize(
             "verdict_w",
             &plan::verdict_summary(a, "req", "adm", None),
             &f.scores,
         )?;
-        out.push(self.table("verdict", &plan::verdict(a, "", false), &f.scores)?);
-        out.extend(self.side_by_side(p)?);
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
+        emit(self.table("verdict", &plan::verdict(a, "", false), &f.scores)?)?;
+        for t in self.side_by_side(p)? {
+            emit(t)?;
+        }
+        Ok(())
     }
 
     fn drop_tables(&self, names: &[&str]) -> Result<(), AggregateError> {
@@ -681,13 +694,7 @@ impl Run<'_> {
                         self.view(name, &sql)?;
                     }
                 }
-                let cells = self.table("cells", &plan::cells(&q), path)?;
-                self.engine
-                    .register_batches("cells", cells.schema(), vec![cells.batch])
-                    .map_err(|e| AggregateError::Engine {
-                        path: path.clone(),
-                        message: format!("cells: {e}"),
-                    })?;
+                self.materialize_sorted("cells", &plan::cells(&q), path, &CELL_KEY)?;
                 // Readable replies under this rule from `reply_rules`; failed requests (the
                 // same under any rule) from the strict parsed answers (`req`).
                 let req = format!(
@@ -743,13 +750,26 @@ impl Run<'_> {
     }
 }
 
+/// Where [`compute`] hands each table as soon as it is computed, so that the caller can write
+/// it and let it go instead of holding every table until the last.
+pub(crate) type Emit<'a> = &'a mut dyn FnMut(Table) -> Result<(), AggregateError>;
+
+/// The key `cells` is sorted by.
+const CELL_KEY: [(&str, bool); 4] = [
+    ("source", false),
+    ("model", false),
+    ("test", false),
+    ("dimension", false),
+];
+
 /// Compute every table from the score stage's folder in a session of `engine` (its
 /// `target_partitions` is replaced by `params.aggregate.target_partitions`).
 pub(crate) fn compute(
     score_dir: &Path,
     params: &Params,
     engine: &EngineOptions,
-) -> Result<Vec<Table>, AggregateError> {
+    emit: Emit<'_>,
+) -> Result<(), AggregateError> {
     let files = Files {
         scores: score_dir.join("scale_scores.parquet"),
         answers: score_dir.join("parsed_answers.parquet"),
@@ -787,5 +807,5 @@ pub(crate) fn compute(
         "SET datafusion.optimizer.repartition_file_min_size = 0",
         score_dir,
     )?;
-    run.tables(params)
+    run.tables(params, emit)
 }
