@@ -190,6 +190,24 @@ struct Run<'a> {
     written: std::cell::Cell<usize>,
 }
 
+impl<'a> Run<'a> {
+    /// A run of the stage's plans in `engine`, with a scratch folder of its own.
+    fn new(engine: Engine, files: &'a Files) -> Result<Self, AggregateError> {
+        Ok(Run {
+            engine,
+            files,
+            scratch: tempfile::Builder::new()
+                .prefix("protospread-aggregate-")
+                .tempdir()
+                .map_err(|e| AggregateError::Engine {
+                    path: std::env::temp_dir(),
+                    message: format!("creating a scratch folder: {e}"),
+                })?,
+            written: std::cell::Cell::new(0),
+        })
+    }
+}
+
 /// The first row of a query's result as display strings by column name, if any row.
 fn first_row(batches: &[RecordBatch]) -> Option<Vec<(String, String)>> {
     let b = batches.iter().find(|b| b.num_rows() > 0)?;
@@ -435,16 +453,47 @@ impl Run<'_> {
         };
         let df = self.engine.sql(sql).map_err(|e| fail(e.to_string()))?;
         let schema = Arc::new(df.schema().as_arrow().clone());
-        let n = self.written.get();
-        self.written.set(n + 1);
-        let file = self.scratch.path().join(format!("{n}-{name}.parquet"));
-        let out = fs_err::File::create(&file).map_err(|e| fail(e.to_string()))?;
-        let mut w = parquet::arrow::ArrowWriter::try_new(out, schema, None)
-            .map_err(|e| fail(e.to_string()))?;
+        // Small results stay in memory: a scratch file costs milliseconds to write and to
+        // register, and the stage materializes dozens of tables (on the embedded data they
+        // were a tenth of `protospread run`). The first batch past the threshold sends
+        // everything to the file.
+        let mut held: Vec<RecordBatch> = Vec::new();
+        let mut held_bytes = 0;
+        let mut writer = None;
         for b in self.engine.stream(df).map_err(|e| fail(e.to_string()))? {
-            w.write(&b.map_err(|e| fail(e.to_string()))?)
+            let b = b.map_err(|e| fail(e.to_string()))?;
+            if let Some((_, w)) = writer.as_mut() {
+                let w: &mut parquet::arrow::ArrowWriter<fs_err::File> = w;
+                w.write(&b).map_err(|e| fail(e.to_string()))?;
+                continue;
+            }
+            held_bytes += b.get_array_memory_size();
+            held.push(b);
+            if held_bytes <= MATERIALIZE_IN_MEMORY {
+                continue;
+            }
+            let n = self.written.get();
+            self.written.set(n + 1);
+            let file = self.scratch.path().join(format!("{n}-{name}.parquet"));
+            let out = fs_err::File::create(&file).map_err(|e| fail(e.to_string()))?;
+            let mut w = parquet::arrow::ArrowWriter::try_new(out, schema.clone(), None)
                 .map_err(|e| fail(e.to_string()))?;
+            for b in held.drain(..) {
+                w.write(&b).map_err(|e| fail(e.to_string()))?;
+            }
+            writer = Some((file, w));
         }
+        // The batches' own schema: the plan's logical one may name other string types.
+        let schema = held.first().map_or(schema, |b| b.schema());
+        let Some((file, w)) = writer else {
+            let registered = if order.is_empty() {
+                self.engine.register_batches(name, schema, held)
+            } else {
+                self.engine
+                    .register_sorted_batches(name, schema, held, order)
+            };
+            return registered.map_err(|e| fail(e.to_string()));
+        };
         w.close().map_err(|e| fail(e.to_string()))?;
         let file = file
             .to_str()
@@ -659,85 +708,58 @@ impl Run<'_> {
         if !a.secondary_protocol_conditions.is_empty() {
             sets.push((SECONDARY, a.secondary_protocol_conditions.clone()));
         }
-        let names = [
-            "cells_by_rule",
-            "protocol_vs_sampling_by_rule",
-            "verdict_by_rule",
-        ];
+        let jobs: Vec<(&str, &str, &Vec<String>)> = rules
+            .iter()
+            .flat_map(|r| sets.iter().map(move |(s, c)| (r.as_str(), *s, c)))
+            .collect();
+        // The rule x set combinations are independent: a second session on the same pool
+        // plans and runs every other one on another thread (planning is most of their time
+        // on small studies). Results are put back in combination order, so the bytes do not
+        // depend on which thread ran what.
+        let files = self.files;
+        let engine = &self.engine;
+        let (mine, theirs) = std::thread::scope(|scope| {
+            let theirs = scope.spawn(|| -> Result<Vec<SideParts>, AggregateError> {
+                let run = Run::new(
+                    engine.fork().map_err(|e| AggregateError::Engine {
+                        path: path.clone(),
+                        message: e.to_string(),
+                    })?,
+                    files,
+                )?;
+                jobs.iter()
+                    .skip(1)
+                    .step_by(2)
+                    .map(|(rule, set, conds)| run.side_job(a, rule, set, conds))
+                    .collect()
+            });
+            let mine: Vec<Result<SideParts, AggregateError>> = jobs
+                .iter()
+                .step_by(2)
+                .map(|(rule, set, conds)| self.side_job(a, rule, set, conds))
+                .collect();
+            let theirs = theirs
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (mine, theirs)
+        });
+        let mut mine = mine.into_iter();
+        let mut theirs = theirs?.into_iter();
         let mut parts: Vec<(Option<arrow::datatypes::SchemaRef>, Vec<RecordBatch>)> =
             vec![(None, Vec::new()), (None, Vec::new()), (None, Vec::new())];
-        let score_cols: Vec<&str> = SCORE_COLUMNS.iter().map(|(n, _)| *n).collect();
-        for rule in &rules {
-            for (set, conds) in &sets {
-                let q = AggregateSection {
-                    protocol_conditions: conds.clone(),
-                    ..a.clone()
-                };
-                let views = plan::views(&q);
-                let mut names = vec!["scores", "adm"];
-                names.extend(views.iter().map(|(n, _)| *n));
-                names.extend(["cells", "verdict_w"]);
-                self.drop_tables(&names)?;
-                self.view(
-                    "scores",
-                    &format!(
-                        "SELECT {} FROM scores_by_rule WHERE rule = {}",
-                        score_cols.join(", "),
-                        plan::lit(rule)
-                    ),
-                )?;
-                self.materialize("adm", &plan::request_views()[1].1, path)?;
-                for (name, sql) in views {
-                    if name == "cm" || name == "ia" {
-                        self.materialize(name, &sql, path)?;
-                    } else {
-                        self.view(name, &sql)?;
-                    }
-                }
-                self.materialize_sorted("cells", &plan::cells(&q), path, &CELL_KEY)?;
-                // Readable replies under this rule from `reply_rules`; failed requests (the
-                // same under any rule) from the strict parsed answers (`req`).
-                let req = format!(
-                    "(SELECT r.source, r.arm, r.condition, r.mode, r.requests, \
-                       r.requests - r.readable - COALESCE(q.failed_requests, 0) AS unreadable_replies \
-                     FROM (SELECT source, model, arm, condition, MIN(mode) AS mode, \
-                             SUM(requests) AS requests, SUM(readable_replies) AS readable \
-                           FROM reply_rules WHERE rule = {} GROUP BY source, model, arm, condition) r \
-                     LEFT JOIN req q ON r.source = q.source AND r.model = q.model \
-                       AND r.condition = q.condition)",
-                    plan::lit(rule)
-                );
-                let used: Vec<String> = conds
-                    .iter()
-                    .chain(&a.sampling_conditions)
-                    .cloned()
-                    .collect();
-                self.materialize(
-                    "verdict_w",
-                    &plan::verdict_summary(a, &req, "adm", Some(&used)),
-                    path,
-                )?;
-                let prefix = format!(
-                    "{} AS rule, {} AS protocol_set, ",
-                    plan::lit(rule),
-                    plan::lit(set)
-                );
-                for (i, sql) in [
-                    plan::cells_side(&prefix),
-                    plan::headline_group(&prefix),
-                    plan::verdict(a, &prefix, true),
-                ]
-                .iter()
-                .enumerate()
-                {
-                    let (schema, batches) = self.run(names[i], sql, path)?;
-                    parts[i].0.get_or_insert(schema);
-                    parts[i].1.extend(batches);
-                }
+        for i in 0..jobs.len() {
+            let done = if i % 2 == 0 {
+                mine.next().expect("one result per job")?
+            } else {
+                theirs.next().expect("one result per job")
+            };
+            for (part, (schema, batches)) in parts.iter_mut().zip(done) {
+                part.0.get_or_insert(schema);
+                part.1.extend(batches);
             }
         }
         let mut out = Vec::new();
-        for (name, (schema, batches)) in names.iter().zip(parts) {
+        for (name, (schema, batches)) in SIDE_TABLES.iter().zip(parts) {
             let schema = schema.expect("at least the strict rule and the primary set");
             out.push(Table::from_batches(name, &schema, &batches).map_err(|e| {
                 AggregateError::Engine {
@@ -748,11 +770,100 @@ impl Run<'_> {
         }
         Ok(out)
     }
+
+    /// One rule x protocol set of [`Run::side_by_side`]: its rows of the three tables.
+    fn side_job(
+        &self,
+        a: &AggregateSection,
+        rule: &str,
+        set: &str,
+        conds: &[String],
+    ) -> Result<SideParts, AggregateError> {
+        let path = &self.files.by_rule;
+        let score_cols: Vec<&str> = SCORE_COLUMNS.iter().map(|(n, _)| *n).collect();
+        let q = AggregateSection {
+            protocol_conditions: conds.to_vec(),
+            ..a.clone()
+        };
+        let views = plan::views(&q);
+        let mut names = vec!["scores", "adm"];
+        names.extend(views.iter().map(|(n, _)| *n));
+        names.extend(["cells", "verdict_w"]);
+        self.drop_tables(&names)?;
+        self.view(
+            "scores",
+            &format!(
+                "SELECT {} FROM scores_by_rule WHERE rule = {}",
+                score_cols.join(", "),
+                plan::lit(rule)
+            ),
+        )?;
+        self.materialize("adm", &plan::request_views()[1].1, path)?;
+        for (name, sql) in views {
+            if name == "cm" || name == "ia" {
+                self.materialize(name, &sql, path)?;
+            } else {
+                self.view(name, &sql)?;
+            }
+        }
+        self.materialize_sorted("cells", &plan::cells(&q), path, &CELL_KEY)?;
+        // Readable replies under this rule from `reply_rules`; failed requests (the
+        // same under any rule) from the strict parsed answers (`req`).
+        let req = format!(
+            "(SELECT r.source, r.arm, r.condition, r.mode, r.requests, \
+               r.requests - r.readable - COALESCE(q.failed_requests, 0) AS unreadable_replies \
+             FROM (SELECT source, model, arm, condition, MIN(mode) AS mode, \
+                     SUM(requests) AS requests, SUM(readable_replies) AS readable \
+                   FROM reply_rules WHERE rule = {} GROUP BY source, model, arm, condition) r \
+             LEFT JOIN req q ON r.source = q.source AND r.model = q.model \
+               AND r.condition = q.condition)",
+            plan::lit(rule)
+        );
+        let used: Vec<String> = conds
+            .iter()
+            .chain(&a.sampling_conditions)
+            .cloned()
+            .collect();
+        self.materialize(
+            "verdict_w",
+            &plan::verdict_summary(a, &req, "adm", Some(&used)),
+            path,
+        )?;
+        let prefix = format!(
+            "{} AS rule, {} AS protocol_set, ",
+            plan::lit(rule),
+            plan::lit(set)
+        );
+        let sqls = [
+            plan::cells_side(&prefix),
+            plan::headline_group(&prefix),
+            plan::verdict(a, &prefix, true),
+        ];
+        let mut out = Vec::with_capacity(3);
+        for (name, sql) in SIDE_TABLES.iter().zip(&sqls) {
+            out.push(self.run(name, sql, path)?);
+        }
+        Ok(out)
+    }
 }
+
+/// The side-by-side tables, in the order [`Run::side_job`] returns their rows.
+const SIDE_TABLES: [&str; 3] = [
+    "cells_by_rule",
+    "protocol_vs_sampling_by_rule",
+    "verdict_by_rule",
+];
+
+/// One rule x set's rows of the [`SIDE_TABLES`]: (schema, batches) of each.
+type SideParts = Vec<(arrow::datatypes::SchemaRef, Vec<RecordBatch>)>;
 
 /// Where [`compute`] hands each table as soon as it is computed, so that the caller can write
 /// it and let it go instead of holding every table until the last.
 pub(crate) type Emit<'a> = &'a mut dyn FnMut(Table) -> Result<(), AggregateError>;
+
+/// Largest intermediate table (Arrow bytes) that [`Run::materialize`] keeps in memory rather
+/// than in a scratch file.
+const MATERIALIZE_IN_MEMORY: usize = 16 << 20;
 
 /// The key `cells` is sorted by.
 const CELL_KEY: [(&str, bool); 4] = [
@@ -789,18 +900,7 @@ pub(crate) fn compute(
     };
     let engine = Engine::new(&opts)?;
     crate::stats::register(engine.context());
-    let run = Run {
-        engine,
-        files: &files,
-        scratch: tempfile::Builder::new()
-            .prefix("protospread-aggregate-")
-            .tempdir()
-            .map_err(|e| AggregateError::Engine {
-                path: std::env::temp_dir(),
-                message: format!("creating a scratch folder: {e}"),
-            })?,
-        written: std::cell::Cell::new(0),
-    };
+    let run = Run::new(engine, &files)?;
     // Let DataFusion split even a small file across partitions, so that the
     // partition-independence test exercises real parallel scans and aggregations.
     run.sql(
