@@ -716,18 +716,18 @@ impl Run<'_> {
         // plans and runs every other one on another thread (planning is most of their time
         // on small studies). Results are put back in combination order, so the bytes do not
         // depend on which thread ran what.
-        let files = self.files;
-        let engine = &self.engine;
+        // Forked before any combination runs: each one replaces some of its session's tables.
+        let run = Run::new(
+            self.engine.fork().map_err(|e| AggregateError::Engine {
+                path: path.clone(),
+                message: e.to_string(),
+            })?,
+            self.files,
+        )?;
+        let all = &jobs;
         let (mine, theirs) = std::thread::scope(|scope| {
-            let theirs = scope.spawn(|| -> Result<Vec<SideParts>, AggregateError> {
-                let run = Run::new(
-                    engine.fork().map_err(|e| AggregateError::Engine {
-                        path: path.clone(),
-                        message: e.to_string(),
-                    })?,
-                    files,
-                )?;
-                jobs.iter()
+            let theirs = scope.spawn(move || -> Result<Vec<SideParts>, AggregateError> {
+                all.iter()
                     .skip(1)
                     .step_by(2)
                     .map(|(rule, set, conds)| run.side_job(a, rule, set, conds))
