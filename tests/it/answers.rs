@@ -388,6 +388,32 @@ fn sorted_files_skip_the_sort_and_break_rules_with_the_same_errors() {
     swapped.swap(100, 9000);
     let p = write(dir.path(), "swapped.csv", &csv_of(&swapped));
     assert_eq!(read_records(&p, &Vocabulary::default()).unwrap(), a);
+
+    // The same in Parquet, whose batches the column checks accept whole: in order, out of
+    // order after a first batch already handed on (the import starts over), and a rule
+    // broken in the second batch.
+    let parquet = |recs: &[protospread_answers::StoredRecord], name: &str| {
+        let p = dir.path().join(name);
+        let b = protospread_answers::to_batch(recs).unwrap();
+        protospread_core::write_parquet(&p, b.schema(), &[b]).unwrap();
+        p
+    };
+    let p = parquet(&a, "sorted.parquet");
+    assert_eq!(read_records(&p, &Vocabulary::default()).unwrap(), a);
+    let mut swapped = a.clone();
+    swapped.swap(100, 9000);
+    let p = parquet(&swapped, "swapped.parquet");
+    assert_eq!(read_records(&p, &Vocabulary::default()).unwrap(), a);
+    let mut arm = a;
+    arm[9001].arm = protospread_answers::Arm::Cli;
+    let e = import_file(&parquet(&arm, "arm.parquet"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("row 9002, column arm")
+            && e.contains("model m0500 has arm cli here but api in row 9001"),
+        "{e}"
+    );
 }
 
 // ---- the committed simulated study -------------------------------------------------------

@@ -23,13 +23,14 @@ mod import;
 mod parse;
 mod simulate;
 mod sorted;
+mod vectorized;
 
 pub use bulk::{write_bulk, BulkSummary};
 pub use format::{
     stored_schema, to_batch, Arm, Mode, OptionOrder, StoredRecord, Vocabulary, CONDITIONS, OPTIONS,
     PROTOCOL_CONDITIONS,
 };
-pub use import::{import_file, import_into, read_records, SORTED_BY};
+pub use import::{import_file, import_into, read_records, RecordSink, SORTED_BY};
 pub use parse::{
     option_to_value, read_single, read_single_lenient, read_whole, read_whole_lenient,
     value_to_option, Reading, ReplyRule, Status,

@@ -11,31 +11,29 @@
 //! not in order, or that breaks a rule, goes through the full checks, which name the first
 //! offending row whatever the order of the file.
 
-use arrow::array::{ArrayRef, RecordBatch};
-use arrow::compute::{cast, SortOptions};
-use arrow::datatypes::DataType;
+use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
+use arrow::compute::kernels::boolean::{and, is_not_null, is_null, not, or};
+use arrow::compute::kernels::cmp::{gt, not_distinct};
+use arrow::compute::prep_null_mask_filter;
 use arrow::error::ArrowError;
-use arrow::row::{OwnedRow, Row, RowConverter, Rows, SortField};
 
 /// Columns of the output order (the import's `SORT_KEY`): item with nulls first.
 const KEY: [&str; 5] = ["model", "condition", "sample", "test", "item"];
-/// An administration: the key without the item.
-const ADMIN: [&str; 4] = ["model", "condition", "sample", "test"];
+/// How many leading key columns make an administration (the key without the item).
+const ADMIN: usize = 4;
 /// Columns that must agree across a model's records.
 const PER_MODEL: [&str; 2] = ["arm", "cohort"];
 
-/// The row encodings compared, in this order: key, administration, model, the per-model
-/// columns, the administration settings.
-const PARTS: usize = 5;
-
 /// Whether the records seen so far are in strictly increasing key order, with every
 /// cross-record rule holding between neighbours.
+///
+/// Each batch is compared with itself shifted by one row, a column at a time (and its first
+/// row with the previous batch's last), so no row is encoded or copied.
 pub(crate) struct InOrder {
-    /// The administration settings as the full check compares them: each cast to text.
+    /// The administration settings the full check compares.
     settings: Vec<&'static str>,
-    converters: Option<[RowConverter; PARTS]>,
-    /// The last row seen, in each encoding.
-    last: Option<[OwnedRow; PARTS]>,
+    /// The last row seen: the columns of [`Self::columns`], one row each.
+    last: Option<Vec<ArrayRef>>,
     holds: bool,
 }
 
@@ -51,7 +49,6 @@ impl InOrder {
     pub(crate) fn new(settings: Vec<&'static str>) -> Self {
         InOrder {
             settings,
-            converters: None,
             last: None,
             holds: true,
         }
@@ -62,93 +59,93 @@ impl InOrder {
         self.holds
     }
 
-    /// The columns of each encoding for `batch`.
-    fn parts(&self, batch: &RecordBatch) -> Result<[Vec<ArrayRef>; PARTS], ArrowError> {
-        let cols = |names: &[&str]| -> Result<Vec<ArrayRef>, ArrowError> {
-            names.iter().map(|c| column(batch, c)).collect()
-        };
-        let settings = self
-            .settings
-            .iter()
-            .map(|c| cast(&column(batch, c)?, &DataType::Utf8))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok([
-            cols(&KEY)?,
-            cols(&ADMIN)?,
-            cols(&KEY[..1])?,
-            cols(&PER_MODEL)?,
-            settings,
-        ])
+    /// The compared columns of `batch`: the key, the per-model columns, the settings.
+    ///
+    /// The settings are compared as values, not as the full check's text: two values of one
+    /// column have the same text exactly when they are equal as Arrow compares them (floats
+    /// by their bits, so -0 and 0 differ as their texts do; validated temperatures are never
+    /// NaN, whose payloads would differ while the text does not).
+    fn columns(&self, batch: &RecordBatch) -> Result<Vec<ArrayRef>, ArrowError> {
+        KEY.iter()
+            .chain(&PER_MODEL)
+            .chain(&self.settings)
+            .map(|c| column(batch, c))
+            .collect()
     }
 
     /// Check the next batch of validated records.
     pub(crate) fn push(&mut self, batch: &RecordBatch) -> Result<(), ArrowError> {
-        if !self.holds || batch.num_rows() == 0 {
+        let n = batch.num_rows();
+        if !self.holds || n == 0 {
             return Ok(());
         }
-        let parts = self.parts(batch)?;
-        if self.converters.is_none() {
-            let converter = |cols: &[ArrayRef], key: bool| {
-                RowConverter::new(
-                    cols.iter()
-                        .enumerate()
-                        .map(|(i, c)| {
-                            // Only the item (last of the key) is nullable in the order, and it
-                            // sorts nulls first, as `ORDER BY ... item NULLS FIRST`.
-                            let options = SortOptions {
-                                descending: false,
-                                nulls_first: key && i == KEY.len() - 1,
-                            };
-                            SortField::new_with_options(c.data_type().clone(), options)
-                        })
-                        .collect(),
-                )
-            };
-            self.converters = Some([
-                converter(&parts[0], true)?,
-                converter(&parts[1], false)?,
-                converter(&parts[2], false)?,
-                converter(&parts[3], false)?,
-                converter(&parts[4], false)?,
-            ]);
+        let cols = self.columns(batch)?;
+        let slice = |at: usize, len: usize| -> Vec<ArrayRef> {
+            cols.iter().map(|c| c.slice(at, len)).collect()
+        };
+        let across = match &self.last {
+            Some(last) => follows(last, &slice(0, 1))?,
+            None => true,
+        };
+        if !across || (n > 1 && !follows(&slice(0, n - 1), &slice(1, n - 1))?) {
+            self.holds = false;
+            self.last = None;
+            return Ok(());
         }
-        let conv = self.converters.as_ref().expect("set above");
-        let rows: Vec<Rows> = conv
-            .iter()
-            .zip(&parts)
-            .map(|(c, cols)| c.convert_columns(cols))
-            .collect::<Result<_, _>>()?;
-        let at = |i: usize| [0, 1, 2, 3, 4].map(|p| rows[p].row(i));
-        for i in 0..batch.num_rows() {
-            let prev = match (i, &self.last) {
-                (0, None) => continue,
-                (0, Some(last)) => [0, 1, 2, 3, 4].map(|p| last[p].row()),
-                _ => at(i - 1),
-            };
-            if !follows(prev, at(i)) {
-                self.holds = false;
-                self.last = None;
-                return Ok(());
-            }
-        }
-        self.last = Some(at(batch.num_rows() - 1).map(|r| r.owned()));
+        self.last = Some(slice(n - 1, 1));
         Ok(())
     }
 }
 
-/// Whether `next` may follow `prev` (both in the encodings of [`PARTS`]): a greater key, the
-/// same arm and cohort within a model, the same settings within an administration.
-fn follows(prev: [Row<'_>; PARTS], next: [Row<'_>; PARTS]) -> bool {
-    let [key, admin, model, arms, set] = next;
-    let [key0, admin0, model0, arms0, set0] = prev;
-    key > key0 && (model != model0 || arms == arms0) && (admin != admin0 || set == set0)
+/// Whether every row of `next` may follow the row of `prev` at the same position (columns
+/// as [`InOrder::columns`]): a greater key, the same arm and cohort within a model, the same
+/// settings within an administration.
+fn follows(prev: &[ArrayRef], next: &[ArrayRef]) -> Result<bool, ArrowError> {
+    // Null-free booleans throughout: a comparison with a null is false, not null.
+    let greater_at = |i: usize| -> Result<BooleanArray, ArrowError> {
+        let b = gt(&next[i], &prev[i])?;
+        Ok(if b.null_count() == 0 {
+            b
+        } else {
+            prep_null_mask_filter(&b)
+        })
+    };
+    let same_at = |i: usize| not_distinct(&prev[i], &next[i]);
+    let item = KEY.len() - 1;
+    // The item sorts nulls first: a whole-test record (no item) precedes its single items.
+    let mut greater = or(
+        &greater_at(item)?,
+        &and(&is_null(&prev[item])?, &is_not_null(&next[item])?)?,
+    )?;
+    for i in (0..item).rev() {
+        greater = or(&greater_at(i)?, &and(&same_at(i)?, &greater)?)?;
+    }
+    let mut same_admin = same_at(0)?;
+    let same_model = same_admin.clone();
+    for i in 1..ADMIN {
+        same_admin = and(&same_admin, &same_at(i)?)?;
+    }
+    let per_model = KEY.len();
+    let arms = and(&same_at(per_model)?, &same_at(per_model + 1)?)?;
+    let mut settings = BooleanArray::from(vec![true; prev[0].len()]);
+    for i in per_model + PER_MODEL.len()..prev.len() {
+        settings = and(&settings, &same_at(i)?)?;
+    }
+    let ok = and(
+        &greater,
+        &and(
+            &or(&not(&same_model)?, &arms)?,
+            &or(&not(&same_admin)?, &settings)?,
+        )?,
+    )?;
+    Ok(ok.true_count() == ok.len())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use arrow::array::{Float64Array, Int32Array, StringArray};
-    use arrow::datatypes::{Field, Schema};
+    use arrow::datatypes::{DataType, Field, Schema};
     use std::sync::Arc;
 
     /// A record as (model, condition, sample, test, item, arm, temperature).

@@ -611,28 +611,101 @@ pub fn import_answers_input(
         error: Box::new(error),
     };
     let engine = engine_options(cfg, opts);
-    let schema = protospread_answers::stored_schema();
-    let perr = parquet_error(dest);
-    let mut w = parquet::arrow::ArrowWriter::try_new(
-        Vec::new(),
-        schema,
-        Some(protospread_core::parquet_writer_properties()),
-    )
-    .map_err(perr)?;
-    let mut write_err = None;
     let vocab = protospread_answers::Vocabulary::from_section(&cfg.answers);
-    let rows = protospread_answers::import_into(&verified.path, &vocab, &engine, |b| {
-        if let Err(e) = w.write(&b) {
-            write_err = Some(e);
-        }
-        Ok(())
+    let (bytes, rows) = std::thread::scope(|scope| {
+        let mut sink = BytesSink::spawn(scope, dest);
+        let rows = protospread_answers::import_into(&verified.path, &vocab, &engine, &mut sink)?;
+        Ok((sink.finish()?, rows))
     })
     .map_err(wrap)?;
-    if let Some(e) = write_err {
-        return Err(perr(e));
-    }
-    let bytes = w.into_inner().map_err(perr)?;
     Ok((bytes, rows))
+}
+
+/// Stored answers as Parquet bytes in memory (pinned writer settings), encoded on a thread of
+/// their own while the import reads and checks the next batches (the Parquet encoder is about
+/// half of the work of a sorted file). A restart of the import starts the file over.
+struct BytesSink<'a> {
+    dest: &'a Path,
+    /// Batches to encode, in order; `None` restarts the file.
+    tx: Option<std::sync::mpsc::SyncSender<Option<arrow::array::RecordBatch>>>,
+    encoder:
+        Option<std::thread::ScopedJoinHandle<'a, Result<Vec<u8>, parquet::errors::ParquetError>>>,
+}
+
+impl<'a> BytesSink<'a> {
+    fn spawn<'env>(scope: &'a std::thread::Scope<'a, 'env>, dest: &'a Path) -> Self {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Option<arrow::array::RecordBatch>>(2);
+        let encoder = scope.spawn(move || {
+            let writer = || {
+                parquet::arrow::ArrowWriter::try_new(
+                    Vec::new(),
+                    protospread_answers::stored_schema(),
+                    Some(protospread_core::parquet_writer_properties()),
+                )
+            };
+            let mut w = writer()?;
+            for msg in rx {
+                match msg {
+                    Some(batch) => w.write(&batch)?,
+                    None => w = writer()?,
+                }
+            }
+            w.into_inner()
+        });
+        BytesSink {
+            dest,
+            tx: Some(tx),
+            encoder: Some(encoder),
+        }
+    }
+
+    fn send(
+        &mut self,
+        msg: Option<arrow::array::RecordBatch>,
+    ) -> Result<(), protospread_answers::AnswersError> {
+        let sent = self.tx.as_ref().map(|tx| tx.send(msg).is_ok());
+        if sent == Some(true) {
+            return Ok(());
+        }
+        // The encoder stopped: its error says why.
+        Err(match self.finish() {
+            Err(e) => e,
+            Ok(_) => self.error("the encoder stopped".into()),
+        })
+    }
+
+    /// The file's bytes, once every batch sent is encoded.
+    fn finish(&mut self) -> Result<Vec<u8>, protospread_answers::AnswersError> {
+        self.tx = None;
+        let encoder = self
+            .encoder
+            .take()
+            .ok_or_else(|| self.error("the encoder already stopped".into()))?;
+        match encoder.join() {
+            Ok(r) => r.map_err(|e| self.error(e.to_string())),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+
+    fn error(&self, message: String) -> protospread_answers::AnswersError {
+        protospread_answers::AnswersError::File {
+            file: self.dest.to_path_buf(),
+            message: format!("writing Parquet: {message}"),
+        }
+    }
+}
+
+impl protospread_answers::RecordSink for BytesSink<'_> {
+    fn write(
+        &mut self,
+        batch: arrow::array::RecordBatch,
+    ) -> Result<(), protospread_answers::AnswersError> {
+        self.send(Some(batch))
+    }
+
+    fn restart(&mut self) -> Result<(), protospread_answers::AnswersError> {
+        self.send(None)
+    }
 }
 
 /// What one input became.
