@@ -324,6 +324,7 @@ pub(crate) fn session(
         target_partitions: 1,
         ..engine.clone()
     })?;
+    engine.read_plain_texts();
     for f in crate::kernels::udfs(Arc::new(norms.clone())) {
         engine.context().register_udf(f);
     }
