@@ -685,6 +685,32 @@ impl Run<'_> {
                 )
             },
         )?;
+        // The strict rule's rows are `scale_scores` itself (the score stage writes both from
+        // one stream), so its combination with the primary protocol set reuses the tables
+        // already computed from `scores`: at 10^8 answers those groupings were a third of the
+        // stage. Files of two different score runs are refused, not mixed.
+        let count = |sql: &str| -> Result<i64, AggregateError> {
+            let b = self.sql(sql, path)?;
+            Ok(b.first()
+                .filter(|b| b.num_rows() > 0)
+                .map(|b| {
+                    arrow::array::AsArray::as_primitive::<arrow::datatypes::Int64Type>(b.column(0))
+                        .value(0)
+                })
+                .unwrap_or(0))
+        };
+        let strict_rows = count("SELECT count(*) FROM scores_by_rule WHERE rule = 'strict'")?;
+        let score_rows = count("SELECT count(*) FROM scores")?;
+        if strict_rows != score_rows {
+            return Err(input_err(
+                path,
+                format!(
+                    "{strict_rows} rows of rule strict, but {} has {score_rows} rows: the two \
+                     files are not from one run of the score stage",
+                    f.scores.display()
+                ),
+            ));
+        }
         // Strict (the study's rule) first, then the others by name; strict also when the file
         // has no row, so that every table has its columns.
         let mut rules = vec!["strict".to_string()];
@@ -730,13 +756,15 @@ impl Run<'_> {
                 all.iter()
                     .skip(1)
                     .step_by(2)
-                    .map(|(rule, set, conds)| run.side_job(a, rule, set, conds))
+                    .map(|(rule, set, conds)| run.side_job(a, rule, set, conds, true))
                     .collect()
             });
+            // The first combination is (strict, primary): this session's own tables.
             let mine: Vec<Result<SideParts, AggregateError>> = jobs
                 .iter()
                 .step_by(2)
-                .map(|(rule, set, conds)| self.side_job(a, rule, set, conds))
+                .enumerate()
+                .map(|(i, (rule, set, conds))| self.side_job(a, rule, set, conds, i > 0))
                 .collect();
             let theirs = theirs
                 .join()
@@ -771,13 +799,16 @@ impl Run<'_> {
         Ok(out)
     }
 
-    /// One rule x protocol set of [`Run::side_by_side`]: its rows of the three tables.
+    /// One rule x protocol set of [`Run::side_by_side`]: its rows of the three tables. With
+    /// `fresh` false, the session's `scores`, `adm`, the per-cell views and `cells` are
+    /// already this combination's (strict, primary set: the main tables') and are kept.
     fn side_job(
         &self,
         a: &AggregateSection,
         rule: &str,
         set: &str,
         conds: &[String],
+        fresh: bool,
     ) -> Result<SideParts, AggregateError> {
         let path = &self.files.by_rule;
         let score_cols: Vec<&str> = SCORE_COLUMNS.iter().map(|(n, _)| *n).collect();
@@ -785,28 +816,32 @@ impl Run<'_> {
             protocol_conditions: conds.to_vec(),
             ..a.clone()
         };
-        let views = plan::views(&q);
-        let mut names = vec!["scores", "adm"];
-        names.extend(views.iter().map(|(n, _)| *n));
-        names.extend(["cells", "verdict_w"]);
-        self.drop_tables(&names)?;
-        self.view(
-            "scores",
-            &format!(
-                "SELECT {} FROM scores_by_rule WHERE rule = {}",
-                score_cols.join(", "),
-                plan::lit(rule)
-            ),
-        )?;
-        self.materialize("adm", &plan::request_views()[1].1, path)?;
-        for (name, sql) in views {
-            if name == "cm" || name == "ia" {
-                self.materialize(name, &sql, path)?;
-            } else {
-                self.view(name, &sql)?;
+        if fresh {
+            let views = plan::views(&q);
+            let mut names = vec!["scores", "adm"];
+            names.extend(views.iter().map(|(n, _)| *n));
+            names.extend(["cells", "verdict_w"]);
+            self.drop_tables(&names)?;
+            self.view(
+                "scores",
+                &format!(
+                    "SELECT {} FROM scores_by_rule WHERE rule = {}",
+                    score_cols.join(", "),
+                    plan::lit(rule)
+                ),
+            )?;
+            self.materialize("adm", &plan::request_views()[1].1, path)?;
+            for (name, sql) in views {
+                if name == "cm" || name == "ia" {
+                    self.materialize(name, &sql, path)?;
+                } else {
+                    self.view(name, &sql)?;
+                }
             }
+            self.materialize_sorted("cells", &plan::cells(&q), path, &CELL_KEY)?;
+        } else {
+            self.drop_tables(&["verdict_w"])?;
         }
-        self.materialize_sorted("cells", &plan::cells(&q), path, &CELL_KEY)?;
         // Readable replies under this rule from `reply_rules`; failed requests (the
         // same under any rule) from the strict parsed answers (`req`).
         let req = format!(

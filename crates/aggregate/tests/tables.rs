@@ -994,6 +994,25 @@ fn bad_inputs_are_named() {
             && e.contains(&format!("model={:?}", frac[k].model)),
         "{e}"
     );
+    // Strict rows of scale_scores_by_rule that are not those of scale_scores (files of two
+    // score runs): the side-by-side tables would mix them, so they are refused.
+    write_scores(dir.path(), &scores, &answers);
+    let fewer = fixture::by_rule_batch(&fixture::scores_batch(&scores[1..]), "strict");
+    protospread_core::write_parquet(
+        &dir.path().join("scale_scores_by_rule.parquet"),
+        fewer.schema(),
+        &[fewer],
+    )
+    .unwrap();
+    let e = protospread_aggregate::compute_tables(dir.path(), &p)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("scale_scores_by_rule.parquet")
+            && e.contains(&format!("{} rows of rule strict, but", scores.len() - 1))
+            && e.contains("not from one run of the score stage"),
+        "{e}"
+    );
     // No human norms.
     write_scores(dir.path(), &scores, &answers);
     fs_err::remove_file(dir.path().join("norms.parquet")).unwrap();
