@@ -19,6 +19,7 @@ mod plan;
 mod stage;
 mod stats;
 mod table;
+mod unique;
 
 use protospread_core::{AggregateSection, Config, InputRole};
 use std::collections::BTreeMap;

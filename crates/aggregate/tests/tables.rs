@@ -934,6 +934,17 @@ fn bad_inputs_are_named() {
         e.contains("scale_scores.parquet") && e.contains("duplicate row"),
         "{e}"
     );
+    // The same row twice in a row, in a file otherwise in the score stage's order.
+    let mut dup = scores.clone();
+    dup.insert(6, scores[5].clone());
+    write_scores(dir.path(), &dup, &answers);
+    let e = protospread_aggregate::compute_tables(dir.path(), &p)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("scale_scores.parquet") && e.contains("duplicate row"),
+        "{e}"
+    );
     // Unknown status.
     let mut bad = answers.clone();
     bad[3].status = "maybe".into();
