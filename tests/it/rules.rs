@@ -374,3 +374,122 @@ fn recorded_replies_under_both_rules() {
     assert_eq!(readable("ST1"), [1, 22]);
     assert_eq!(readable("B0"), [0, 0]);
 }
+
+mod tallies {
+    //! The scale-score plans (each request's readings scored where they are read, summed per
+    //! administration) against the plain scorer, `protospread_score::score`, on replies of
+    //! every kind, in both modes and option orders.
+    use super::*;
+    use arrow::array::{Array, BooleanArray, Float64Array};
+    use proptest::prelude::*;
+    use protospread_answers::option_to_value;
+
+    const ITEMS: i32 = 18;
+
+    fn reply() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec![
+            "1", "2", "3", "4", "5", "1", "2", "3", "4", "5", "3.", "0", "6", "x", "", " 4 ",
+        ])
+    }
+
+    /// (single replies by item, failed single item, shown order, whole reply lines by
+    /// position, whole request failed, options reversed)
+    type Case = (
+        Vec<&'static str>,
+        Option<usize>,
+        Vec<i32>,
+        Vec<String>,
+        bool,
+        bool,
+    );
+
+    fn case() -> impl Strategy<Value = Case> {
+        (
+            prop::collection::vec(reply(), ITEMS as usize),
+            prop::option::of(0..ITEMS as usize),
+            Just((1..=ITEMS).collect::<Vec<i32>>()).prop_shuffle(),
+            prop::collection::vec(
+                (reply(), 0..10u8).prop_map(|(r, k)| match k {
+                    0 => String::new(),       // line left out
+                    1 => format!("{r}\n{r}"), // a second line for the position
+                    _ => r.to_string(),
+                }),
+                ITEMS as usize,
+            ),
+            prop::bool::weighted(0.1),
+            any::<bool>(),
+        )
+    }
+
+    fn value(r: &Reading, order: OptionOrder) -> Option<u8> {
+        match (r.status, r.option) {
+            (Ok, Some(o)) => option_to_value(o, order).map(|v| v as u8),
+            _ => None,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn scale_scores_are_the_scorers(c in case()) {
+            let (singles, failed_item, shown, lines, whole_failed, reversed) = c;
+            let order = if reversed { OptionOrder::Reversed } else { OptionOrder::Human };
+            let base = |condition: &str, item: Option<i32>, reply: String, error: bool| StoredRecord {
+                test: "dark_triad".into(),
+                option_order: order,
+                item_order: item.is_none().then(|| shown.clone()),
+                ..record(condition, item, &reply, error.then_some("HTTP 500"))
+            };
+            let mut records: Vec<StoredRecord> = (1..=ITEMS)
+                .map(|i| base("S0", Some(i), singles[i as usize - 1].to_string(),
+                              failed_item == Some(i as usize - 1)))
+                .collect();
+            let whole_reply: String = lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| !l.is_empty())
+                .map(|(p, l)| l.split('\n').map(|x| format!("{}: {x}", p + 1)).collect::<Vec<_>>().join("\n"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            records.push(base("B0", None, whole_reply.clone(), whole_failed));
+            let m = score_recorded(&records);
+
+            // The answer vectors as the plain rules read them.
+            let mut single = vec![None; ITEMS as usize];
+            for (k, reply) in singles.iter().enumerate() {
+                if failed_item != Some(k) {
+                    single[k] = value(&read_single(reply), order);
+                }
+            }
+            let mut whole = vec![None; ITEMS as usize];
+            if !whole_failed {
+                for (p, r) in read_whole(&whole_reply, ITEMS as usize).iter().enumerate() {
+                    whole[shown[p] as usize - 1] = value(r, order);
+                }
+            }
+            let key = ScoringKey::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/scoring_key.csv")).unwrap();
+            let mut rows = 0;
+            for b in &m.scales {
+                let col = |n: &str| b.column_by_name(n).unwrap().clone();
+                let (cond, dim) = (col("condition"), col("dimension"));
+                let (cond, dim) = (cond.as_string::<i32>(), dim.as_string::<i32>());
+                let score = col("score");
+                let score = score.as_any().downcast_ref::<Float64Array>().unwrap();
+                let constant = col("constant_answers");
+                let constant = constant.as_any().downcast_ref::<BooleanArray>().unwrap();
+                for i in 0..b.num_rows() {
+                    let answers = if cond.value(i) == "S0" { &single } else { &whole };
+                    let expected = protospread_score::score(&key, "dark_triad", answers).unwrap();
+                    let d = expected.dims.iter().find(|d| d.dimension == dim.value(i)).unwrap();
+                    let got = (!score.is_null(i)).then(|| score.value(i));
+                    prop_assert_eq!(got, d.value, "{} {}", cond.value(i), dim.value(i));
+                    let options: Vec<u8> = answers.iter().flatten().copied().collect();
+                    let same = options.len() >= 2 && options.iter().all(|o| *o == options[0]);
+                    prop_assert_eq!(constant.value(i), same, "{}", cond.value(i));
+                    rows += 1;
+                }
+            }
+            prop_assert_eq!(rows, 2 * 3);
+        }
+    }
+}

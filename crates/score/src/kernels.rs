@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | `strict_readings(mode, item, reply, failed, option_order, item_order)` | [`read_single`], [`read_whole`], [`option_to_value`] | list of struct `{item, shown_position, option, value, status}`, one per item shown, in item order (`shown_position` null for a single-item request) |
 //! | `lenient_readings` (same arguments) | the same with [`ReplyRule::Lenient`] | as above |
+//! | `strict_tallies(test, mode, item, reply, failed, option_order, item_order)`, `lenient_tallies` | the readings above and the scoring key ([`KeyPoints`]) | struct `{opt_n, opt_min, opt_max, n_0, p_0, n_1, p_1, ...}`: per dimension slot, the items read `ok` that the key scores and their points; the count, least and greatest of their options |
 //! | `reply_counts(rule, reply, failed, item_order)` | [`ReplyRule::read_single`], [`ReplyRule::read_whole`] | struct `{items, readable_items}`: positions shown (1 for a single-item request) and those read `ok` |
 //! | `dimension_slots(n_0, p_0, n_1, p_1, ...)` | | list of struct `{ix, n, p}`, one per pair, in argument order |
 //! | `scale_value(points, max_points, raw_unit)` | [`crate::scorer::scale_value`] | f64 |
@@ -29,10 +30,12 @@ use protospread_answers::{option_to_value, Reading, ReplyRule, Status};
 use std::sync::Arc;
 
 /// Every function of this module, ready to register on a session.
-pub(crate) fn udfs(norms: Arc<Norms>) -> Vec<ScalarUDF> {
+pub(crate) fn udfs(norms: Arc<Norms>, key: Arc<KeyPoints>) -> Vec<ScalarUDF> {
     vec![
         ScalarUDF::from(Readings::new(ReplyRule::Strict)),
         ScalarUDF::from(Readings::new(ReplyRule::Lenient)),
+        ScalarUDF::from(Tallies::new(ReplyRule::Strict, key.clone())),
+        ScalarUDF::from(Tallies::new(ReplyRule::Lenient, key)),
         ScalarUDF::from(ReplyCounts::new()),
         ScalarUDF::from(DimensionSlots::new()),
         ScalarUDF::from(ScaleValue::new()),
@@ -103,6 +106,54 @@ fn value(r: &Reading, order: OptionOrder) -> Option<i32> {
     }
 }
 
+/// The readings of request `i` into `shown` as (item, shown position, reading), in item
+/// order: the one definition of a request's readings that every function reading replies
+/// uses. `texts` are the mode, reply, option order and item order columns. Returns the
+/// request's option order.
+fn request_readings(
+    rule: ReplyRule,
+    name: &str,
+    i: usize,
+    texts: [&datafusion::arrow::array::StringArray; 4],
+    item: &datafusion::arrow::array::Int32Array,
+    failed: &BooleanArray,
+    shown: &mut Vec<(i32, Option<i32>, Reading)>,
+) -> Result<OptionOrder> {
+    let [mode, reply, order, item_order] = texts;
+    if mode.is_null(i) || reply.is_null(i) || failed.is_null(i) || order.is_null(i) {
+        return exec_err!("{name}: null argument in row {i}");
+    }
+    let oo = option_order(order.value(i))?;
+    shown.clear();
+    match mode.value(i) {
+        "single" => {
+            if item.is_null(i) {
+                return exec_err!("{name}: single-item request without item in row {i}");
+            }
+            let r = reading(rule, reply.value(i), failed.value(i));
+            shown.push((item.value(i), None, r));
+        }
+        "whole" => {
+            if item_order.is_null(i) {
+                return exec_err!("{name}: whole-test request without item_order in row {i}");
+            }
+            let items = shown_items(item_order.value(i))?;
+            let readings = if failed.value(i) {
+                vec![reading(rule, "", true); items.len()]
+            } else {
+                rule.read_whole(reply.value(i), items.len())
+            };
+            for (p, (r, it)) in readings.into_iter().zip(&items).enumerate() {
+                shown.push((*it, Some(p as i32 + 1), r));
+            }
+            // Stable: the import refuses an item shown twice, so ties do not occur.
+            shown.sort_by_key(|x| x.0);
+        }
+        other => return exec_err!("{name}: unknown mode {other:?} in row {i}"),
+    }
+    Ok(oo)
+}
+
 /// `strict_readings(mode, item, reply, failed, option_order, item_order)`
 /// (`lenient_readings` for the lenient rule): one request's readings, one per item it showed,
 /// **in item order**: a single-item request's one reading (`shown_position` null), or a
@@ -170,43 +221,15 @@ impl ScalarUDFImpl for Readings {
         // (item, shown position, reading) of the current request.
         let mut shown: Vec<(i32, Option<i32>, Reading)> = Vec::new();
         for i in 0..reply.len() {
-            if mode.is_null(i) || reply.is_null(i) || failed.is_null(i) || order.is_null(i) {
-                return exec_err!("{}: null argument in row {i}", self.name());
-            }
-            let oo = option_order(order.value(i))?;
-            shown.clear();
-            match mode.value(i) {
-                "single" => {
-                    if item.is_null(i) {
-                        return exec_err!(
-                            "{}: single-item request without item in row {i}",
-                            self.name()
-                        );
-                    }
-                    let r = reading(self.rule, reply.value(i), failed.value(i));
-                    shown.push((item.value(i), None, r));
-                }
-                "whole" => {
-                    if item_order.is_null(i) {
-                        return exec_err!(
-                            "{}: whole-test request without item_order in row {i}",
-                            self.name()
-                        );
-                    }
-                    let items = shown_items(item_order.value(i))?;
-                    let readings = if failed.value(i) {
-                        vec![reading(self.rule, "", true); items.len()]
-                    } else {
-                        self.rule.read_whole(reply.value(i), items.len())
-                    };
-                    for (p, (r, it)) in readings.into_iter().zip(&items).enumerate() {
-                        shown.push((*it, Some(p as i32 + 1), r));
-                    }
-                    // Stable: the import refuses an item shown twice, so ties do not occur.
-                    shown.sort_by_key(|x| x.0);
-                }
-                other => return exec_err!("{}: unknown mode {other:?} in row {i}", self.name()),
-            }
+            let oo = request_readings(
+                self.rule,
+                self.name(),
+                i,
+                [mode, reply, order, item_order],
+                item,
+                failed,
+                &mut shown,
+            )?;
             let s = list.values();
             for (it, pos, r) in &shown {
                 s.field_builder::<Int32Builder>(0)
@@ -229,6 +252,229 @@ impl ScalarUDFImpl for Readings {
             list.append(true);
         }
         Ok(ColumnarValue::Array(Arc::new(list.finish())))
+    }
+}
+
+/// A test's items by number: (dimension slot, points of each human value), `None` for a number
+/// the key does not score.
+type ItemPoints = Vec<Option<(usize, Vec<f64>)>>;
+
+/// The scoring key as [`Tallies`] reads it: for each test, each item's dimension slot (the
+/// dimension's rank by name within its test, the `ix` of the key tables) and its points for
+/// each human value.
+#[derive(Debug)]
+pub(crate) struct KeyPoints {
+    /// Test -> item number -> (slot, points of value 0..OPTIONS).
+    tests: std::collections::BTreeMap<String, ItemPoints>,
+    /// Slots of every tally: the most dimensions a test has (at least one).
+    slots: usize,
+}
+
+impl KeyPoints {
+    pub(crate) fn new(key: &crate::ScoringKey) -> Self {
+        let mut tests = std::collections::BTreeMap::new();
+        for (test, tk) in &key.tests {
+            let slots = dimension_slots(tk);
+            let top = tk.items.iter().map(|k| k.item).max().unwrap_or(0);
+            let mut items = vec![None; top + 1];
+            for k in &tk.items {
+                let ix = slots[k.dim];
+                let points = (0..protospread_answers::OPTIONS)
+                    .map(|v| crate::scorer::item_points(k, v))
+                    .collect();
+                items[k.item] = Some((ix, points));
+            }
+            tests.insert(test.clone(), items);
+        }
+        let slots = key.tests.values().map(|t| t.dims.len()).max().unwrap_or(0);
+        KeyPoints {
+            tests,
+            slots: slots.max(1),
+        }
+    }
+}
+
+/// The slot of each dimension of `tk` (in `tk.dims` order): its rank by name within the test.
+pub(crate) fn dimension_slots(tk: &crate::key::TestKey) -> Vec<usize> {
+    let mut names: Vec<&str> = tk.dims.iter().map(|r| r.name.as_str()).collect();
+    names.sort_unstable();
+    tk.dims
+        .iter()
+        .map(|d| {
+            names
+                .iter()
+                .position(|n| *n == d.name)
+                .expect("a dimension of the test")
+        })
+        .collect()
+}
+
+fn tally_fields(slots: usize) -> Fields {
+    let mut f = vec![
+        Field::new("opt_n", DataType::Int64, false),
+        Field::new("opt_min", DataType::Int32, true),
+        Field::new("opt_max", DataType::Int32, true),
+    ];
+    for i in 0..slots {
+        f.push(Field::new(format!("n_{i}"), DataType::Int64, false));
+        f.push(Field::new(format!("p_{i}"), DataType::Float64, true));
+    }
+    Fields::from(f)
+}
+
+/// `strict_tallies(test, mode, item, reply, failed, option_order, item_order)`
+/// (`lenient_tallies` for the lenient rule): one request's readings (those of
+/// `strict_readings`) scored with the key, as the sums a scale score is made of. Only a
+/// reading `ok` of an item the key scores counts: `n_<ix>` such items of dimension slot `ix`
+/// and `p_<ix>` their points (null when none; summed from 0 in item order, so that an
+/// administration's sum of its requests' tallies is, bit for bit, the sum over its items in
+/// item order), `opt_n`, `opt_min` and `opt_max` over the options replied (for the
+/// constant-answer flag).
+///
+/// The scale-score plans group these per administration: a whole-test administration is one
+/// request, so its items are summed here instead of as a row each.
+#[derive(Debug)]
+struct Tallies {
+    rule: ReplyRule,
+    key: Arc<KeyPoints>,
+    signature: Signature,
+}
+
+impl Tallies {
+    fn new(rule: ReplyRule, key: Arc<KeyPoints>) -> Self {
+        Tallies {
+            rule,
+            key,
+            signature: Signature::any(7, Volatility::Immutable),
+        }
+    }
+}
+
+// Two instances are the same function when they read the same key object.
+impl PartialEq for Tallies {
+    fn eq(&self, other: &Self) -> bool {
+        self.rule == other.rule && Arc::ptr_eq(&self.key, &other.key)
+    }
+}
+impl Eq for Tallies {}
+impl std::hash::Hash for Tallies {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.rule.hash(state);
+        Arc::as_ptr(&self.key).hash(state);
+    }
+}
+
+impl ScalarUDFImpl for Tallies {
+    fn name(&self) -> &str {
+        match self.rule {
+            ReplyRule::Strict => "strict_tallies",
+            ReplyRule::Lenient => "lenient_tallies",
+        }
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Struct(tally_fields(self.key.slots)))
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let a = arrays(
+            &args,
+            &[
+                DataType::Utf8,
+                DataType::Utf8,
+                DataType::Int32,
+                DataType::Utf8,
+                DataType::Boolean,
+                DataType::Utf8,
+                DataType::Utf8,
+            ],
+        )?;
+        let (test, mode, item, reply, failed, order, item_order) = (
+            a[0].as_string::<i32>(),
+            a[1].as_string::<i32>(),
+            a[2].as_primitive::<Int32Type>(),
+            a[3].as_string::<i32>(),
+            a[4].as_boolean(),
+            a[5].as_string::<i32>(),
+            a[6].as_string::<i32>(),
+        );
+        let rows = reply.len();
+        let slots = self.key.slots;
+        let mut opt_n = Int64Builder::with_capacity(rows);
+        let (mut opt_min, mut opt_max) = (
+            Int32Builder::with_capacity(rows),
+            Int32Builder::with_capacity(rows),
+        );
+        let mut n: Vec<Int64Builder> = (0..slots)
+            .map(|_| Int64Builder::with_capacity(rows))
+            .collect();
+        let mut p: Vec<Float64Builder> = (0..slots)
+            .map(|_| Float64Builder::with_capacity(rows))
+            .collect();
+        let mut shown: Vec<(i32, Option<i32>, Reading)> = Vec::new();
+        let (mut cn, mut cp) = (vec![0i64; slots], vec![None::<f64>; slots]);
+        let mut keyed: Option<(&str, &ItemPoints)> = None;
+        for i in 0..rows {
+            let oo = request_readings(
+                self.rule,
+                self.name(),
+                i,
+                [mode, reply, order, item_order],
+                item,
+                failed,
+                &mut shown,
+            )?;
+            if test.is_null(i) {
+                return exec_err!("{}: null test in row {i}", self.name());
+            }
+            let t = test.value(i);
+            let items = match keyed {
+                Some((k, items)) if k == t => items,
+                _ => match self.key.tests.get(t) {
+                    Some(items) => {
+                        keyed = Some((t, items));
+                        items
+                    }
+                    None => return exec_err!("{}: test {t:?} is not in the key", self.name()),
+                },
+            };
+            cn.fill(0);
+            cp.fill(None);
+            let (mut on, mut omin, mut omax) = (0i64, None::<i32>, None::<i32>);
+            for (it, _, r) in &shown {
+                let Some(v) = value(r, oo) else { continue };
+                let Some(Some((ix, points))) = usize::try_from(*it).ok().and_then(|x| items.get(x))
+                else {
+                    continue;
+                };
+                cn[*ix] += 1;
+                cp[*ix] = Some(cp[*ix].unwrap_or(0.0) + points[v as usize]);
+                if let Some(o) = r.option {
+                    on += 1;
+                    omin = Some(omin.map_or(o, |m| m.min(o)));
+                    omax = Some(omax.map_or(o, |m| m.max(o)));
+                }
+            }
+            opt_n.append_value(on);
+            opt_min.append_option(omin);
+            opt_max.append_option(omax);
+            for k in 0..slots {
+                n[k].append_value(cn[k]);
+                p[k].append_option(cp[k]);
+            }
+        }
+        let mut cols: Vec<ArrayRef> = vec![
+            Arc::new(opt_n.finish()),
+            Arc::new(opt_min.finish()),
+            Arc::new(opt_max.finish()),
+        ];
+        for (nk, pk) in n.iter_mut().zip(p.iter_mut()) {
+            cols.push(Arc::new(nk.finish()));
+            cols.push(Arc::new(pk.finish()));
+        }
+        let s = StructArray::try_new(tally_fields(slots), cols, None)?;
+        Ok(ColumnarValue::Array(Arc::new(s)))
     }
 }
 
