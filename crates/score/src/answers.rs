@@ -848,8 +848,8 @@ fn score_registered(
         ..
     } = plans;
     // Two independent chains of plans, one per thread, so that both cores work on one
-    // partition each: the parsed answers (then the reruns), and the scale scores (then the
-    // other rules' scale scores, after the strict ones, then the reply rules); the parsed
+    // partition each: the parsed answers, and the scale scores (then the other rules' scale
+    // scores, after the strict ones, then the reruns and the reply rules); the parsed
     // answers, a row per item, take about as long as the rest. Each chain writes its own
     // files; the summary's counts are split between them the same way.
     let (first, second) = std::thread::scope(|scope| {
@@ -860,10 +860,6 @@ fn score_registered(
                 tally_parsed(&mut part, &b);
                 parsed.write(&b)
             })?;
-            if let Some(df) = reruns_plan {
-                let schema = reruns.schema.clone();
-                drain(engine, df, &schema, &[], |b| reruns.write(&b))?;
-            }
             Ok(part)
         });
         let second = (|| -> Result<AnswerSourceSummary, ScoreError> {
@@ -892,6 +888,10 @@ fn score_registered(
             let schema = by_rule.schema.clone();
             for df in by_rule_plans {
                 drain(engine, df, &schema, &SCALES_KEY, |b| by_rule.write(&b))?;
+            }
+            if let Some(df) = reruns_plan {
+                let schema = reruns.schema.clone();
+                drain(engine, df, &schema, &[], |b| reruns.write(&b))?;
             }
             let schema = rule_sink.schema.clone();
             drain(engine, rules_plan, &schema, &[], |b| rule_sink.write(&b))?;
