@@ -15,6 +15,7 @@
 //! the output bytes are the same for any number of DataFusion partitions or threads (tested in
 //! `tests/tables.rs`).
 
+mod admins;
 mod plan;
 mod stage;
 mod stats;

@@ -101,13 +101,18 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
            SUM(CASE WHEN is_used AND constant_answers THEN 1 ELSE 0 END) AS const_n \
          FROM sc GROUP BY source, model, test, dimension"
     );
-    // The administrations that keep a cell out, listed by name: few rows, so the ordered
-    // string aggregation (row by row in DataFusion) runs over them alone, not over `sc`.
-    let ia = "SELECT source, model, test, dimension, \
-           string_agg(CASE WHEN NOT (complete AND v IS NOT NULL) THEN admin END, ', ' ORDER BY condition, sample) AS incomplete, \
-           string_agg(CASE WHEN complete AND v IS NOT NULL AND NOT has_z THEN admin END, ', ' ORDER BY condition, sample) AS no_z \
+    // The administrations that keep a cell out, listed by name in (condition, sample) order
+    // (`admins_in_order`, crate::admins): few rows, gathered over them alone, not over `sc`.
+    let named = "named_struct('condition', condition, 'sample', sample, 'admin', admin)";
+    let ia = format!(
+        "SELECT source, model, test, dimension, \
+           admins_in_order(array_agg(CASE WHEN NOT (complete AND v IS NOT NULL) THEN {named} END)) \
+             AS incomplete, \
+           admins_in_order(array_agg(CASE WHEN complete AND v IS NOT NULL AND NOT has_z THEN {named} END)) \
+             AS no_z \
          FROM sc WHERE is_used AND NOT (complete AND v IS NOT NULL AND has_z) \
-         GROUP BY source, model, test, dimension";
+         GROUP BY source, model, test, dimension"
+    );
     // The universe: every model of a source x every scale seen in the source.
     let models =
         "SELECT source, model, MIN(label) AS label, MIN(study) AS study, MIN(arm) AS arm, \
@@ -206,7 +211,7 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
     vec![
         ("sc", sc),
         ("cm", cm),
-        ("ia", ia.to_string()),
+        ("ia", ia),
         ("models", models.to_string()),
         ("universe", universe.to_string()),
         ("cell_parts", cell),

@@ -275,7 +275,8 @@ fn variance_gt_udf(a: &[ArrayRef]) -> DfResult<ArrayRef> {
 }
 
 /// Register the formulas as scalar functions (`ps_sd_z`, `ps_mean_z`, `ps_z`, `ps_diff_z`,
-/// `ps_shift_z`, `ps_ratio`, `ps_ratio_rule`, `ps_variance_gt`). Integer arguments are BIGINT,
+/// `ps_shift_z`, `ps_ratio`, `ps_ratio_rule`, `ps_variance_gt`), and `admins_in_order`
+/// (`crate::admins`), which the reasons need. Integer arguments are BIGINT,
 /// human mean and SD DOUBLE; any null argument gives a null.
 pub(crate) fn register(ctx: &SessionContext) {
     use DataType::{Boolean, Float64 as F, Int64 as I, Utf8};
@@ -289,6 +290,7 @@ pub(crate) fn register(ctx: &SessionContext) {
         udf("ps_ratio", six(), F, ratio_udf),
         udf("ps_ratio_rule", six(), Utf8, ratio_rule_udf),
         udf("ps_variance_gt", six(), Boolean, variance_gt_udf),
+        crate::admins::udf(),
     ] {
         ctx.register_udf(f);
     }
