@@ -117,8 +117,13 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
     let models =
         "SELECT source, model, MIN(label) AS label, MIN(study) AS study, MIN(arm) AS arm, \
                     MIN(cohort) AS cohort FROM scores GROUP BY source, model";
-    let universe = "SELECT m.source, m.label, m.study, m.model, m.arm, m.cohort, s.test, s.dimension \
-         FROM models m JOIN (SELECT DISTINCT source, test, dimension FROM scores) s ON m.source = s.source";
+    // `has_test`: whether the model took the cell's test at all (small joins: a row per model,
+    // per scale of the source, and per test each model took).
+    let universe = "SELECT m.source, m.label, m.study, m.model, m.arm, m.cohort, s.test, s.dimension, \
+           t.model IS NOT NULL AS has_test \
+         FROM models m JOIN (SELECT DISTINCT source, test, dimension FROM scores) s ON m.source = s.source \
+         LEFT JOIN (SELECT DISTINCT source, model, test FROM scores) t \
+           ON t.source = m.source AND t.model = m.model AND t.test = s.test";
     let sep = in_list("u.arm", &p.separate_arms);
     let mut missing = Vec::new();
     for (i, c) in conds.iter().enumerate() {
@@ -165,20 +170,18 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
         }
     }
     // Every cell of the universe with its `cm` and `ia` columns (null where that table has no
-    // row for it) and whether the model took the cell's test at all (`has_test`): one grouping
-    // over the rows of those tables, not joins. A hash join holds its whole build side in
-    // memory and cannot spill, and at 10^8 answers the per-cell tables were hundreds of MB
-    // each; a grouping spills. `MAX` picks the one non-null value a column has in a cell's
-    // rows (each table has at most one row per cell). The only join left pairs each test a
-    // model took with the test's scales: its inputs have a row per model and test, and per
-    // scale.
+    // row for it) and the universe's `has_test`: one grouping over the rows of those tables,
+    // not joins. A hash join holds its whole build side in memory and cannot spill, and at
+    // 10^8 answers the per-cell tables were hundreds of MB each; a grouping spills. `MAX`
+    // picks the one non-null value a column has in a cell's rows (each table has at most one
+    // row per cell).
     let v = "CAST(NULL AS VARCHAR)";
     let cell = format!(
         "SELECT source, model, test, dimension, MAX(label) AS label, MAX(study) AS study, \
                 MAX(arm) AS arm, MAX(cohort) AS cohort, {cm_max}MAX(incomplete) AS incomplete, \
                 MAX(no_z) AS no_z, bool_or(has_test) AS has_test \
          FROM (SELECT source, model, test, dimension, label, study, arm, cohort, TRUE AS in_u, \
-                 {cm_nulls}{v} AS incomplete, {v} AS no_z, FALSE AS has_test \
+                 {cm_nulls}{v} AS incomplete, {v} AS no_z, has_test \
                FROM universe \
                UNION ALL \
                SELECT source, model, test, dimension, {v}, {v}, {v}, {v}, FALSE, {cm_plain}\
@@ -187,13 +190,7 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
                UNION ALL \
                SELECT source, model, test, dimension, {v}, {v}, {v}, {v}, FALSE, {cm_nulls}\
                  incomplete, no_z, FALSE \
-               FROM ia \
-               UNION ALL \
-               SELECT t.source, t.model, t.test, d.dimension, {v}, {v}, {v}, {v}, FALSE, {cm_nulls}\
-                 {v}, {v}, TRUE \
-               FROM (SELECT DISTINCT source, test, dimension FROM scores) d \
-               JOIN (SELECT DISTINCT source, model, test FROM scores) t \
-                 ON d.source = t.source AND d.test = t.test) \
+               FROM ia) \
          GROUP BY source, model, test, dimension HAVING bool_or(in_u)"
     );
     let reasons = format!(
