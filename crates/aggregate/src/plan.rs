@@ -175,23 +175,24 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
     // 10^8 answers the per-cell tables were hundreds of MB each; a grouping spills. `MAX`
     // picks the one non-null value a column has in a cell's rows (each table has at most one
     // row per cell).
+    // The model's label, study, arm and cohort are joined after the grouping (a row per
+    // model), not carried through it as four more texts per cell.
     let v = "CAST(NULL AS VARCHAR)";
     let cell = format!(
-        "SELECT source, model, test, dimension, MAX(label) AS label, MAX(study) AS study, \
-                MAX(arm) AS arm, MAX(cohort) AS cohort, {cm_max}MAX(incomplete) AS incomplete, \
-                MAX(no_z) AS no_z, bool_or(has_test) AS has_test \
-         FROM (SELECT source, model, test, dimension, label, study, arm, cohort, TRUE AS in_u, \
-                 {cm_nulls}{v} AS incomplete, {v} AS no_z, has_test \
-               FROM universe \
-               UNION ALL \
-               SELECT source, model, test, dimension, {v}, {v}, {v}, {v}, FALSE, {cm_plain}\
-                 {v}, {v}, FALSE \
-               FROM cm \
-               UNION ALL \
-               SELECT source, model, test, dimension, {v}, {v}, {v}, {v}, FALSE, {cm_nulls}\
-                 incomplete, no_z, FALSE \
-               FROM ia) \
-         GROUP BY source, model, test, dimension HAVING bool_or(in_u)"
+        "SELECT g.*, m.label, m.study, m.arm, m.cohort \
+         FROM (SELECT source, model, test, dimension, {cm_max}MAX(incomplete) AS incomplete, \
+                 MAX(no_z) AS no_z, bool_or(has_test) AS has_test \
+               FROM (SELECT source, model, test, dimension, TRUE AS in_u, \
+                       {cm_nulls}{v} AS incomplete, {v} AS no_z, has_test \
+                     FROM universe \
+                     UNION ALL \
+                     SELECT source, model, test, dimension, FALSE, {cm_plain}{v}, {v}, FALSE \
+                     FROM cm \
+                     UNION ALL \
+                     SELECT source, model, test, dimension, FALSE, {cm_nulls}incomplete, no_z, FALSE \
+                     FROM ia) \
+               GROUP BY source, model, test, dimension HAVING bool_or(in_u)) g \
+         JOIN models m ON m.source = g.source AND m.model = g.model"
     );
     let reasons = format!(
         "SELECT u.*, \
