@@ -419,10 +419,13 @@ impl Run<'_> {
                 )
             },
         )?;
+        // Over `req` (a row per model and condition, with the MAX and the counts beside each
+        // MIN), not over every answer: the same test (plan::request_views).
         self.refuse(
-            "SELECT source, model FROM answers GROUP BY source, model \
-             HAVING MIN(label) <> MAX(label) OR MIN(arm) <> MAX(arm) OR MIN(cohort) <> MAX(cohort) \
-               OR (COUNT(cohort) > 0 AND COUNT(cohort) < COUNT(*)) ORDER BY source, model LIMIT 1",
+            "SELECT source, model FROM req GROUP BY source, model \
+             HAVING MIN(label) <> MAX(label_max) OR MIN(arm) <> MAX(arm_max) \
+               OR MIN(cohort) <> MAX(cohort_max) \
+               OR (SUM(cohort_n) > 0 AND SUM(cohort_n) < SUM(rows_n)) ORDER BY source, model LIMIT 1",
             path,
             |r| {
                 format!(

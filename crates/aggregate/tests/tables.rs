@@ -956,6 +956,41 @@ fn bad_inputs_are_named() {
         e.contains("parsed_answers.parquet") && e.contains("\"maybe\""),
         "{e}"
     );
+    // A model of the parsed answers with a second arm, label or cohort in one row (a
+    // single-item row and a whole-test row): the scale scores agree, the answers do not.
+    let last = answers.len() - 1;
+    let whole = answers.iter().position(|a| a.mode == "whole").unwrap();
+    let single = answers.iter().position(|a| a.mode != "whole").unwrap();
+    let with_cohort = answers
+        .iter()
+        .position(|a| a.mode != "whole" && a.cohort.is_some())
+        .unwrap();
+    for (k, edit) in [
+        (single, "arm"),
+        (whole, "arm"),
+        (whole, "label"),
+        (last, "cohort"),
+        (with_cohort, "no cohort"),
+    ] {
+        let mut bad = answers.clone();
+        match edit {
+            "arm" => bad[k].arm = "cli".into(),
+            "label" => bad[k].label = "other".into(),
+            "cohort" => bad[k].cohort = Some("zz".into()),
+            _ => bad[k].cohort = None,
+        }
+        write_scores(dir.path(), &scores, &bad);
+        let Err(e) = protospread_aggregate::compute_tables(dir.path(), &p) else {
+            panic!("{edit} in row {k} ({:?}) was not refused", bad[k]);
+        };
+        let e = e.to_string();
+        assert!(
+            e.contains("parsed_answers.parquet")
+                && e.contains(&format!("model {:?}", bad[k].model))
+                && e.contains("has more than one label/arm/cohort"),
+            "{edit} in row {k}: {e}"
+        );
+    }
     // Missing column.
     let sb = fixture::scores_batch(&scores);
     let idx = sb.schema().index_of("z").unwrap();
