@@ -404,6 +404,42 @@ fn sorted_files_skip_the_sort_and_break_rules_with_the_same_errors() {
     swapped.swap(100, 9000);
     let p = parquet(&swapped, "swapped.parquet");
     assert_eq!(read_records(&p, &Vocabulary::default()).unwrap(), a);
+    // Texts stored as dictionaries and whole numbers as 64-bit integers, as other writers store
+    // them: read as the same records.
+    let b = protospread_answers::to_batch(&a).unwrap();
+    let cols: Vec<arrow::array::ArrayRef> = b
+        .columns()
+        .iter()
+        .map(|c| match c.data_type() {
+            arrow::datatypes::DataType::Utf8 => arrow::compute::cast(
+                c,
+                &arrow::datatypes::DataType::Dictionary(
+                    Box::new(arrow::datatypes::DataType::Int32),
+                    Box::new(arrow::datatypes::DataType::Utf8),
+                ),
+            )
+            .unwrap(),
+            arrow::datatypes::DataType::Int32 => {
+                arrow::compute::cast(c, &arrow::datatypes::DataType::Int64).unwrap()
+            }
+            _ => c.clone(),
+        })
+        .collect();
+    let fields: Vec<arrow::datatypes::Field> = b
+        .schema()
+        .fields()
+        .iter()
+        .zip(&cols)
+        .map(|(f, c)| arrow::datatypes::Field::new(f.name(), c.data_type().clone(), true))
+        .collect();
+    let typed = arrow::array::RecordBatch::try_new(
+        std::sync::Arc::new(arrow::datatypes::Schema::new(fields)),
+        cols,
+    )
+    .unwrap();
+    let p = dir.path().join("typed.parquet");
+    protospread_core::write_parquet(&p, typed.schema(), &[typed]).unwrap();
+    assert_eq!(read_records(&p, &Vocabulary::default()).unwrap(), a);
     let mut arm = a;
     arm[9001].arm = protospread_answers::Arm::Cli;
     let e = import_file(&parquet(&arm, "arm.parquet"))
