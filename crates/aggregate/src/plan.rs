@@ -119,11 +119,14 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
                     MIN(cohort) AS cohort FROM scores GROUP BY source, model";
     // `has_test`: whether the model took the cell's test at all (small joins: a row per model,
     // per scale of the source, and per test each model took).
-    let universe = "SELECT m.source, m.label, m.study, m.model, m.arm, m.cohort, s.test, s.dimension, \
+    // The small inputs first: the left input of a hash join is the one held in memory.
+    let universe = "SELECT u.source, u.label, u.study, u.model, u.arm, u.cohort, u.test, u.dimension, \
            t.model IS NOT NULL AS has_test \
-         FROM models m JOIN (SELECT DISTINCT source, test, dimension FROM scores) s ON m.source = s.source \
-         LEFT JOIN (SELECT DISTINCT source, model, test FROM scores) t \
-           ON t.source = m.source AND t.model = m.model AND t.test = s.test";
+         FROM (SELECT DISTINCT source, model, test FROM scores) t \
+         RIGHT JOIN (SELECT m.source, m.label, m.study, m.model, m.arm, m.cohort, s.test, s.dimension \
+                     FROM (SELECT DISTINCT source, test, dimension FROM scores) s \
+                     JOIN models m ON m.source = s.source) u \
+           ON t.source = u.source AND t.model = u.model AND t.test = u.test";
     let sep = in_list("u.arm", &p.separate_arms);
     let mut missing = Vec::new();
     for (i, c) in conds.iter().enumerate() {
@@ -180,7 +183,7 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
     let v = "CAST(NULL AS VARCHAR)";
     let cell = format!(
         "SELECT g.*, m.label, m.study, m.arm, m.cohort \
-         FROM (SELECT source, model, test, dimension, {cm_max}MAX(incomplete) AS incomplete, \
+         FROM models m JOIN (SELECT source, model, test, dimension, {cm_max}MAX(incomplete) AS incomplete, \
                  MAX(no_z) AS no_z, bool_or(has_test) AS has_test \
                FROM (SELECT source, model, test, dimension, TRUE AS in_u, \
                        {cm_nulls}{v} AS incomplete, {v} AS no_z, has_test \
@@ -192,7 +195,7 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
                      SELECT source, model, test, dimension, FALSE, {cm_nulls}incomplete, no_z, FALSE \
                      FROM ia) \
                GROUP BY source, model, test, dimension HAVING bool_or(in_u)) g \
-         JOIN models m ON m.source = g.source AND m.model = g.model"
+           ON m.source = g.source AND m.model = g.model"
     );
     let reasons = format!(
         "SELECT u.*, \

@@ -595,7 +595,7 @@ impl Run<'_> {
         )?;
         let a = &p.aggregate;
         for (name, sql) in plan::views(a) {
-            if name == "cm" || name == "ia" {
+            if MATERIALIZED_VIEWS.contains(&name) {
                 self.materialize(name, &sql, &f.scores)?;
             } else {
                 self.view(name, &sql)?;
@@ -843,7 +843,7 @@ impl Run<'_> {
             )?;
             self.materialize("adm", &plan::request_views()[1].1, path)?;
             for (name, sql) in views {
-                if name == "cm" || name == "ia" {
+                if MATERIALIZED_VIEWS.contains(&name) {
                     self.materialize(name, &sql, path)?;
                 } else {
                     self.view(name, &sql)?;
@@ -910,6 +910,12 @@ pub(crate) type Emit<'a> = &'a mut dyn FnMut(Table) -> Result<(), AggregateError
 /// Largest intermediate table (Arrow bytes) that [`Run::materialize`] keeps in memory rather
 /// than in a scratch file.
 const MATERIALIZE_IN_MEMORY: usize = 16 << 20;
+
+/// The views of `plan::views` computed once and held (the others are views): `cm` and `ia`,
+/// read several times, and `models`, a row per model, materialized so that the planner knows
+/// its size exactly and holds it, not the per-cell rows it is joined with, in a hash join's
+/// memory (at 10^8 answers the other way round took 666 MB that cannot spill).
+const MATERIALIZED_VIEWS: [&str; 3] = ["cm", "ia", "models"];
 
 /// The key `cells` is sorted by.
 const CELL_KEY: [(&str, bool); 4] = [
