@@ -910,15 +910,20 @@ fn reply_rules_pass_through_sorted_strict_first() {
     assert_eq!(i("readable_items"), [49, 7, 9]);
 }
 
+/// The error of computing the tables of the score folder `dir`, which must fail.
+fn refusal(dir: &Path, p: &Params) -> String {
+    protospread_aggregate::compute_tables(dir, p)
+        .unwrap_err()
+        .to_string()
+}
+
 #[test]
 fn bad_inputs_are_named() {
     let (scores, answers) = fixture::rows();
     let dir = tempfile::tempdir().unwrap();
     let p = Params::default();
     // Missing file.
-    let e = protospread_aggregate::compute_tables(dir.path(), &p)
-        .unwrap_err()
-        .to_string();
+    let e = refusal(dir.path(), &p);
     assert!(
         e.contains("failed to open file") && e.contains("scale_scores.parquet"),
         "{e}"
@@ -927,9 +932,7 @@ fn bad_inputs_are_named() {
     let mut dup = scores.clone();
     dup.push(scores[5].clone());
     write_scores(dir.path(), &dup, &answers);
-    let e = protospread_aggregate::compute_tables(dir.path(), &p)
-        .unwrap_err()
-        .to_string();
+    let e = refusal(dir.path(), &p);
     assert!(
         e.contains("scale_scores.parquet") && e.contains("duplicate row"),
         "{e}"
@@ -938,9 +941,7 @@ fn bad_inputs_are_named() {
     let mut dup = scores.clone();
     dup.insert(6, scores[5].clone());
     write_scores(dir.path(), &dup, &answers);
-    let e = protospread_aggregate::compute_tables(dir.path(), &p)
-        .unwrap_err()
-        .to_string();
+    let e = refusal(dir.path(), &p);
     assert!(
         e.contains("scale_scores.parquet") && e.contains("duplicate row"),
         "{e}"
@@ -949,9 +950,7 @@ fn bad_inputs_are_named() {
     let mut bad = answers.clone();
     bad[3].status = "maybe".into();
     write_scores(dir.path(), &scores, &bad);
-    let e = protospread_aggregate::compute_tables(dir.path(), &p)
-        .unwrap_err()
-        .to_string();
+    let e = refusal(dir.path(), &p);
     assert!(
         e.contains("parsed_answers.parquet") && e.contains("\"maybe\""),
         "{e}"
@@ -1002,9 +1001,7 @@ fn bad_inputs_are_named() {
         &[sb2],
     )
     .unwrap();
-    let e = protospread_aggregate::compute_tables(dir.path(), &p)
-        .unwrap_err()
-        .to_string();
+    let e = refusal(dir.path(), &p);
     assert!(
         e.contains("scale_scores.parquet") && e.contains("column `z` is missing"),
         "{e}"
@@ -1013,27 +1010,21 @@ fn bad_inputs_are_named() {
     let mut two = scores.clone();
     two[0].arm = "cli".into();
     write_scores(dir.path(), &two, &answers);
-    let e = protospread_aggregate::compute_tables(dir.path(), &p)
-        .unwrap_err()
-        .to_string();
+    let e = refusal(dir.path(), &p);
     assert!(e.contains("inconsistent"), "{e}");
     // Bad parameters.
     let bad = Params::from(AggregateSection {
         groups: vec!["colour".into()],
         ..AggregateSection::default()
     });
-    let e = protospread_aggregate::compute_tables(dir.path(), &bad)
-        .unwrap_err()
-        .to_string();
+    let e = refusal(dir.path(), &bad);
     assert!(e.contains("colour"), "{e}");
     // A score that is not an integer 0..100 (the moments are exact integers).
     let mut frac = scores.clone();
     let k = frac.iter().position(|r| r.score.is_some()).unwrap();
     frac[k].score = Some(41.5);
     write_scores(dir.path(), &frac, &answers);
-    let e = protospread_aggregate::compute_tables(dir.path(), &p)
-        .unwrap_err()
-        .to_string();
+    let e = refusal(dir.path(), &p);
     assert!(
         e.contains("scale_scores.parquet")
             && e.contains("score 41.5 is not an integer")
@@ -1050,9 +1041,7 @@ fn bad_inputs_are_named() {
         &[fewer],
     )
     .unwrap();
-    let e = protospread_aggregate::compute_tables(dir.path(), &p)
-        .unwrap_err()
-        .to_string();
+    let e = refusal(dir.path(), &p);
     assert!(
         e.contains("scale_scores_by_rule.parquet")
             && e.contains(&format!("{} rows of rule strict, but", scores.len() - 1))
@@ -1062,9 +1051,7 @@ fn bad_inputs_are_named() {
     // No human norms.
     write_scores(dir.path(), &scores, &answers);
     fs_err::remove_file(dir.path().join("norms.parquet")).unwrap();
-    let e = protospread_aggregate::compute_tables(dir.path(), &p)
-        .unwrap_err()
-        .to_string();
+    let e = refusal(dir.path(), &p);
     assert!(
         e.contains("failed to open file") && e.contains("norms.parquet"),
         "{e}"
@@ -1074,9 +1061,7 @@ fn bad_inputs_are_named() {
         target_partitions: usize::MAX,
         ..AggregateSection::default()
     });
-    let e = protospread_aggregate::compute_tables(dir.path(), &many)
-        .unwrap_err()
-        .to_string();
+    let e = refusal(dir.path(), &many);
     assert!(
         e.contains("target_partitions") && e.contains("maximum"),
         "{e}"

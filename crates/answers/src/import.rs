@@ -3,10 +3,13 @@
 //!
 //! Every cell goes through one text rule set whatever the file format (a Parquet column is
 //! cast to text first, a JSON number is read by its decimal text), so a record means the same
-//! thing in every format. The first invalid record stops the import with an error naming the
-//! file, the row and the column. Records travel in column batches ([`BATCH_ROWS`] rows); the
-//! checks across records and the sort are DataFusion plans over a temporary Parquet file of
-//! the validated records, which is removed when the import ends.
+//! thing in every format; a Parquet batch of the format's own types may be accepted a column
+//! at a time instead (`crate::vectorized`), with the same result. The first invalid record
+//! stops the import with an error naming the file, the row and the column. Records travel in
+//! column batches ([`BATCH_ROWS`] rows). A file in the output order is checked between
+//! neighbours as it streams (`crate::sorted`); for any other file the checks across records
+//! and the sort are DataFusion plans over a temporary Parquet file of the validated records,
+//! which is removed when the import ends.
 
 use crate::format::{
     from_batches, stored_schema, Arm, Mode, OptionOrder, StoredRecord, Vocabulary, COLUMNS,

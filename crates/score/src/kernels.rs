@@ -29,6 +29,26 @@ use protospread_answers::OptionOrder;
 use protospread_answers::{option_to_value, Reading, ReplyRule, Status};
 use std::sync::Arc;
 
+/// `PartialEq`, `Eq` and `Hash` for a function that holds shared data (the key, the norms):
+/// two instances are the same function when their `$name` fields are equal and they read the
+/// same `$data` object (compared by address: the data has no cheap equality of its own).
+macro_rules! same_function_by_data {
+    ($t:ty, $name:ident, $data:ident) => {
+        impl PartialEq for $t {
+            fn eq(&self, other: &Self) -> bool {
+                self.$name == other.$name && Arc::ptr_eq(&self.$data, &other.$data)
+            }
+        }
+        impl Eq for $t {}
+        impl std::hash::Hash for $t {
+            fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+                self.$name.hash(state);
+                Arc::as_ptr(&self.$data).hash(state);
+            }
+        }
+    };
+}
+
 /// Every function of this module, ready to register on a session.
 pub(crate) fn udfs(norms: Arc<Norms>, key: Arc<KeyPoints>) -> Vec<ScalarUDF> {
     vec![
@@ -350,19 +370,7 @@ impl Tallies {
     }
 }
 
-// Two instances are the same function when they read the same key object.
-impl PartialEq for Tallies {
-    fn eq(&self, other: &Self) -> bool {
-        self.rule == other.rule && Arc::ptr_eq(&self.key, &other.key)
-    }
-}
-impl Eq for Tallies {}
-impl std::hash::Hash for Tallies {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.rule.hash(state);
-        Arc::as_ptr(&self.key).hash(state);
-    }
-}
+same_function_by_data!(Tallies, rule, key);
 
 impl ScalarUDFImpl for Tallies {
     fn name(&self) -> &str {
@@ -697,19 +705,7 @@ impl NormFn {
     }
 }
 
-// Two instances are the same function when they read the same norms object.
-impl PartialEq for NormFn {
-    fn eq(&self, other: &Self) -> bool {
-        self.name == other.name && Arc::ptr_eq(&self.norms, &other.norms)
-    }
-}
-impl Eq for NormFn {}
-impl std::hash::Hash for NormFn {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.name.hash(state);
-        Arc::as_ptr(&self.norms).hash(state);
-    }
-}
+same_function_by_data!(NormFn, name, norms);
 
 impl ScalarUDFImpl for NormFn {
     fn name(&self) -> &str {
