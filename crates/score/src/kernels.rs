@@ -126,6 +126,44 @@ fn value(r: &Reading, order: OptionOrder) -> Option<i32> {
     }
 }
 
+/// The types of the six arguments that say how a request was answered: `mode`, `item`,
+/// `reply`, `failed`, `option_order`, `item_order` (`strict_readings` takes exactly these;
+/// `strict_tallies` takes the test before them).
+fn reply_arg_types() -> [DataType; 6] {
+    [
+        DataType::Utf8,
+        DataType::Int32,
+        DataType::Utf8,
+        DataType::Boolean,
+        DataType::Utf8,
+        DataType::Utf8,
+    ]
+}
+
+/// Those six arguments, cast by [`arrays`] to [`reply_arg_types`].
+#[derive(Clone, Copy)]
+struct ReplyArgs<'a> {
+    mode: &'a datafusion::arrow::array::StringArray,
+    item: &'a datafusion::arrow::array::Int32Array,
+    reply: &'a datafusion::arrow::array::StringArray,
+    failed: &'a BooleanArray,
+    order: &'a datafusion::arrow::array::StringArray,
+    item_order: &'a datafusion::arrow::array::StringArray,
+}
+
+impl<'a> ReplyArgs<'a> {
+    fn of(a: &'a [ArrayRef]) -> Self {
+        ReplyArgs {
+            mode: a[0].as_string::<i32>(),
+            item: a[1].as_primitive::<Int32Type>(),
+            reply: a[2].as_string::<i32>(),
+            failed: a[3].as_boolean(),
+            order: a[4].as_string::<i32>(),
+            item_order: a[5].as_string::<i32>(),
+        }
+    }
+}
+
 /// The readings of request `i` into `shown` as (item, shown position, reading), in item
 /// order: the one definition of a request's readings that every function reading replies
 /// uses. `texts` are the mode, reply, option order and item order columns. Returns the
@@ -134,12 +172,17 @@ fn request_readings(
     rule: ReplyRule,
     name: &str,
     i: usize,
-    texts: [&datafusion::arrow::array::StringArray; 4],
-    item: &datafusion::arrow::array::Int32Array,
-    failed: &BooleanArray,
+    args: &ReplyArgs<'_>,
     shown: &mut Vec<(i32, Option<i32>, Reading)>,
 ) -> Result<OptionOrder> {
-    let [mode, reply, order, item_order] = texts;
+    let ReplyArgs {
+        mode,
+        item,
+        reply,
+        failed,
+        order,
+        item_order,
+    } = *args;
     if mode.is_null(i) || reply.is_null(i) || failed.is_null(i) || order.is_null(i) {
         return exec_err!("{name}: null argument in row {i}");
     }
@@ -215,41 +258,16 @@ impl ScalarUDFImpl for Readings {
         ))
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let a = arrays(
-            &args,
-            &[
-                DataType::Utf8,
-                DataType::Int32,
-                DataType::Utf8,
-                DataType::Boolean,
-                DataType::Utf8,
-                DataType::Utf8,
-            ],
-        )?;
-        let (mode, item, reply, failed, order, item_order) = (
-            a[0].as_string::<i32>(),
-            a[1].as_primitive::<Int32Type>(),
-            a[2].as_string::<i32>(),
-            a[3].as_boolean(),
-            a[4].as_string::<i32>(),
-            a[5].as_string::<i32>(),
-        );
+        let a = arrays(&args, &reply_arg_types())?;
+        let request = ReplyArgs::of(&a);
         let fields = position_fields();
         let mut list = ListBuilder::new(StructBuilder::from_fields(fields.clone(), 0)).with_field(
             Arc::new(Field::new_list_field(DataType::Struct(fields), true)),
         );
         // (item, shown position, reading) of the current request.
         let mut shown: Vec<(i32, Option<i32>, Reading)> = Vec::new();
-        for i in 0..reply.len() {
-            let oo = request_readings(
-                self.rule,
-                self.name(),
-                i,
-                [mode, reply, order, item_order],
-                item,
-                failed,
-                &mut shown,
-            )?;
+        for i in 0..request.reply.len() {
+            let oo = request_readings(self.rule, self.name(), i, &request, &mut shown)?;
             let s = list.values();
             for (it, pos, r) in &shown {
                 s.field_builder::<Int32Builder>(0)
@@ -386,28 +404,11 @@ impl ScalarUDFImpl for Tallies {
         Ok(DataType::Struct(tally_fields(self.key.slots)))
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let a = arrays(
-            &args,
-            &[
-                DataType::Utf8,
-                DataType::Utf8,
-                DataType::Int32,
-                DataType::Utf8,
-                DataType::Boolean,
-                DataType::Utf8,
-                DataType::Utf8,
-            ],
-        )?;
-        let (test, mode, item, reply, failed, order, item_order) = (
-            a[0].as_string::<i32>(),
-            a[1].as_string::<i32>(),
-            a[2].as_primitive::<Int32Type>(),
-            a[3].as_string::<i32>(),
-            a[4].as_boolean(),
-            a[5].as_string::<i32>(),
-            a[6].as_string::<i32>(),
-        );
-        let rows = reply.len();
+        let mut types = vec![DataType::Utf8];
+        types.extend(reply_arg_types());
+        let a = arrays(&args, &types)?;
+        let (test, request) = (a[0].as_string::<i32>(), ReplyArgs::of(&a[1..]));
+        let rows = request.reply.len();
         let slots = self.key.slots;
         let mut opt_n = Int64Builder::with_capacity(rows);
         let (mut opt_min, mut opt_max) = (
@@ -424,15 +425,7 @@ impl ScalarUDFImpl for Tallies {
         let (mut cn, mut cp) = (vec![0i64; slots], vec![None::<f64>; slots]);
         let mut keyed: Option<(&str, &ItemPoints)> = None;
         for i in 0..rows {
-            let oo = request_readings(
-                self.rule,
-                self.name(),
-                i,
-                [mode, reply, order, item_order],
-                item,
-                failed,
-                &mut shown,
-            )?;
+            let oo = request_readings(self.rule, self.name(), i, &request, &mut shown)?;
             if test.is_null(i) {
                 return exec_err!("{}: null test in row {i}", self.name());
             }
