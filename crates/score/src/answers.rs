@@ -212,7 +212,7 @@ fn df_err(what: &str, e: datafusion::error::DataFusionError) -> ScoreError {
 
 /// Register the scoring key's dimensions as table `key_dims` (test, dimension, ix, n_items,
 /// max_points, raw_unit), from the scorer's own functions. `ix` numbers a test's dimensions in
-/// name order, from 0 (below [`most_dims`]), as the tallies' slots do
+/// name order, from 0 (below [`crate::kernels::tally_slots`]), as the tallies' slots do
 /// ([`crate::kernels::dimension_slots`]); the items' points reach the plans through the
 /// tallies.
 fn register_key(ctx: &SessionContext, key: &ScoringKey) -> Result<(), ScoreError> {
@@ -261,11 +261,6 @@ fn register_key(ctx: &SessionContext, key: &ScoringKey) -> Result<(), ScoreError
     };
     reg("key_dims", dims_schema, dims)?;
     Ok(())
-}
-
-/// The largest number of dimensions of a test of `key`.
-fn most_dims(key: &ScoringKey) -> usize {
-    key.tests.values().map(|t| t.dims.len()).max().unwrap_or(0)
 }
 
 /// A session with the scoring key and the rule functions registered, on one partition.
@@ -430,7 +425,7 @@ fn plan_source(
     // array of (ix, answered, points) in slot order, unnested and joined to `key_dims`: every
     // dimension of the test gets its row, also one with no answered item (incomplete), in
     // dimension order. The constant-answer flag is the administration's own aggregate.
-    let dims = (0..most_dims(key).max(1))
+    let dims = (0..crate::kernels::tally_slots(key))
         .map(|i| format!("sum(get_field(c, 'n_{i}')), sum(get_field(c, 'p_{i}'))"))
         .collect::<Vec<_>>()
         .join(", ");

@@ -324,12 +324,22 @@ impl KeyPoints {
             }
             tests.insert(test.clone(), items);
         }
-        let slots = key.tests.values().map(|t| t.dims.len()).max().unwrap_or(0);
         KeyPoints {
             tests,
-            slots: slots.max(1),
+            slots: tally_slots(key),
         }
     }
+}
+
+/// The slots of every tally: the most dimensions a test of `key` has, at least one. The
+/// scale-score plans name the fields `n_0`, `p_0` ... up to this, so both read it here.
+pub(crate) fn tally_slots(key: &crate::ScoringKey) -> usize {
+    key.tests
+        .values()
+        .map(|t| t.dims.len())
+        .max()
+        .unwrap_or(0)
+        .max(1)
 }
 
 /// The slot of each dimension of `tk` (in `tk.dims` order): its rank by name within the test.
