@@ -50,8 +50,8 @@ pub use outdir::{
     TopManifest, STAGE_DIRS,
 };
 pub use pq::{
-    encode_parquet, parquet_provenance_pairs, parquet_writer_properties, read_parquet,
-    set_parquet_provenance, write_parquet,
+    encode_parquet, parquet_provenance_pairs, parquet_writer_properties,
+    parquet_writer_properties_with_statistics, read_parquet, set_parquet_provenance, write_parquet,
 };
 pub use tables::{
     parsed_answers_schema, reply_reruns_schema, reply_rules_schema, scale_scores_by_rule_schema,

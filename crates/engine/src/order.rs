@@ -1,8 +1,10 @@
 //! A check that a plan's rows come in strictly increasing key order.
 
-use datafusion::arrow::array::{ArrayRef, RecordBatch};
+use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
+use datafusion::arrow::compute::kernels::boolean::{and, is_not_null, is_null, or};
+use datafusion::arrow::compute::kernels::cmp::{gt, not_distinct};
+use datafusion::arrow::compute::prep_null_mask_filter;
 use datafusion::arrow::error::ArrowError;
-use datafusion::arrow::row::{OwnedRow, RowConverter, SortField};
 
 /// Checks, batch by batch, that rows come in strictly increasing order of some key columns
 /// (ascending, nulls first), carrying the last key across batch boundaries.
@@ -11,10 +13,14 @@ use datafusion::arrow::row::{OwnedRow, RowConverter, SortField};
 /// construction (for example rows expanded from a list the plan built in order): the plan sorts
 /// by the prefix DataFusion knows, which costs nothing, and the writer checks the whole key
 /// here instead of paying for a sort of every row. A violation is a bug, and stops the write.
+///
+/// Each batch is compared with itself shifted by one row, a column at a time (and its first
+/// row with the previous batch's last), so no row is encoded or copied: the check runs over
+/// every row the score stage writes.
 pub struct KeyOrder {
     columns: Vec<String>,
-    converter: Option<RowConverter>,
-    last: Option<OwnedRow>,
+    /// The previous batch's last row: the key columns, one row each.
+    last: Option<Vec<ArrayRef>>,
     rows: usize,
 }
 
@@ -32,7 +38,6 @@ impl KeyOrder {
     pub fn new(columns: &[&str]) -> Self {
         KeyOrder {
             columns: columns.iter().map(|c| c.to_string()).collect(),
-            converter: None,
             last: None,
             rows: 0,
         }
@@ -41,7 +46,8 @@ impl KeyOrder {
     /// Check the next batch. The error names the 0-based row (counted over all batches) whose
     /// key is not greater than the one before it, or a key column the batch lacks.
     pub fn push(&mut self, batch: &RecordBatch) -> Result<(), ArrowError> {
-        if batch.num_rows() == 0 {
+        let n = batch.num_rows();
+        if n == 0 {
             return Ok(());
         }
         let cols = self
@@ -54,18 +60,9 @@ impl KeyOrder {
                     .ok_or_else(|| ArrowError::SchemaError(format!("no key column {c}")))
             })
             .collect::<Result<Vec<ArrayRef>, _>>()?;
-        if self.converter.is_none() {
-            self.converter = Some(RowConverter::new(
-                cols.iter()
-                    .map(|c| SortField::new(c.data_type().clone()))
-                    .collect(),
-            )?);
-        }
-        let rows = self
-            .converter
-            .as_ref()
-            .expect("set above")
-            .convert_columns(&cols)?;
+        let slice = |at: usize, len: usize| -> Vec<ArrayRef> {
+            cols.iter().map(|c| c.slice(at, len)).collect()
+        };
         let out_of_order = |i: usize| {
             ArrowError::ComputeError(format!(
                 "row {} is not after the row before it in the order of ({})",
@@ -73,18 +70,49 @@ impl KeyOrder {
                 self.columns.join(", ")
             ))
         };
-        if let Some(p) = &self.last {
-            if p.row() >= rows.row(0) {
+        if let Some(last) = &self.last {
+            if first_not_greater(last, &slice(0, 1))?.is_some() {
                 return Err(out_of_order(0));
             }
         }
-        for i in 1..rows.num_rows() {
-            if rows.row(i - 1) >= rows.row(i) {
-                return Err(out_of_order(i));
+        if n > 1 {
+            if let Some(i) = first_not_greater(&slice(0, n - 1), &slice(1, n - 1))? {
+                return Err(out_of_order(i + 1));
             }
         }
-        self.last = Some(rows.row(rows.num_rows() - 1).owned());
-        self.rows += batch.num_rows();
+        self.last = Some(slice(n - 1, 1));
+        self.rows += n;
         Ok(())
     }
+}
+
+/// The first position at which the key of `next` is not greater than the key of `prev` at the
+/// same position (columns in order of significance, ascending, nulls first), if any.
+fn first_not_greater(prev: &[ArrayRef], next: &[ArrayRef]) -> Result<Option<usize>, ArrowError> {
+    // Null-free booleans throughout: a comparison with a null is false, not null, and a null
+    // sorts before every value.
+    let greater_at = |i: usize| -> Result<BooleanArray, ArrowError> {
+        let b = gt(&next[i], &prev[i])?;
+        let b = if b.null_count() == 0 {
+            b
+        } else {
+            prep_null_mask_filter(&b)
+        };
+        or(&b, &and(&is_null(&prev[i])?, &is_not_null(&next[i])?)?)
+    };
+    let Some(least) = prev.len().checked_sub(1) else {
+        // No key column: no row is greater than another.
+        return Ok(Some(0));
+    };
+    let mut greater = greater_at(least)?;
+    for i in (0..least).rev() {
+        greater = or(
+            &greater_at(i)?,
+            &and(&not_distinct(&prev[i], &next[i])?, &greater)?,
+        )?;
+    }
+    if greater.true_count() == greater.len() {
+        return Ok(None);
+    }
+    Ok((0..greater.len()).find(|&i| !greater.value(i)))
 }

@@ -195,3 +195,94 @@ fn key_order_accepts_increasing_keys_across_batches_and_names_the_first_row_out_
         .to_string();
     assert!(e.contains("no key column c"), "{e}");
 }
+
+/// Rows of (a, b) with nulls, cut into batches at `cuts`.
+fn nullable_batches(rows: &[(Option<String>, Option<i32>)], cuts: &[usize]) -> Vec<RecordBatch> {
+    use datafusion::arrow::array::{Int32Array, StringArray};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("a", DataType::Utf8, true),
+        Field::new("b", DataType::Int32, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(rows.iter().map(|r| r.0.clone()).collect::<StringArray>()),
+            Arc::new(rows.iter().map(|r| r.1).collect::<Int32Array>()),
+        ],
+    )
+    .expect("batch");
+    let mut at = 0;
+    let mut out = Vec::new();
+    for &c in cuts.iter().chain(std::iter::once(&rows.len())) {
+        let c = c.clamp(at, rows.len());
+        out.push(batch.slice(at, c - at));
+        at = c;
+    }
+    out
+}
+
+#[test]
+fn key_order_puts_nulls_first() {
+    use protospread_engine::KeyOrder;
+    let s = |x: &str| Some(x.to_string());
+    let rows = [
+        (None, Some(1)),
+        (s("m"), None),
+        (s("m"), Some(-1)),
+        (s("n"), None),
+    ];
+    let mut ok = KeyOrder::new(&["a", "b"]);
+    for b in nullable_batches(&rows, &[1, 3]) {
+        ok.push(&b).expect("nulls first, in order");
+    }
+    let back = [(s("m"), Some(1)), (s("m"), None)];
+    let mut order = KeyOrder::new(&["a", "b"]);
+    let e = order
+        .push(&nullable_batches(&back, &[])[0])
+        .expect_err("a null after a value")
+        .to_string();
+    assert!(e.contains("row 1 "), "{e}");
+}
+
+proptest::proptest! {
+    /// The check finds exactly the first row, over all batches, whose key is not greater than
+    /// the one before it in Arrow's row format (the order DataFusion sorts by), wherever the
+    /// batches are cut.
+    #[test]
+    fn key_order_agrees_with_the_row_format(
+        rows in proptest::collection::vec(
+            (proptest::option::of("[ab]{0,2}"), proptest::option::of(-2i32..3)), 0..24),
+        cuts in proptest::collection::vec(0usize..24, 0..4),
+    ) {
+        use datafusion::arrow::row::{RowConverter, SortField};
+        use datafusion::arrow::datatypes::DataType;
+        use protospread_engine::KeyOrder;
+        let mut cuts = cuts;
+        cuts.sort_unstable();
+        let whole = nullable_batches(&rows, &[]).remove(0);
+        let converter = RowConverter::new(vec![
+            SortField::new(DataType::Utf8),
+            SortField::new(DataType::Int32),
+        ]).expect("converter");
+        let encoded = converter
+            .convert_columns(&[whole.column(0).clone(), whole.column(1).clone()])
+            .expect("rows");
+        let expected = (1..rows.len()).find(|&i| encoded.row(i - 1) >= encoded.row(i));
+        let mut order = KeyOrder::new(&["a", "b"]);
+        let mut found = None;
+        for b in nullable_batches(&rows, &cuts) {
+            if let Err(e) = order.push(&b) {
+                found = Some(e.to_string());
+                break;
+            }
+        }
+        match expected {
+            None => proptest::prop_assert!(found.is_none(), "{found:?}"),
+            Some(i) => {
+                let e = found.expect("a row out of order");
+                proptest::prop_assert!(e.contains(&format!("row {i} ")), "{i}: {e}");
+            }
+        }
+    }
+}

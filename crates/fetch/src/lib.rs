@@ -637,10 +637,15 @@ impl<'a> BytesSink<'a> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Option<arrow::array::RecordBatch>>(2);
         let encoder = scope.spawn(move || {
             let writer = || {
+                // A row per request: statistics only where they can prune a read, on the
+                // sort key (docs/fetch.md, "Parquet writer settings").
+                let key = protospread_answers::SORTED_BY.map(|(c, _)| c);
                 parquet::arrow::ArrowWriter::try_new(
                     Vec::new(),
                     protospread_answers::stored_schema(),
-                    Some(protospread_core::parquet_writer_properties()),
+                    Some(protospread_core::parquet_writer_properties_with_statistics(
+                        &key,
+                    )),
                 )
             };
             let mut w = writer()?;

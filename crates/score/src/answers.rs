@@ -600,16 +600,25 @@ struct Sink {
 
 impl Sink {
     fn parquet(path: PathBuf, schema: SchemaRef, staged: &mut Staged) -> Result<Self, ScoreError> {
+        Self::parquet_with(
+            path,
+            schema,
+            staged,
+            protospread_core::parquet_writer_properties(),
+        )
+    }
+    fn parquet_with(
+        path: PathBuf,
+        schema: SchemaRef,
+        staged: &mut Staged,
+        properties: parquet::file::properties::WriterProperties,
+    ) -> Result<Self, ScoreError> {
         let file = fs_err::File::create(staged.file(&path)?).map_err(|e| ScoreError::File {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        let writer = ArrowWriter::try_new(
-            file,
-            schema.clone(),
-            Some(protospread_core::parquet_writer_properties()),
-        )
-        .map_err(|e| pq_err(&path, e))?;
+        let writer = ArrowWriter::try_new(file, schema.clone(), Some(properties))
+            .map_err(|e| pq_err(&path, e))?;
         Ok(Sink {
             path,
             schema,
@@ -755,7 +764,13 @@ pub(crate) fn run_answers(
         .collect::<Result<Vec<_>, _>>()?;
     let engine = session(engine, key, norms)?;
     let d = score_dir;
-    let mut parsed = Sink::parquet(d.join(PARSED_FILE), parsed_answers_schema(), staged)?;
+    // A row per answer: statistics only where they can prune a read, on the sort key.
+    let mut parsed = Sink::parquet_with(
+        d.join(PARSED_FILE),
+        parsed_answers_schema(),
+        staged,
+        protospread_core::parquet_writer_properties_with_statistics(&PARSED_KEY),
+    )?;
     let mut scales = Sink::parquet(d.join(SCALES_FILE), scale_scores_schema(), staged)?;
     let mut reruns = Sink::parquet(d.join(RERUNS_FILE), reply_reruns_schema(), staged)?;
     let mut rule_sink = Sink::parquet(d.join(RULES_FILE), reply_rules_schema(), staged)?;
