@@ -12,9 +12,8 @@
 //! offending row whatever the order of the file.
 
 use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
-use arrow::compute::kernels::boolean::{and, is_not_null, is_null, not, or};
-use arrow::compute::kernels::cmp::{gt, not_distinct};
-use arrow::compute::prep_null_mask_filter;
+use arrow::compute::kernels::boolean::{and, not, or};
+use arrow::compute::kernels::cmp::not_distinct;
 use arrow::error::ArrowError;
 
 /// Columns of the output order (the import's `SORT_KEY`): item with nulls first.
@@ -101,25 +100,10 @@ impl InOrder {
 /// as [`InOrder::columns`]): a greater key, the same arm and cohort within a model, the same
 /// settings within an administration.
 fn follows(prev: &[ArrayRef], next: &[ArrayRef]) -> Result<bool, ArrowError> {
-    // Null-free booleans throughout: a comparison with a null is false, not null.
-    let greater_at = |i: usize| -> Result<BooleanArray, ArrowError> {
-        let b = gt(&next[i], &prev[i])?;
-        Ok(if b.null_count() == 0 {
-            b
-        } else {
-            prep_null_mask_filter(&b)
-        })
-    };
     let same_at = |i: usize| not_distinct(&prev[i], &next[i]);
-    let item = KEY.len() - 1;
-    // The item sorts nulls first: a whole-test record (no item) precedes its single items.
-    let mut greater = or(
-        &greater_at(item)?,
-        &and(&is_null(&prev[item])?, &is_not_null(&next[item])?)?,
-    )?;
-    for i in (0..item).rev() {
-        greater = or(&greater_at(i)?, &and(&same_at(i)?, &greater)?)?;
-    }
+    // The key's order is the writer's (`KeyOrder`): the item sorts nulls first, so a
+    // whole-test record (no item) precedes its single items.
+    let greater = protospread_engine::key_greater(&prev[..KEY.len()], &next[..KEY.len()])?;
     let mut same_admin = same_at(0)?;
     let same_model = same_admin.clone();
     for i in 1..ADMIN {

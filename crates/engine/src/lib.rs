@@ -9,7 +9,7 @@
 
 mod order;
 
-pub use order::KeyOrder;
+pub use order::{key_greater, KeyOrder};
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;

@@ -87,8 +87,19 @@ impl KeyOrder {
 }
 
 /// The first position at which the key of `next` is not greater than the key of `prev` at the
-/// same position (columns in order of significance, ascending, nulls first), if any.
+/// same position, if any.
 fn first_not_greater(prev: &[ArrayRef], next: &[ArrayRef]) -> Result<Option<usize>, ArrowError> {
+    let greater = key_greater(prev, next)?;
+    if greater.true_count() == greater.len() {
+        return Ok(None);
+    }
+    Ok((0..greater.len()).find(|&i| !greater.value(i)))
+}
+
+/// Whether, at each position, the key of `next` is greater than the key of `prev` (columns in
+/// order of significance, ascending, nulls first), as a null-free boolean array. With no key
+/// column no row is greater.
+pub fn key_greater(prev: &[ArrayRef], next: &[ArrayRef]) -> Result<BooleanArray, ArrowError> {
     // Null-free booleans throughout: a comparison with a null is false, not null, and a null
     // sorts before every value.
     let greater_at = |i: usize| -> Result<BooleanArray, ArrowError> {
@@ -101,8 +112,10 @@ fn first_not_greater(prev: &[ArrayRef], next: &[ArrayRef]) -> Result<Option<usiz
         or(&b, &and(&is_null(&prev[i])?, &is_not_null(&next[i])?)?)
     };
     let Some(least) = prev.len().checked_sub(1) else {
-        // No key column: no row is greater than another.
-        return Ok(Some(0));
+        return Ok(BooleanArray::from(vec![
+            false;
+            next.first().map_or(0, |c| c.len())
+        ]));
     };
     let mut greater = greater_at(least)?;
     for i in (0..least).rev() {
@@ -111,8 +124,5 @@ fn first_not_greater(prev: &[ArrayRef], next: &[ArrayRef]) -> Result<Option<usiz
             &and(&not_distinct(&prev[i], &next[i])?, &greater)?,
         )?;
     }
-    if greater.true_count() == greater.len() {
-        return Ok(None);
-    }
-    Ok((0..greater.len()).find(|&i| !greater.value(i)))
+    Ok(greater)
 }
