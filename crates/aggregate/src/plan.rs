@@ -394,40 +394,44 @@ pub(crate) fn group_tables(p: &Params) -> Vec<(&'static str, String)> {
 pub(crate) fn request_views() -> Vec<(&'static str, String)> {
     // A request is one item in single mode and one whole test in whole mode. A single-mode row
     // is a request of its own (the import refuses a repeated item), so only whole-mode rows are
-    // grouped per request, and label, arm and cohort are carried by MIN: `check_answers`
-    // refuses a model with more than one of each. Grouping every row by request and by all
-    // nine columns cost more than the rest of the stage together.
-    // The `*_max`, `cohort_n` and `rows_n` columns let `check_answers` ask whether a model has
-    // one label, arm and cohort over `req` (a row per model and condition) instead of over
-    // every parsed answer again (MIN and MAX of MINs and MAXes, sums of counts: the same test).
+    // grouped per request. Grouping every row by request and by all nine columns cost more
+    // than the rest of the stage together.
+    // Label, arm and cohort are grouping keys of the first grouping, not values compared in
+    // every row (MIN and MAX of three texts per answer were 9 % of the stage's instructions at
+    // 10^6 answers): a model has one of each (`check_answers` refuses another), so each
+    // (source, model, condition) is normally one group, and the second grouping carries them
+    // by MIN. The `*_max`, `cohort_n` and `rows_n` columns let `check_answers` ask whether a
+    // model has one label, arm and cohort over `req` (a row per model and condition) instead
+    // of over every parsed answer again: a row with another label, arm or cohort (or none)
+    // is a group of its own, so MIN and MAX differ or the cohort counts fall short. A
+    // whole-test request with such a row is counted twice here; the stage refuses it first.
     let unreadable = format!("status IN ({UNREADABLE})");
     let req = format!(
         "SELECT source, MIN(label) AS label, model, MIN(arm) AS arm, MIN(cohort) AS cohort, condition, \
            SUM(requests) AS requests, SUM(failed) AS failed_requests, \
            SUM(unreadable) AS unreadable_replies, SUM(items) AS items, SUM(unreadable_items) AS unreadable_items, \
-           MAX(label_max) AS label_max, MAX(arm_max) AS arm_max, MAX(cohort_max) AS cohort_max, \
+           MAX(label) AS label_max, MAX(arm) AS arm_max, MAX(cohort) AS cohort_max, \
            SUM(cohort_n) AS cohort_n, SUM(items) AS rows_n \
          FROM ( \
-           SELECT source, model, condition, MIN(label) AS label, MIN(arm) AS arm, MIN(cohort) AS cohort, \
+           SELECT source, model, condition, label, arm, cohort, \
              COUNT(*) AS requests, \
              SUM(CASE WHEN status = 'request_failed' THEN 1 ELSE 0 END) AS failed, \
              SUM(CASE WHEN {unreadable} THEN 1 ELSE 0 END) AS unreadable, \
              COUNT(*) AS items, SUM(CASE WHEN {unreadable} THEN 1 ELSE 0 END) AS unreadable_items, \
-             MAX(label) AS label_max, MAX(arm) AS arm_max, MAX(cohort) AS cohort_max, \
-             COUNT(cohort) AS cohort_n \
-           FROM answers WHERE mode <> 'whole' GROUP BY source, model, condition \
+             CASE WHEN cohort IS NULL THEN 0 ELSE COUNT(*) END AS cohort_n \
+           FROM answers WHERE mode <> 'whole' GROUP BY source, model, condition, label, arm, cohort \
            UNION ALL \
-           SELECT source, model, condition, MIN(label), MIN(arm), MIN(cohort), COUNT(*), SUM(failed), \
+           SELECT source, model, condition, label, arm, cohort, COUNT(*), SUM(failed), \
              SUM(CASE WHEN failed = 0 THEN unreadable ELSE 0 END), SUM(items), SUM(unreadable_items), \
-             MAX(label_max), MAX(arm_max), MAX(cohort_max), SUM(cohort_n) \
-           FROM (SELECT source, model, condition, MIN(label) AS label, MIN(arm) AS arm, MIN(cohort) AS cohort, \
+             SUM(cohort_n) \
+           FROM (SELECT source, model, condition, label, arm, cohort, \
                    MAX(CASE WHEN status = 'request_failed' THEN 1 ELSE 0 END) AS failed, \
                    MAX(CASE WHEN {unreadable} THEN 1 ELSE 0 END) AS unreadable, COUNT(*) AS items, \
                    SUM(CASE WHEN {unreadable} THEN 1 ELSE 0 END) AS unreadable_items, \
-                   MAX(label) AS label_max, MAX(arm) AS arm_max, MAX(cohort) AS cohort_max, \
-                   COUNT(cohort) AS cohort_n \
-                 FROM answers WHERE mode = 'whole' GROUP BY source, model, condition, sample, test) \
-           GROUP BY source, model, condition) \
+                   CASE WHEN cohort IS NULL THEN 0 ELSE COUNT(*) END AS cohort_n \
+                 FROM answers WHERE mode = 'whole' \
+                 GROUP BY source, model, condition, sample, test, label, arm, cohort) \
+           GROUP BY source, model, condition, label, arm, cohort) \
          GROUP BY source, model, condition"
     );
     let adm = "SELECT source, label, model, arm, cohort, condition, CAST(sample AS BIGINT) AS sample, test, \
