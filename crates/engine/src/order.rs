@@ -89,6 +89,10 @@ impl KeyOrder {
 /// The first position at which the key of `next` is not greater than the key of `prev` at the
 /// same position, if any.
 fn first_not_greater(prev: &[ArrayRef], next: &[ArrayRef]) -> Result<Option<usize>, ArrowError> {
+    if prev.is_empty() {
+        // No key column: no row is greater than another, so the first is already out of order.
+        return Ok(Some(0));
+    }
     let greater = key_greater(prev, next)?;
     if greater.true_count() == greater.len() {
         return Ok(None);
@@ -97,8 +101,8 @@ fn first_not_greater(prev: &[ArrayRef], next: &[ArrayRef]) -> Result<Option<usiz
 }
 
 /// Whether, at each position, the key of `next` is greater than the key of `prev` (columns in
-/// order of significance, ascending, nulls first), as a null-free boolean array. With no key
-/// column no row is greater.
+/// order of significance, ascending, nulls first), as a null-free boolean array. An error for
+/// no key column: the rows' number would be unknown.
 pub fn key_greater(prev: &[ArrayRef], next: &[ArrayRef]) -> Result<BooleanArray, ArrowError> {
     // Null-free booleans throughout: a comparison with a null is false, not null, and a null
     // sorts before every value.
@@ -112,10 +116,9 @@ pub fn key_greater(prev: &[ArrayRef], next: &[ArrayRef]) -> Result<BooleanArray,
         or(&b, &and(&is_null(&prev[i])?, &is_not_null(&next[i])?)?)
     };
     let Some(least) = prev.len().checked_sub(1) else {
-        return Ok(BooleanArray::from(vec![
-            false;
-            next.first().map_or(0, |c| c.len())
-        ]));
+        return Err(ArrowError::InvalidArgumentError(
+            "key_greater: no key column".into(),
+        ));
     };
     let mut greater = greater_at(least)?;
     for i in (0..least).rev() {
@@ -125,4 +128,22 @@ pub fn key_greater(prev: &[ArrayRef], next: &[ArrayRef]) -> Result<BooleanArray,
         )?;
     }
     Ok(greater)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::Int32Array;
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    #[test]
+    fn with_no_key_column_no_row_follows_another() {
+        let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int32, false)]));
+        let batch =
+            RecordBatch::try_new(schema, vec![Arc::new(Int32Array::from(vec![1, 2]))]).unwrap();
+        let e = KeyOrder::new(&[]).push(&batch).unwrap_err().to_string();
+        assert!(e.contains("row 1 is not after"), "{e}");
+        assert!(key_greater(&[], &[]).is_err());
+    }
 }
