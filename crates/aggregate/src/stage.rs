@@ -593,6 +593,75 @@ impl Run<'_> {
             "norms_n",
             "SELECT test, dimension, CAST(mean AS DOUBLE) AS mean, CAST(sd AS DOUBLE) AS sd FROM norms",
         )?;
+        // The side-by-side combinations (rule x protocol set) need only what is registered
+        // now, so a second session on the same pool starts every other one of them here, on
+        // another thread, while this one computes the main tables and then the rest
+        // (planning, single-threaded, is most of their time on small studies: on the
+        // embedded data the combinations were half of the stage, run after the main tables).
+        // Results go back in combination order, and an error is the one the stage met first
+        // when it ran everything in order: the main tables', then the combinations' in order.
+        let jobs = self.side_jobs(p)?;
+        let fork = Run::new(
+            self.engine.fork().map_err(|e| AggregateError::Engine {
+                path: f.by_rule.clone(),
+                message: e.to_string(),
+            })?,
+            self.files,
+        )?;
+        let a = &p.aggregate;
+        let all = &jobs;
+        let (mine, theirs) = std::thread::scope(|scope| {
+            let theirs = scope.spawn(move || -> Vec<Result<SideParts, AggregateError>> {
+                all.iter()
+                    .skip(1)
+                    .step_by(2)
+                    .map(|(rule, set, conds)| fork.side_job(a, rule, set, conds, true))
+                    .collect()
+            });
+            let mine = self.main_tables(p, emit).map(|()| {
+                // The first combination is (strict, primary): this session's own tables.
+                jobs.iter()
+                    .step_by(2)
+                    .enumerate()
+                    .map(|(i, (rule, set, conds))| self.side_job(a, rule, set, conds, i > 0))
+                    .collect::<Vec<_>>()
+            });
+            let theirs = theirs
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (mine, theirs)
+        });
+        let (mut mine, mut theirs) = (mine?.into_iter(), theirs.into_iter());
+        let mut parts: Vec<(Option<arrow::datatypes::SchemaRef>, Vec<RecordBatch>)> =
+            vec![(None, Vec::new()), (None, Vec::new()), (None, Vec::new())];
+        for i in 0..jobs.len() {
+            let done = if i % 2 == 0 {
+                mine.next()
+            } else {
+                theirs.next()
+            };
+            for (part, (schema, batches)) in
+                parts.iter_mut().zip(done.expect("one result per job")?)
+            {
+                part.0.get_or_insert(schema);
+                part.1.extend(batches);
+            }
+        }
+        for (name, (schema, batches)) in SIDE_TABLES.iter().zip(parts) {
+            let schema = schema.expect("at least the strict rule and the primary set");
+            emit(Table::from_batches(name, &schema, &batches).map_err(|e| {
+                AggregateError::Engine {
+                    path: f.by_rule.clone(),
+                    message: format!("table {name}: {e}"),
+                }
+            })?)?;
+        }
+        Ok(())
+    }
+
+    /// The main tables (all but the side-by-side ones), each handed to `emit` when computed.
+    fn main_tables(&self, p: &Params, emit: Emit<'_>) -> Result<(), AggregateError> {
+        let f = self.files;
         let a = &p.aggregate;
         for (name, sql) in plan::views(a) {
             if MATERIALIZED_VIEWS.contains(&name) {
@@ -635,11 +704,7 @@ impl Run<'_> {
             &plan::verdict_summary(a, "req", "adm", None),
             &f.scores,
         )?;
-        emit(self.table("verdict", &plan::verdict(a, "", false), &f.scores)?)?;
-        for t in self.side_by_side(p)? {
-            emit(t)?;
-        }
-        Ok(())
+        emit(self.table("verdict", &plan::verdict(a, "", false), &f.scores)?)
     }
 
     fn drop_tables(&self, names: &[&str]) -> Result<(), AggregateError> {
@@ -655,13 +720,13 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// The side-by-side tables (`cells_by_rule`, `protocol_vs_sampling_by_rule`,
-    /// `verdict_by_rule`): the plans of `cells`, of the headline arm's group and of `verdict`,
-    /// run once for every reply rule of `scale_scores_by_rule.parquet` (strict first) x
-    /// protocol set (primary = `protocol_conditions`, then `secondary_protocol_conditions`
-    /// unless empty), each row labelled with its `rule` and `protocol_set`. Runs after every
-    /// other table: it replaces the views those were computed from.
-    fn side_by_side(&self, p: &Params) -> Result<Vec<Table>, AggregateError> {
+    /// The combinations of the side-by-side tables (`cells_by_rule`,
+    /// `protocol_vs_sampling_by_rule`, `verdict_by_rule`), after registering and checking
+    /// `scale_scores_by_rule.parquet`: every reply rule of that file (strict first) x protocol
+    /// set (primary = `protocol_conditions`, then `secondary_protocol_conditions` unless
+    /// empty). [`Run::side_job`] runs one: the plans of `cells`, of the headline arm's group
+    /// and of `verdict`, each row labelled with its `rule` and `protocol_set`.
+    fn side_jobs(&self, p: &Params) -> Result<Vec<SideJob>, AggregateError> {
         let f = self.files;
         let path = &f.by_rule;
         let by_rule = path
@@ -745,72 +810,13 @@ impl Run<'_> {
         if !a.secondary_protocol_conditions.is_empty() {
             sets.push((SECONDARY, a.secondary_protocol_conditions.clone()));
         }
-        let jobs: Vec<(&str, &str, &Vec<String>)> = rules
-            .iter()
-            .flat_map(|r| sets.iter().map(move |(s, c)| (r.as_str(), *s, c)))
-            .collect();
-        // The rule x set combinations are independent: a second session on the same pool
-        // plans and runs every other one on another thread (planning is most of their time
-        // on small studies). Results are put back in combination order, so the bytes do not
-        // depend on which thread ran what.
-        // Forked before any combination runs: each one replaces some of its session's tables.
-        let run = Run::new(
-            self.engine.fork().map_err(|e| AggregateError::Engine {
-                path: path.clone(),
-                message: e.to_string(),
-            })?,
-            self.files,
-        )?;
-        let all = &jobs;
-        let (mine, theirs) = std::thread::scope(|scope| {
-            let theirs = scope.spawn(move || -> Result<Vec<SideParts>, AggregateError> {
-                all.iter()
-                    .skip(1)
-                    .step_by(2)
-                    .map(|(rule, set, conds)| run.side_job(a, rule, set, conds, true))
-                    .collect()
-            });
-            // The first combination is (strict, primary): this session's own tables.
-            let mine: Vec<Result<SideParts, AggregateError>> = jobs
-                .iter()
-                .step_by(2)
-                .enumerate()
-                .map(|(i, (rule, set, conds))| self.side_job(a, rule, set, conds, i > 0))
-                .collect();
-            let theirs = theirs
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (mine, theirs)
-        });
-        let mut mine = mine.into_iter();
-        let mut theirs = theirs?.into_iter();
-        let mut parts: Vec<(Option<arrow::datatypes::SchemaRef>, Vec<RecordBatch>)> =
-            vec![(None, Vec::new()), (None, Vec::new()), (None, Vec::new())];
-        for i in 0..jobs.len() {
-            let done = if i % 2 == 0 {
-                mine.next().expect("one result per job")?
-            } else {
-                theirs.next().expect("one result per job")
-            };
-            for (part, (schema, batches)) in parts.iter_mut().zip(done) {
-                part.0.get_or_insert(schema);
-                part.1.extend(batches);
-            }
-        }
-        let mut out = Vec::new();
-        for (name, (schema, batches)) in SIDE_TABLES.iter().zip(parts) {
-            let schema = schema.expect("at least the strict rule and the primary set");
-            out.push(Table::from_batches(name, &schema, &batches).map_err(|e| {
-                AggregateError::Engine {
-                    path: path.clone(),
-                    message: format!("table {name}: {e}"),
-                }
-            })?);
-        }
-        Ok(out)
+        Ok(rules
+            .into_iter()
+            .flat_map(|r| sets.iter().map(move |(s, c)| (r.clone(), *s, c.clone())))
+            .collect())
     }
 
-    /// One rule x protocol set of [`Run::side_by_side`]: its rows of the three tables. With
+    /// One rule x protocol set of [`Run::side_jobs`]: its rows of the three tables. With
     /// `fresh` false, the session's `scores`, `adm`, the per-cell views and `cells` are
     /// already this combination's (strict, primary set: the main tables') and are kept.
     fn side_job(
@@ -899,6 +905,9 @@ const SIDE_TABLES: [&str; 3] = [
     "protocol_vs_sampling_by_rule",
     "verdict_by_rule",
 ];
+
+/// One combination of the side-by-side tables: (reply rule, protocol set, its conditions).
+type SideJob = (String, &'static str, Vec<String>);
 
 /// One rule x set's rows of the [`SIDE_TABLES`]: (schema, batches) of each.
 type SideParts = Vec<(arrow::datatypes::SchemaRef, Vec<RecordBatch>)>;
