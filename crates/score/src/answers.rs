@@ -317,14 +317,15 @@ fn readings_sql(rule: ReplyRule) -> String {
     )
 }
 
-/// The plans of one source, over its stored answers registered as table `raw`.
+/// The plans of one source as SQL, over its stored answers registered as table `raw`: each is
+/// planned by the thread that runs it (on small studies planning is most of the stage).
 struct SourcePlans {
-    parsed: DataFrame,
-    scales: DataFrame,
+    parsed: String,
+    scales: String,
     /// The scale scores under each configured rule but the strict one, in the configured order.
-    by_rule: Vec<DataFrame>,
-    reruns: Option<DataFrame>,
-    rules: DataFrame,
+    by_rule: Vec<String>,
+    reruns: Option<String>,
+    rules: String,
     records: usize,
 }
 
@@ -341,7 +342,6 @@ fn plan_source(
 ) -> Result<SourcePlans, ScoreError> {
     let what = format!("source {source}");
     let e = |x| df_err(&what, x);
-    let sql = |q: String| engine.sql(&q);
     let first_row = |q: String| engine.first_row(&q);
     let text = |b: &RecordBatch, i: usize| -> String {
         let c = arrow::compute::cast(b.column(i), &arrow::datatypes::DataType::Utf8)
@@ -410,13 +410,12 @@ fn plan_source(
     // One row per item, read by the study's strict rule (`parsed_answers`).
     let readings = readings_sql(ReplyRule::Strict);
     let label = format!("COALESCE(label, {})", lit(input_label.unwrap_or("")));
-    let parsed = sql(format!(
+    let parsed = format!(
         "SELECT {src} AS source, {label} AS label, study, model, arm, cohort, condition, sample, \
                 test, mode, item, shown_position, option_replied, value, status \
          FROM ({readings}) ORDER BY {ADMIN_ORDER}",
         src = lit(source)
-    ))
-    .map_err(e)?;
+    );
     // One pass over the stored answers, and no sort: the requests arrive in administration
     // order, and the grouping by administration streams (its input is sorted by its keys).
     // Each request's readings are scored with the key where they are read (`*_tallies`: per
@@ -436,7 +435,7 @@ fn plan_source(
             ReplyRule::Strict => "strict_tallies",
             ReplyRule::Lenient => "lenient_tallies",
         };
-        sql(format!(
+        format!(
         "WITH admins AS (SELECT model, condition, sample, test, min(study) AS study, min(arm) AS arm, \
                     min(cohort) AS cohort, min(label) AS label, min(temperature) AS temperature, \
                     COALESCE(sum(get_field(c, 'opt_n')) >= 2 \
@@ -467,17 +466,16 @@ fn plan_source(
                 norm_percentile(test, dimension, score) AS percentile, constant_answers \
          FROM valued ORDER BY {ADMIN_ORDER}",
         src = lit(source)
-        ))
-        .map_err(e)
+        )
     };
-    let scales = scales_plan(ReplyRule::Strict, "")?;
+    let scales = scales_plan(ReplyRule::Strict, "");
     // The strict rule's rows of `scale_scores_by_rule` are `scale_scores` itself, written from
     // the same stream (see `score_registered`); only the other rules need a plan.
     let by_rule = rules
         .iter()
         .filter(|r| **r != ReplyRule::Strict)
         .map(|r| scales_plan(*r, &format!("{} AS rule, ", lit(r.as_str()))))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect();
     let reruns = if pairs.is_empty() {
         None
     } else {
@@ -505,8 +503,7 @@ fn plan_source(
             .map(|[a, b]| one(a, b))
             .collect::<Vec<_>>()
             .join(" UNION ALL ");
-        Some(
-            sql(format!(
+        Some(format!(
                 "SELECT {src} AS source, {lab} AS label, model, test, \"first\", rerun, compared, \
                         identical, unmatched, \
                         compared > 0 AND identical = compared AS temperature0_honoured \
@@ -518,9 +515,7 @@ fn plan_source(
                  ORDER BY model, test, \"first\", rerun",
                 src = lit(source),
                 lab = lit(input_label.unwrap_or(""))
-            ))
-            .map_err(e)?,
-        )
+        ))
     };
     // Every request read by every configured rule; a whole-test reply is readable when each
     // shown position is read `ok`. `ord` keeps the configured order (strict first).
@@ -536,7 +531,7 @@ fn plan_source(
         })
         .collect::<Vec<_>>()
         .join(" UNION ALL ");
-    let rules = sql(format!(
+    let rules = format!(
         "SELECT {src} AS source, label, model, arm, condition, mode, rule, \
                 CAST(count(*) AS INT) AS requests, \
                 CAST(sum(CASE WHEN get_field(c, 'readable_items') = get_field(c, 'items') \
@@ -546,8 +541,7 @@ fn plan_source(
          FROM ({per_rule}) GROUP BY label, model, arm, condition, mode, rule, ord \
          ORDER BY model, arm, condition, mode, ord, label",
         src = lit(source)
-    ))
-    .map_err(e)?;
+    );
     Ok(SourcePlans {
         parsed,
         scales,
@@ -823,6 +817,52 @@ struct Sinks<'a> {
     by_rule: &'a mut Sink,
 }
 
+/// Run `chains` on two threads, each taking the next chain not yet taken when it comes free;
+/// their results in the order of `chains`. After a chain fails, no other chain starts (those
+/// come back as `Ok` with an empty summary: the first error in order is the one reported).
+fn run_chains(
+    chains: Vec<Box<dyn FnOnce() -> Result<AnswerSourceSummary, ScoreError> + Send + '_>>,
+) -> Vec<Result<AnswerSourceSummary, ScoreError>> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let n = chains.len();
+    let chains: Vec<Mutex<Option<_>>> = chains.into_iter().map(|c| Mutex::new(Some(c))).collect();
+    let results: Vec<Mutex<Option<Result<AnswerSourceSummary, ScoreError>>>> =
+        (0..n).map(|_| Mutex::new(None)).collect();
+    let (next, failed) = (AtomicUsize::new(0), AtomicBool::new(false));
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::SeqCst);
+        if i >= n || failed.load(Ordering::SeqCst) {
+            break;
+        }
+        let chain = chains[i]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .expect("each chain is taken once");
+        let r = chain();
+        if r.is_err() {
+            failed.store(true, Ordering::SeqCst);
+        }
+        *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+    };
+    std::thread::scope(|scope| {
+        let other = scope.spawn(work);
+        work();
+        other
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    });
+    results
+        .into_iter()
+        .map(|r| {
+            r.into_inner()
+                .unwrap_or_else(|p| p.into_inner())
+                .unwrap_or_else(|| Ok(AnswerSourceSummary::default()))
+        })
+        .collect()
+}
+
 /// Run the plans of one source registered as `raw`, streaming into the sinks.
 #[allow(clippy::too_many_arguments)]
 fn score_registered(
@@ -857,62 +897,84 @@ fn score_registered(
         rules: rules_plan,
         ..
     } = plans;
-    // Two independent chains of plans, one per thread, so that both cores work on one
-    // partition each: the parsed answers, and the scale scores (then the other rules' scale
-    // scores, after the strict ones, then the reruns and the reply rules); the parsed
-    // answers, a row per item, take about as long as the rest. Each chain writes its own
-    // files; the summary's counts are split between them the same way.
-    let (first, second) = std::thread::scope(|scope| {
-        let first = scope.spawn(|| -> Result<AnswerSourceSummary, ScoreError> {
-            let mut part = AnswerSourceSummary::default();
-            let schema = parsed.schema.clone();
-            drain(engine, parsed_plan, &schema, &PARSED_KEY, |b| {
-                tally_parsed(&mut part, &b);
-                parsed.write(&b)
-            })?;
-            Ok(part)
-        });
-        let second = (|| -> Result<AnswerSourceSummary, ScoreError> {
-            let mut part = AnswerSourceSummary::default();
-            let schema = scales.schema.clone();
-            let mut last = None;
-            // Strict is always the first configured rule (the configuration refuses another
-            // order), so its rows open this source's part of `scale_scores_by_rule`: the
-            // scale-score batches with the rule column in front. Batches are cut to a fixed
-            // size, so the bytes are those a plan of their own would give.
-            let strict = rules.first() == Some(&ReplyRule::Strict);
-            let rule_col: arrow::array::ArrayRef = Arc::new(arrow::array::StringArray::from(vec![
-                    ReplyRule::Strict.as_str();
-                    protospread_engine::WRITE_BATCH_ROWS
-                ]));
-            drain(engine, scales_plan, &schema, &SCALES_KEY, |b| {
-                tally_scales(&mut part, &mut last, &b);
-                scales.write(&b)?;
-                if strict {
-                    let mut cols = vec![rule_col.slice(0, b.num_rows())];
-                    cols.extend(b.columns().iter().cloned());
-                    by_rule.write(&RecordBatch::try_new(by_rule.schema.clone(), cols)?)?;
-                }
-                Ok(())
-            })?;
-            let schema = by_rule.schema.clone();
-            for df in by_rule_plans {
-                drain(engine, df, &schema, &SCALES_KEY, |b| by_rule.write(&b))?;
+    // Four independent chains of plans, each writing its own files: the parsed answers; the
+    // scale scores (then the other rules' scale scores, after the strict ones, which open
+    // `scale_scores_by_rule`); the reruns; the reply rules. Two workers (both cores) take
+    // them in this order as they come free: on large studies the parsed answers, a row per
+    // item, take about as long as the other three, and on small ones planning is most of
+    // each chain. The summary's counts are split between the chains the same way.
+    let plan = |sql: &str| {
+        engine
+            .sql(sql)
+            .map_err(|x| df_err(&format!("source {source}"), x))
+    };
+    type Chain<'c> = Box<dyn FnOnce() -> Result<AnswerSourceSummary, ScoreError> + Send + 'c>;
+    let mut chains: Vec<Chain<'_>> = Vec::with_capacity(4);
+    chains.push(Box::new(|| {
+        let mut part = AnswerSourceSummary::default();
+        let schema = parsed.schema.clone();
+        drain(engine, plan(&parsed_plan)?, &schema, &PARSED_KEY, |b| {
+            tally_parsed(&mut part, &b);
+            parsed.write(&b)
+        })?;
+        Ok(part)
+    }));
+    chains.push(Box::new(|| {
+        let mut part = AnswerSourceSummary::default();
+        let schema = scales.schema.clone();
+        let mut last = None;
+        // Strict is always the first configured rule (the configuration refuses another
+        // order), so its rows open this source's part of `scale_scores_by_rule`: the
+        // scale-score batches with the rule column in front. Batches are cut to a fixed
+        // size, so the bytes are those a plan of their own would give.
+        let strict = rules.first() == Some(&ReplyRule::Strict);
+        let rule_col: arrow::array::ArrayRef = Arc::new(arrow::array::StringArray::from(vec![
+                ReplyRule::Strict.as_str();
+                protospread_engine::WRITE_BATCH_ROWS
+            ]));
+        drain(engine, plan(&scales_plan)?, &schema, &SCALES_KEY, |b| {
+            tally_scales(&mut part, &mut last, &b);
+            scales.write(&b)?;
+            if strict {
+                let mut cols = vec![rule_col.slice(0, b.num_rows())];
+                cols.extend(b.columns().iter().cloned());
+                by_rule.write(&RecordBatch::try_new(by_rule.schema.clone(), cols)?)?;
             }
-            if let Some(df) = reruns_plan {
-                let schema = reruns.schema.clone();
-                drain(engine, df, &schema, &[], |b| reruns.write(&b))?;
-            }
-            let schema = rule_sink.schema.clone();
-            drain(engine, rules_plan, &schema, &[], |b| rule_sink.write(&b))?;
-            Ok(part)
-        })();
-        let first = first
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (first, second)
-    });
+            Ok(())
+        })?;
+        let schema = by_rule.schema.clone();
+        for sql in &by_rule_plans {
+            drain(engine, plan(sql)?, &schema, &SCALES_KEY, |b| {
+                by_rule.write(&b)
+            })?;
+        }
+        Ok(part)
+    }));
+    if let Some(sql) = &reruns_plan {
+        chains.push(Box::new(|| {
+            let schema = reruns.schema.clone();
+            drain(engine, plan(sql)?, &schema, &[], |b| reruns.write(&b))?;
+            Ok(AnswerSourceSummary::default())
+        }));
+    }
+    chains.push(Box::new(|| {
+        let schema = rule_sink.schema.clone();
+        drain(engine, plan(&rules_plan)?, &schema, &[], |b| {
+            rule_sink.write(&b)
+        })?;
+        Ok(AnswerSourceSummary::default())
+    }));
+    let mut done = run_chains(chains).into_iter();
+    let (first, second) = (
+        done.next().expect("the parsed answers' chain"),
+        done.next().expect("the scale scores' chain"),
+    );
+    // The error a run of the chains one after another would meet first.
     let (first, second) = (first?, second?);
+    for rest in done {
+        rest?;
+    }
+
     sum.statuses = first.statuses;
     sum.administrations = second.administrations;
     sum.constant_administrations = second.constant_administrations;
