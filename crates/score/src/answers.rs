@@ -817,12 +817,15 @@ struct Sinks<'a> {
     by_rule: &'a mut Sink,
 }
 
+/// A chain of plans of one source, run by one thread, with its part of the summary.
+type Chain<'c> = Box<dyn FnOnce() -> Result<AnswerSourceSummary, ScoreError> + Send + 'c>;
+
 /// Run `chains` on two threads, each taking the next chain not yet taken when it comes free;
 /// their results in the order of `chains`. After a chain fails, no other chain starts (those
-/// come back as `Ok` with an empty summary: the first error in order is the one reported).
-fn run_chains(
-    chains: Vec<Box<dyn FnOnce() -> Result<AnswerSourceSummary, ScoreError> + Send + '_>>,
-) -> Vec<Result<AnswerSourceSummary, ScoreError>> {
+/// come back as `Ok` with an empty summary). A chain is taken only after every chain before
+/// it, so a skipped one always follows a failed one: the first error in order is the error
+/// a run of the chains one after another would meet.
+fn run_chains(chains: Vec<Chain<'_>>) -> Vec<Result<AnswerSourceSummary, ScoreError>> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Mutex;
     let n = chains.len();
@@ -908,7 +911,6 @@ fn score_registered(
             .sql(sql)
             .map_err(|x| df_err(&format!("source {source}"), x))
     };
-    type Chain<'c> = Box<dyn FnOnce() -> Result<AnswerSourceSummary, ScoreError> + Send + 'c>;
     let mut chains: Vec<Chain<'_>> = Vec::with_capacity(4);
     chains.push(Box::new(|| {
         let mut part = AnswerSourceSummary::default();
@@ -1154,4 +1156,61 @@ pub fn scale_rows(batches: &[RecordBatch]) -> Vec<ScaleRow> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failing(n: usize) -> Result<AnswerSourceSummary, ScoreError> {
+        Err(ScoreError::Score {
+            test: format!("chain {n}"),
+            message: "failed".into(),
+        })
+    }
+
+    #[test]
+    fn chains_come_back_in_order_and_none_starts_after_a_failure() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let started = AtomicUsize::new(0);
+        let ok = |records: usize| -> Chain<'_> {
+            Box::new({
+                let started = &started;
+                move || {
+                    started.fetch_add(1, Ordering::SeqCst);
+                    // The first chain outlasts the others, so the second worker runs them.
+                    if records == 0 {
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                    }
+                    Ok(AnswerSourceSummary {
+                        records,
+                        ..Default::default()
+                    })
+                }
+            })
+        };
+        let results = run_chains(vec![ok(0), ok(1), ok(2)]);
+        let records: Vec<usize> = results.into_iter().map(|r| r.unwrap().records).collect();
+        assert_eq!(records, [0, 1, 2]);
+
+        started.store(0, Ordering::SeqCst);
+        let results = run_chains(vec![
+            ok(0),
+            Box::new(|| failing(1)),
+            Box::new(|| failing(2)),
+            ok(3),
+            ok(4),
+        ]);
+        // Chain 1 fails while chain 0 still runs: chains 2..4 never start.
+        assert_eq!(started.load(Ordering::SeqCst), 1);
+        assert_eq!(results.len(), 5);
+        assert_eq!(results[0].as_ref().unwrap().records, 0);
+        match &results[1] {
+            Err(ScoreError::Score { test, .. }) => assert_eq!(test, "chain 1"),
+            other => panic!("chain 1 should fail, got {other:?}"),
+        }
+        assert!(results[2..]
+            .iter()
+            .all(|r| r.as_ref().is_ok_and(|s| s.records == 0)));
+    }
 }
