@@ -246,22 +246,24 @@ pub fn read_whole_lenient(reply: &str, n: usize) -> Vec<Reading> {
 }
 
 fn whole(reply: &str, n: usize, read: fn(&str) -> Reading) -> Vec<Reading> {
-    let mut found: Vec<Vec<Reading>> = vec![Vec::new(); n];
+    // Per shown position, whether an answer line was seen and the reading so far: missing
+    // until the first line, that line's reading, a duplicate from the second line on. One
+    // vector per reply, not one per position (the parsing ran once per request per rule).
+    let mut found = vec![(false, Reading::status(Status::MissingInWhole)); n];
     for line in reply.lines() {
         if let Some((pos, rest)) = answer_line(line) {
             if pos >= 1 && pos <= n as u64 {
-                found[(pos - 1) as usize].push(read(rest));
+                let (seen, reading) = &mut found[(pos - 1) as usize];
+                *reading = if *seen {
+                    Reading::status(Status::DuplicateInWhole)
+                } else {
+                    read(rest)
+                };
+                *seen = true;
             }
         }
     }
-    found
-        .into_iter()
-        .map(|f| match f.len() {
-            0 => Reading::status(Status::MissingInWhole),
-            1 => f[0],
-            _ => Reading::status(Status::DuplicateInWhole),
-        })
-        .collect()
+    found.into_iter().map(|(_, r)| r).collect()
 }
 
 #[cfg(test)]
