@@ -112,15 +112,17 @@ fn shown_items(item_order: &str) -> Result<Vec<i32>> {
     // byte: `str::split` and `parse` took 200 instructions per number, and every whole-test
     // request is read by three functions. Anything else takes the general path below, which
     // decides what is accepted.
-    let b = item_order.as_bytes();
-    if !b.is_empty()
-        && b.split(|c| *c == b';')
-            .all(|d| (1..=9).contains(&d.len()) && d.iter().all(u8::is_ascii_digit))
+    let usual = |d: &[u8]| {
+        ((1..=9).contains(&d.len()) && d.iter().all(u8::is_ascii_digit))
+            .then(|| d.iter().fold(0i32, |n, c| n * 10 + i32::from(c - b'0')))
+    };
+    if let Some(items) = item_order
+        .as_bytes()
+        .split(|c| *c == b';')
+        .map(usual)
+        .collect::<Option<Vec<i32>>>()
     {
-        return Ok(b
-            .split(|c| *c == b';')
-            .map(|d| d.iter().fold(0i32, |n, c| n * 10 + i32::from(c - b'0')))
-            .collect());
+        return Ok(items);
     }
     match item_order
         .split(';')
