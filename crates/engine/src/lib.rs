@@ -12,7 +12,7 @@ mod order;
 pub use order::{key_greater, KeyOrder};
 
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
 use datafusion::datasource::MemTable;
 use datafusion::error::DataFusionError;
 use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
@@ -174,22 +174,6 @@ impl Engine {
             .build()
             .map_err(EngineError::Runtime)?;
         Ok(Engine { ctx, rt })
-    }
-
-    /// Read the texts of Parquet files registered from now on as plain UTF-8 arrays instead
-    /// of DataFusion's default string views. For plans whose texts go to scalar functions
-    /// and Parquet writers that take plain UTF-8 (the score stage's replies and keys): read
-    /// as views, every batch was cast back (10 % of the score stage). Groupings and joins
-    /// on texts are faster on views, so the aggregate stage keeps them.
-    pub fn read_plain_texts(&self) {
-        self.ctx
-            .state_ref()
-            .write()
-            .config_mut()
-            .options_mut()
-            .execution
-            .parquet
-            .schema_force_view_types = false;
     }
 
     /// A second session on the same memory pool, spill folder and settings, with this one's
@@ -366,6 +350,7 @@ impl Engine {
             chunks: Rechunk::new(WRITE_BATCH_ROWS),
             ready: std::collections::VecDeque::new(),
             finished: false,
+            keep_views: false,
         })
     }
 
@@ -410,18 +395,47 @@ pub struct ForWriting<'a> {
     chunks: Rechunk,
     ready: std::collections::VecDeque<RecordBatch>,
     finished: bool,
+    keep_views: bool,
 }
 
 impl ForWriting<'_> {
+    /// Hand out a plan's string views as they are where the schema has plain UTF-8 (the
+    /// batches' schema says `Utf8View` there), instead of copying every text into a plain
+    /// array: for a Parquet writer, which encodes both to the same bytes. Nullability and
+    /// every other type are conformed as before.
+    pub fn keeping_string_views(mut self) -> Self {
+        self.keep_views = true;
+        self
+    }
+
     fn conform(&self, b: &RecordBatch) -> Result<RecordBatch, DataFusionError> {
-        let cols = self
-            .schema
-            .fields()
-            .iter()
-            .zip(b.columns())
-            .map(|(f, c)| datafusion::arrow::compute::cast(c, f.data_type()))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(RecordBatch::try_new(self.schema.clone(), cols)?)
+        let mut fields = Vec::with_capacity(b.num_columns());
+        let mut cols = Vec::with_capacity(b.num_columns());
+        let mut viewed = false;
+        for (f, c) in self.schema.fields().iter().zip(b.columns()) {
+            if self.keep_views
+                && f.data_type() == &DataType::Utf8
+                && c.data_type() == &DataType::Utf8View
+            {
+                viewed = true;
+                fields.push(Arc::new(
+                    f.as_ref().clone().with_data_type(DataType::Utf8View),
+                ));
+                cols.push(c.clone());
+            } else {
+                fields.push(f.clone());
+                cols.push(datafusion::arrow::compute::cast(c, f.data_type())?);
+            }
+        }
+        let schema = if viewed {
+            Arc::new(Schema::new_with_metadata(
+                fields,
+                self.schema.metadata().clone(),
+            ))
+        } else {
+            self.schema.clone()
+        };
+        Ok(RecordBatch::try_new(schema, cols)?)
     }
 }
 

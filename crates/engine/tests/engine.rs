@@ -286,3 +286,49 @@ proptest::proptest! {
         }
     }
 }
+
+/// A Parquet writer fed string views (`keeping_string_views`) writes the bytes it writes from
+/// plain UTF-8, and the nullability of the schema is still enforced: the score stage hands its
+/// writers the views it read instead of copying every text.
+#[test]
+fn kept_string_views_write_the_bytes_of_plain_texts() {
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::parquet::arrow::ArrowWriter;
+    let engine = Engine::new(&EngineOptions::default()).unwrap();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("t", DataType::Utf8, false),
+        Field::new("n", DataType::Int64, false),
+    ]));
+    // Texts shorter and longer than a view's 12 inline bytes, repeated and distinct.
+    let sql = |null: &str| {
+        format!(
+            "SELECT arrow_cast(CASE WHEN value % 3 = 0 THEN 'a text longer than twelve bytes ' || value \
+                    WHEN value = 778 THEN {null} ELSE 'short' END, 'Utf8View') AS t, value AS n \
+             FROM generate_series(1, 20000) ORDER BY n"
+        )
+    };
+    let write = |sql: &str, keep: bool| -> Result<(Vec<u8>, Vec<DataType>), String> {
+        let df = engine.sql(sql).unwrap();
+        let mut batches = engine.stream_for_writing(df, schema.clone()).unwrap();
+        if keep {
+            batches = batches.keeping_string_views();
+        }
+        let mut w = ArrowWriter::try_new(Vec::new(), schema.clone(), None).unwrap();
+        let mut types = Vec::new();
+        for b in batches {
+            let b = b.map_err(|e| e.to_string())?;
+            types.push(b.schema().field(0).data_type().clone());
+            w.write(&b).unwrap();
+        }
+        Ok((w.into_inner().unwrap(), types))
+    };
+    let (plain, plain_types) = write(&sql("'x'"), false).unwrap();
+    let (viewed, view_types) = write(&sql("'x'"), true).unwrap();
+    assert!(plain_types.iter().all(|t| t == &DataType::Utf8));
+    assert!(view_types.len() > 1 && view_types.iter().all(|t| t == &DataType::Utf8View));
+    assert_eq!(plain, viewed);
+    let err = write(&sql("NULL"), true)
+        .err()
+        .expect("a null in a non-null column is refused");
+    assert!(err.contains("non-nullable"), "{err}");
+}

@@ -14,6 +14,7 @@
 //! `reply_reruns.parquet` into the score stage's [`Staged`] set, so that they appear together
 //! with the parity tables or not at all.
 
+use crate::kernels::Texts;
 use crate::norms::Norms;
 use crate::reruns::RERUNS_FILE;
 use crate::{ScoreError, ScoringKey};
@@ -281,7 +282,6 @@ pub(crate) fn session(
         target_partitions: 1,
         ..engine.clone()
     })?;
-    engine.read_plain_texts();
     // The plans read many fields of one struct a function returns (`*_tallies`); these two
     // rules push each field access down to the scan, where each became a call of the function
     // of its own: 19 calls per request instead of one (10^7 answers: 6 s -> 17 s).
@@ -569,7 +569,11 @@ fn drain(
 ) -> Result<(), ScoreError> {
     let e = |x| df_err("stored answers", x);
     let mut order = (!key.is_empty()).then(|| KeyOrder::new(key));
-    for b in engine.stream_for_writing(df, schema.clone()).map_err(e)? {
+    for b in engine
+        .stream_for_writing(df, schema.clone())
+        .map_err(e)?
+        .keeping_string_views()
+    {
         let b = b.map_err(e)?;
         if let Some(o) = &mut order {
             o.push(&b).map_err(|x| ScoreError::Score {
@@ -636,8 +640,17 @@ impl Sink {
     fn write(&mut self, b: &RecordBatch) -> Result<(), ScoreError> {
         match &mut self.writer {
             Some(w) => w.write(b).map_err(|e| pq_err(&self.path, e)),
+            // Kept batches are read as plain UTF-8 ([`parsed_rows`], [`scale_rows`]).
             None => {
-                self.kept.push(b.clone());
+                let cols = self
+                    .schema
+                    .fields()
+                    .iter()
+                    .zip(b.columns())
+                    .map(|(f, c)| arrow::compute::cast(c, f.data_type()))
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.kept
+                    .push(RecordBatch::try_new(self.schema.clone(), cols)?);
                 Ok(())
             }
         }
@@ -662,25 +675,28 @@ fn pq_err(path: &Path, e: parquet::errors::ParquetError) -> ScoreError {
 
 /// Count what the summary reports while the batches stream past.
 fn tally_parsed(sum: &mut AnswerSourceSummary, b: &RecordBatch) {
-    let status = b
-        .column_by_name("status")
-        .expect("parsed schema has status")
-        .as_string::<i32>();
-    for s in status.iter().flatten() {
+    let status = Texts::of(
+        b.column_by_name("status")
+            .expect("parsed schema has status"),
+    );
+    for i in 0..status.len() {
+        if status.is_null(i) {
+            continue;
+        }
+        let s = status.value(i);
         if let Some(st) = Status::ALL.iter().find(|x| x.as_str() == s) {
             *sum.statuses.entry(st.as_str()).or_insert(0) += 1;
         }
     }
 }
 
+/// The administration a scale row belongs to: model, condition, sample, test.
+type AdminKey = (String, String, i32, String);
+
 /// Administrations are contiguous in the sorted scale rows: count them and their constant
 /// flags, complete rows, and keep the last administration's label.
-fn tally_scales(sum: &mut AnswerSourceSummary, last: &mut Option<[String; 4]>, b: &RecordBatch) {
-    let s = |n: &str| {
-        b.column_by_name(n)
-            .expect("scale schema")
-            .as_string::<i32>()
-    };
+fn tally_scales(sum: &mut AnswerSourceSummary, last: &mut Option<AdminKey>, b: &RecordBatch) {
+    let s = |n: &str| Texts::of(b.column_by_name(n).expect("scale schema"));
     let (model, cond, test, label) = (s("model"), s("condition"), s("test"), s("label"));
     let sample = b
         .column_by_name("sample")
@@ -699,19 +715,24 @@ fn tally_scales(sum: &mut AnswerSourceSummary, last: &mut Option<[String; 4]>, b
         if complete.value(i) {
             sum.complete_scale_rows += 1;
         }
-        let k = [
-            model.value(i).to_string(),
-            cond.value(i).to_string(),
-            sample.value(i).to_string(),
-            test.value(i).to_string(),
-        ];
-        if last.as_ref() != Some(&k) {
+        let (m, c, n, t) = (
+            model.value(i),
+            cond.value(i),
+            sample.value(i),
+            test.value(i),
+        );
+        let same = last
+            .as_ref()
+            .is_some_and(|k| k.0 == m && k.1 == c && k.2 == n && k.3 == t);
+        if !same {
             sum.administrations += 1;
             if constant.value(i) {
                 sum.constant_administrations += 1;
             }
-            *last = Some(k);
+            *last = Some((m.to_string(), c.to_string(), n, t.to_string()));
         }
+    }
+    if let Some(i) = b.num_rows().checked_sub(1) {
         sum.label = label.value(i).to_string();
     }
 }
@@ -945,7 +966,11 @@ fn score_registered(
             if strict {
                 let mut cols = vec![rule_col.slice(0, b.num_rows())];
                 cols.extend(b.columns().iter().cloned());
-                by_rule.write(&RecordBatch::try_new(by_rule.schema.clone(), cols)?)?;
+                // The scale scores' own field types: their texts may be string views.
+                let mut fields = vec![by_rule.schema.field(0).clone()];
+                fields.extend(b.schema().fields().iter().map(|f| f.as_ref().clone()));
+                let schema = Arc::new(arrow::datatypes::Schema::new(fields));
+                by_rule.write(&RecordBatch::try_new(schema, cols)?)?;
             }
             Ok(())
         })?;

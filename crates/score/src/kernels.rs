@@ -12,8 +12,9 @@
 //! | `norm_z(test, dimension, value)` | [`crate::norms::Norm::z`] | f64, null when not finite |
 //! | `norm_percentile(test, dimension, value)` | [`crate::norms::Norm::percentile`] | f64, null when not finite |
 //!
-//! Arguments of any string type (Utf8, Utf8View, dictionaries) are accepted and cast once per
-//! batch; `failed` is a boolean (the request's `error` is not null).
+//! Arguments of any string type (Utf8, Utf8View, dictionaries) are accepted: string views are
+//! read in place, other types cast once per batch; `failed` is a boolean (the request's `error`
+//! is not null).
 
 use crate::norms::Norms;
 use datafusion::arrow::array::{
@@ -83,8 +84,47 @@ fn arrays(args: &ScalarFunctionArgs, types: &[DataType]) -> Result<Vec<ArrayRef>
     arrays
         .iter()
         .zip(types)
-        .map(|(a, t)| Ok(datafusion::arrow::compute::cast(a, t)?))
+        .map(|(a, t)| match (a.data_type(), t) {
+            // Read in place through [`Texts`]: a cast would copy every text of the batch.
+            (DataType::Utf8View, DataType::Utf8) => Ok(a.clone()),
+            _ => Ok(datafusion::arrow::compute::cast(a, t)?),
+        })
         .collect()
+}
+
+/// A text argument as [`arrays`] hands it over: plain UTF-8, or string views read in place.
+#[derive(Clone, Copy)]
+pub(crate) enum Texts<'a> {
+    Plain(&'a datafusion::arrow::array::StringArray),
+    View(&'a datafusion::arrow::array::StringViewArray),
+}
+
+impl<'a> Texts<'a> {
+    /// `a` is plain UTF-8 or string views (what [`arrays`] hands over for `Utf8`).
+    pub(crate) fn of(a: &'a ArrayRef) -> Self {
+        match a.data_type() {
+            DataType::Utf8View => Texts::View(a.as_string_view()),
+            _ => Texts::Plain(a.as_string::<i32>()),
+        }
+    }
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Texts::Plain(a) => a.len(),
+            Texts::View(a) => a.len(),
+        }
+    }
+    pub(crate) fn is_null(&self, i: usize) -> bool {
+        match self {
+            Texts::Plain(a) => a.is_null(i),
+            Texts::View(a) => a.is_null(i),
+        }
+    }
+    pub(crate) fn value(&self, i: usize) -> &'a str {
+        match self {
+            Texts::Plain(a) => a.value(i),
+            Texts::View(a) => a.value(i),
+        }
+    }
 }
 
 fn option_order(text: &str) -> Result<OptionOrder> {
@@ -159,23 +199,23 @@ fn reply_arg_types() -> [DataType; 6] {
 /// Those six arguments, cast by [`arrays`] to [`reply_arg_types`].
 #[derive(Clone, Copy)]
 struct ReplyArgs<'a> {
-    mode: &'a datafusion::arrow::array::StringArray,
+    mode: Texts<'a>,
     item: &'a datafusion::arrow::array::Int32Array,
-    reply: &'a datafusion::arrow::array::StringArray,
+    reply: Texts<'a>,
     failed: &'a BooleanArray,
-    order: &'a datafusion::arrow::array::StringArray,
-    item_order: &'a datafusion::arrow::array::StringArray,
+    order: Texts<'a>,
+    item_order: Texts<'a>,
 }
 
 impl<'a> ReplyArgs<'a> {
     fn of(a: &'a [ArrayRef]) -> Self {
         ReplyArgs {
-            mode: a[0].as_string::<i32>(),
+            mode: Texts::of(&a[0]),
             item: a[1].as_primitive::<Int32Type>(),
-            reply: a[2].as_string::<i32>(),
+            reply: Texts::of(&a[2]),
             failed: a[3].as_boolean(),
-            order: a[4].as_string::<i32>(),
-            item_order: a[5].as_string::<i32>(),
+            order: Texts::of(&a[4]),
+            item_order: Texts::of(&a[5]),
         }
     }
 }
@@ -433,7 +473,7 @@ impl ScalarUDFImpl for Tallies {
         let mut types = vec![DataType::Utf8];
         types.extend(reply_arg_types());
         let a = arrays(&args, &types)?;
-        let (test, request) = (a[0].as_string::<i32>(), ReplyArgs::of(&a[1..]));
+        let (test, request) = (Texts::of(&a[0]), ReplyArgs::of(&a[1..]));
         let rows = request.reply.len();
         let slots = self.key.slots;
         let mut opt_n = Int64Builder::with_capacity(rows);
@@ -548,10 +588,10 @@ impl ScalarUDFImpl for ReplyCounts {
             ],
         )?;
         let (rule, reply, failed, item_order) = (
-            a[0].as_string::<i32>(),
-            a[1].as_string::<i32>(),
+            Texts::of(&a[0]),
+            Texts::of(&a[1]),
             a[2].as_boolean(),
-            a[3].as_string::<i32>(),
+            Texts::of(&a[3]),
         );
         let n = reply.len();
         let (mut items, mut readable) = (
@@ -738,7 +778,7 @@ impl ScalarUDFImpl for NormFn {
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let a = arrays(&args, &[DataType::Utf8, DataType::Utf8, DataType::Float64])?;
-        let (test, dim) = (a[0].as_string::<i32>(), a[1].as_string::<i32>());
+        let (test, dim) = (Texts::of(&a[0]), Texts::of(&a[1]));
         let v = a[2].as_primitive::<datafusion::arrow::datatypes::Float64Type>();
         let mut out = Float64Builder::with_capacity(v.len());
         for i in 0..v.len() {
