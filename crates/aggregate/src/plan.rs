@@ -120,11 +120,15 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
     // `has_test`: whether the model took the cell's test at all (small joins: a row per model,
     // per scale of the source, and per test each model took).
     // The small inputs first: the left input of a hash join is the one held in memory.
+    // The scales and tests seen come from `cm`, which groups every scale score by (source,
+    // model, test, dimension) with no filter, so it has exactly the keys of `scores`, in a row
+    // per cell instead of one per score (at 10^8 answers the two DISTINCTs over the scores were
+    // most of the `cells` plan).
     let universe = "SELECT u.source, u.label, u.study, u.model, u.arm, u.cohort, u.test, u.dimension, \
            t.model IS NOT NULL AS has_test \
-         FROM (SELECT DISTINCT source, model, test FROM scores) t \
+         FROM (SELECT DISTINCT source, model, test FROM cm) t \
          RIGHT JOIN (SELECT m.source, m.label, m.study, m.model, m.arm, m.cohort, s.test, s.dimension \
-                     FROM (SELECT DISTINCT source, test, dimension FROM scores) s \
+                     FROM (SELECT DISTINCT source, test, dimension FROM cm) s \
                      JOIN models m ON m.source = s.source) u \
            ON t.source = u.source AND t.model = u.model AND t.test = u.test";
     let sep = in_list("u.arm", &p.separate_arms);
@@ -156,11 +160,6 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
         .iter()
         .map(|c| format!("CAST(NULL AS BIGINT) AS {c}, "))
         .collect();
-    let cm_plain: String = cm_names.iter().map(|c| format!("{c}, ")).collect();
-    let cm_max: String = cm_names
-        .iter()
-        .map(|c| format!("MAX({c}) AS {c}, "))
-        .collect();
     let mut cm_cols = String::new();
     for i in 0..conds.len() {
         cm_cols.push_str(&format!("has_{i}, "));
@@ -173,28 +172,35 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
         }
     }
     // Every cell of the universe with its `cm` and `ia` columns (null where that table has no
-    // row for it) and the universe's `has_test`: one grouping over the rows of those tables,
-    // not joins. A hash join holds its whole build side in memory and cannot spill, and at
-    // 10^8 answers the per-cell tables were hundreds of MB each; a grouping spills. `MAX`
-    // picks the one non-null value a column has in a cell's rows (each table has at most one
-    // row per cell).
-    // The model's label, study, arm and cohort are joined after the grouping (a row per
-    // model), not carried through it as four more texts per cell.
+    // row for it) and the universe's `has_test`. `ia` has a row only for a cell of `cm` and
+    // `cm` only for a cell of the universe (all three group the scale scores by the cell's
+    // key), and a cell of `cm` has scores of its test, so `has_test` holds there. So the
+    // cells are those of `cm` (with `ia` joined: its rows are the cells that keep
+    // administrations out, and the join holds the smaller side), and the other cells of the
+    // universe, found by a grouping of the two tables' keys alone. No hash join holds a
+    // per-cell table of the size of `cm` in memory (it cannot spill, and at 10^8 answers such
+    // tables were hundreds of MB each); a grouping spills, and this one carries four keys and
+    // two flags, not every column of `cm` (at 10^8 answers a grouping with them spilled 1.5
+    // GB and was most of the `cells` plan).
+    // The model's label, study, arm and cohort are joined after (a row per model), not carried
+    // as four more texts per cell.
     let v = "CAST(NULL AS VARCHAR)";
+    let cm_c: String = cm_names.iter().map(|c| format!("c.{c}, ")).collect();
     let cell = format!(
         "SELECT g.*, m.label, m.study, m.arm, m.cohort \
-         FROM models m JOIN (SELECT source, model, test, dimension, {cm_max}MAX(incomplete) AS incomplete, \
-                 MAX(no_z) AS no_z, bool_or(has_test) AS has_test \
-               FROM (SELECT source, model, test, dimension, TRUE AS in_u, \
-                       {cm_nulls}{v} AS incomplete, {v} AS no_z, has_test \
-                     FROM universe \
-                     UNION ALL \
-                     SELECT source, model, test, dimension, FALSE, {cm_plain}{v}, {v}, FALSE \
-                     FROM cm \
-                     UNION ALL \
-                     SELECT source, model, test, dimension, FALSE, {cm_nulls}incomplete, no_z, FALSE \
-                     FROM ia) \
-               GROUP BY source, model, test, dimension HAVING bool_or(in_u)) g \
+         FROM models m JOIN ( \
+               SELECT c.source, c.model, c.test, c.dimension, {cm_c}i.incomplete, i.no_z, TRUE AS has_test \
+               FROM cm c LEFT JOIN ia i ON c.source = i.source AND c.model = i.model \
+                 AND c.test = i.test AND c.dimension = i.dimension \
+               UNION ALL \
+               SELECT source, model, test, dimension, {cm_nulls}{v}, {v}, has_test \
+               FROM (SELECT source, model, test, dimension, bool_or(has_test) AS has_test, \
+                       bool_or(in_cm) AS in_cm \
+                     FROM (SELECT source, model, test, dimension, has_test, FALSE AS in_cm FROM universe \
+                           UNION ALL \
+                           SELECT source, model, test, dimension, FALSE, TRUE FROM cm) \
+                     GROUP BY source, model, test, dimension) \
+               WHERE NOT in_cm) g \
            ON m.source = g.source AND m.model = g.model"
     );
     let reasons = format!(
