@@ -395,6 +395,16 @@ pub(crate) fn group_tables(p: &Params) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The condition a parsed answer outside the score stage's contract meets: a status or a mode
+/// that is missing or not one the contract names.
+pub(crate) fn outside_contract() -> String {
+    let statuses: Vec<String> = crate::stage::STATUSES.iter().map(|s| lit(s)).collect();
+    format!(
+        "(status IS NULL OR status NOT IN ({}) OR mode IS NULL OR mode NOT IN ('single', 'whole'))",
+        statuses.join(", ")
+    )
+}
+
 /// Views over the inputs for the request tables: `req` per (source, model, condition) from the
 /// parsed answers, `adm` one row per administration from the scale scores.
 pub(crate) fn request_views() -> Vec<(&'static str, String)> {
@@ -411,30 +421,36 @@ pub(crate) fn request_views() -> Vec<(&'static str, String)> {
     // of over every parsed answer again: a row with another label, arm or cohort (or none)
     // is a group of its own, so MIN and MAX differ or the cohort counts fall short. A
     // whole-test request with such a row is counted twice here; the stage refuses it first.
+    // `bad` counts the rows outside the contract (status, mode): the stage refuses the input
+    // when any group has one, naming the first such row (`check_answers`), so the other counts
+    // of such an input are never used. A row whose mode is not `whole` (also a missing one)
+    // is counted in the first part. (One grouping of both modes, with the request's sample
+    // and test as keys of whole-mode rows only, was slower than these two scans.)
     let unreadable = format!("status IN ({UNREADABLE})");
+    let bad = format!("SUM(CASE WHEN {} THEN 1 ELSE 0 END)", outside_contract());
     let req = format!(
         "SELECT source, MIN(label) AS label, model, MIN(arm) AS arm, MIN(cohort) AS cohort, condition, \
            SUM(requests) AS requests, SUM(failed) AS failed_requests, \
            SUM(unreadable) AS unreadable_replies, SUM(items) AS items, SUM(unreadable_items) AS unreadable_items, \
            MAX(label) AS label_max, MAX(arm) AS arm_max, MAX(cohort) AS cohort_max, \
-           SUM(cohort_n) AS cohort_n, SUM(items) AS rows_n \
+           SUM(cohort_n) AS cohort_n, SUM(items) AS rows_n, SUM(bad) AS bad_rows \
          FROM ( \
            SELECT source, model, condition, label, arm, cohort, \
              COUNT(*) AS requests, \
              SUM(CASE WHEN status = 'request_failed' THEN 1 ELSE 0 END) AS failed, \
              SUM(CASE WHEN {unreadable} THEN 1 ELSE 0 END) AS unreadable, \
              COUNT(*) AS items, SUM(CASE WHEN {unreadable} THEN 1 ELSE 0 END) AS unreadable_items, \
-             CASE WHEN cohort IS NULL THEN 0 ELSE COUNT(*) END AS cohort_n \
-           FROM answers WHERE mode <> 'whole' GROUP BY source, model, condition, label, arm, cohort \
+             CASE WHEN cohort IS NULL THEN 0 ELSE COUNT(*) END AS cohort_n, {bad} AS bad \
+           FROM answers WHERE mode IS DISTINCT FROM 'whole' GROUP BY source, model, condition, label, arm, cohort \
            UNION ALL \
            SELECT source, model, condition, label, arm, cohort, COUNT(*), SUM(failed), \
              SUM(CASE WHEN failed = 0 THEN unreadable ELSE 0 END), SUM(items), SUM(unreadable_items), \
-             SUM(cohort_n) \
+             SUM(cohort_n), SUM(bad) \
            FROM (SELECT source, model, condition, label, arm, cohort, \
                    MAX(CASE WHEN status = 'request_failed' THEN 1 ELSE 0 END) AS failed, \
                    MAX(CASE WHEN {unreadable} THEN 1 ELSE 0 END) AS unreadable, COUNT(*) AS items, \
                    SUM(CASE WHEN {unreadable} THEN 1 ELSE 0 END) AS unreadable_items, \
-                   CASE WHEN cohort IS NULL THEN 0 ELSE COUNT(*) END AS cohort_n \
+                   CASE WHEN cohort IS NULL THEN 0 ELSE COUNT(*) END AS cohort_n, {bad} AS bad \
                  FROM answers WHERE mode = 'whole' \
                  GROUP BY source, model, condition, sample, test, label, arm, cohort) \
            GROUP BY source, model, condition, label, arm, cohort) \

@@ -946,19 +946,33 @@ fn bad_inputs_are_named() {
         e.contains("scale_scores.parquet") && e.contains("duplicate row"),
         "{e}"
     );
-    // Unknown status.
-    let mut bad = answers.clone();
-    bad[3].status = "maybe".into();
-    write_scores(dir.path(), &scores, &bad);
-    let e = refusal(dir.path(), &p);
-    assert!(
-        e.contains("parsed_answers.parquet") && e.contains("\"maybe\""),
-        "{e}"
-    );
+    // Unknown status, in a single-item row and in a whole-test row, and an unknown mode: the
+    // first such row is named.
+    let whole = answers.iter().position(|a| a.mode == "whole").unwrap();
+    for (k, status, mode) in [
+        (3, "maybe", None),
+        (whole, "perhaps", None),
+        (whole, "ok", Some("both")),
+    ] {
+        let mut bad = answers.clone();
+        bad[k].status = status.into();
+        if let Some(m) = mode {
+            bad[k].mode = m.into();
+        }
+        write_scores(dir.path(), &scores, &bad);
+        let e = refusal(dir.path(), &p);
+        let named = format!("{:?}", mode.unwrap_or(status));
+        assert!(
+            e.contains("parsed_answers.parquet")
+                && e.contains("is not in the contract")
+                && e.contains(&named)
+                && e.contains(&format!("{:?}", bad[k].model)),
+            "row {k}: {e}"
+        );
+    }
     // A model of the parsed answers with a second arm, label or cohort in one row (a
     // single-item row and a whole-test row): the scale scores agree, the answers do not.
     let last = answers.len() - 1;
-    let whole = answers.iter().position(|a| a.mode == "whole").unwrap();
     let single = answers.iter().position(|a| a.mode != "whole").unwrap();
     let with_cohort = answers
         .iter()
