@@ -557,23 +557,26 @@ fn plan_source(
     })
 }
 
-/// A plan's rows, re-cut and conformed for writing ([`Engine::stream_for_writing`]), handed to
-/// `sink` one batch at a time; with a `key`, rows must come in strictly increasing order of it
+/// A plan's rows, re-cut and conformed for writing ([`Engine::stream_for_writing`]; with
+/// `views`, texts stay string views: [`Sink::takes_views`]), handed to `sink` one batch at a time; with a `key`, rows must come in strictly increasing order of it
 /// ([`KeyOrder`]: for plans that sort by a prefix of their key only, see [`readings_sql`]).
 fn drain(
     engine: &Engine,
     df: DataFrame,
     schema: &SchemaRef,
     key: &[&str],
+    views: bool,
     mut sink: impl FnMut(RecordBatch) -> Result<(), ScoreError>,
 ) -> Result<(), ScoreError> {
     let e = |x| df_err("stored answers", x);
     let mut order = (!key.is_empty()).then(|| KeyOrder::new(key));
-    for b in engine
-        .stream_for_writing(df, schema.clone())
-        .map_err(e)?
-        .keeping_string_views()
-    {
+    let batches = engine.stream_for_writing(df, schema.clone()).map_err(e)?;
+    let batches = if views {
+        batches.keeping_string_views()
+    } else {
+        batches
+    };
+    for b in batches {
         let b = b.map_err(e)?;
         if let Some(o) = &mut order {
             o.push(&b).map_err(|x| ScoreError::Score {
@@ -637,20 +640,17 @@ impl Sink {
             kept: Vec::new(),
         }
     }
+    /// Whether this sink takes string views ([`drain`]): a Parquet writer encodes them to
+    /// the bytes of plain UTF-8; kept batches are read as plain UTF-8 ([`parsed_rows`],
+    /// [`scale_rows`]).
+    fn takes_views(&self) -> bool {
+        self.writer.is_some()
+    }
     fn write(&mut self, b: &RecordBatch) -> Result<(), ScoreError> {
         match &mut self.writer {
             Some(w) => w.write(b).map_err(|e| pq_err(&self.path, e)),
-            // Kept batches are read as plain UTF-8 ([`parsed_rows`], [`scale_rows`]).
             None => {
-                let cols = self
-                    .schema
-                    .fields()
-                    .iter()
-                    .zip(b.columns())
-                    .map(|(f, c)| arrow::compute::cast(c, f.data_type()))
-                    .collect::<Result<Vec<_>, _>>()?;
-                self.kept
-                    .push(RecordBatch::try_new(self.schema.clone(), cols)?);
+                self.kept.push(b.clone());
                 Ok(())
             }
         }
@@ -941,10 +941,18 @@ fn score_registered(
     chains.push(Box::new(|| {
         let mut part = AnswerSourceSummary::default();
         let schema = parsed.schema.clone();
-        drain(engine, plan(&parsed_plan)?, &schema, &PARSED_KEY, |b| {
-            tally_parsed(&mut part, &b);
-            parsed.write(&b)
-        })?;
+        let views = parsed.takes_views();
+        drain(
+            engine,
+            plan(&parsed_plan)?,
+            &schema,
+            &PARSED_KEY,
+            views,
+            |b| {
+                tally_parsed(&mut part, &b);
+                parsed.write(&b)
+            },
+        )?;
         Ok(part)
     }));
     chains.push(Box::new(|| {
@@ -960,23 +968,31 @@ fn score_registered(
                 ReplyRule::Strict.as_str();
                 protospread_engine::WRITE_BATCH_ROWS
             ]));
-        drain(engine, plan(&scales_plan)?, &schema, &SCALES_KEY, |b| {
-            tally_scales(&mut part, &mut last, &b);
-            scales.write(&b)?;
-            if strict {
-                let mut cols = vec![rule_col.slice(0, b.num_rows())];
-                cols.extend(b.columns().iter().cloned());
-                // The scale scores' own field types: their texts may be string views.
-                let mut fields = vec![by_rule.schema.field(0).clone()];
-                fields.extend(b.schema().fields().iter().map(|f| f.as_ref().clone()));
-                let schema = Arc::new(arrow::datatypes::Schema::new(fields));
-                by_rule.write(&RecordBatch::try_new(schema, cols)?)?;
-            }
-            Ok(())
-        })?;
+        let views = scales.takes_views();
+        drain(
+            engine,
+            plan(&scales_plan)?,
+            &schema,
+            &SCALES_KEY,
+            views,
+            |b| {
+                tally_scales(&mut part, &mut last, &b);
+                scales.write(&b)?;
+                if strict {
+                    let mut cols = vec![rule_col.slice(0, b.num_rows())];
+                    cols.extend(b.columns().iter().cloned());
+                    // The scale scores' own field types: their texts may be string views.
+                    let mut fields = vec![by_rule.schema.field(0).clone()];
+                    fields.extend(b.schema().fields().iter().map(|f| f.as_ref().clone()));
+                    let schema = Arc::new(arrow::datatypes::Schema::new(fields));
+                    by_rule.write(&RecordBatch::try_new(schema, cols)?)?;
+                }
+                Ok(())
+            },
+        )?;
         let schema = by_rule.schema.clone();
         for sql in &by_rule_plans {
-            drain(engine, plan(sql)?, &schema, &SCALES_KEY, |b| {
+            drain(engine, plan(sql)?, &schema, &SCALES_KEY, views, |b| {
                 by_rule.write(&b)
             })?;
         }
@@ -985,13 +1001,17 @@ fn score_registered(
     if let Some(sql) = &reruns_plan {
         chains.push(Box::new(|| {
             let schema = reruns.schema.clone();
-            drain(engine, plan(sql)?, &schema, &[], |b| reruns.write(&b))?;
+            let views = reruns.takes_views();
+            drain(engine, plan(sql)?, &schema, &[], views, |b| {
+                reruns.write(&b)
+            })?;
             Ok(AnswerSourceSummary::default())
         }));
     }
     chains.push(Box::new(|| {
         let schema = rule_sink.schema.clone();
-        drain(engine, plan(&rules_plan)?, &schema, &[], |b| {
+        let views = rule_sink.takes_views();
+        drain(engine, plan(&rules_plan)?, &schema, &[], views, |b| {
             rule_sink.write(&b)
         })?;
         Ok(AnswerSourceSummary::default())
