@@ -452,6 +452,183 @@ fn sorted_files_skip_the_sort_and_break_rules_with_the_same_errors() {
     );
 }
 
+/// A stored-answer Parquet file already in the fetch stage's output form (the stored schema,
+/// valid and normalized records, in order) is recognised, and its column chunks are copied
+/// under our footer: the same table as importing it, in the input's row groups. Anything
+/// else is left to the import: a record out of order (also where the file's row groups are
+/// split between the threads that check them), a value the import normalizes, an invalid
+/// record (the import names it), another column type, a CSV file.
+#[test]
+fn files_already_in_the_output_form_are_recognised_and_copied() {
+    use protospread_answers::{already_imported, to_batch, StoredRecord};
+    let dir = tempfile::tempdir().unwrap();
+    let vocab = Vocabulary::default();
+    let csv = write(dir.path(), "sorted.csv", &csv_of(&sorted_rows(600)));
+    let a = read_records(&csv, &vocab).unwrap();
+    // Row groups of 1,000 records, unlike the fetch stage's own writer: 11 of them.
+    let parquet = |recs: &[StoredRecord], name: &str| {
+        let p = dir.path().join(name);
+        let b = to_batch(recs).unwrap();
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_max_row_group_row_count(Some(1000))
+            .build();
+        let f = fs_err::File::create(&p).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(f, b.schema(), Some(props)).unwrap();
+        w.write(&b).unwrap();
+        w.close().unwrap();
+        p
+    };
+    let table = |p: &Path| {
+        let (schema, batches) = protospread_core::read_parquet(p).unwrap();
+        arrow::compute::concat_batches(&schema, &batches).unwrap()
+    };
+    let good = parquet(&a, "good.parquet");
+    assert_eq!(already_imported(&good, &vocab), Some(a.len()));
+    assert_eq!(already_imported(&csv, &vocab), None);
+    let copied = dir.path().join("copied.parquet");
+    let bytes = protospread_core::copy_parquet_chunks(
+        &good,
+        fs_err::read(&good).unwrap(),
+        protospread_answers::stored_schema(),
+    )
+    .unwrap();
+    fs_err::write(&copied, &bytes).unwrap();
+    assert_eq!(table(&copied), table(&good));
+    let meta = |p: &Path| {
+        let f = fs_err::File::open(p).unwrap().into_parts().0;
+        use parquet::file::reader::FileReader;
+        parquet::file::serialized_reader::SerializedFileReader::new(f)
+            .unwrap()
+            .metadata()
+            .clone()
+    };
+    let (m_in, m_out) = (meta(&good), meta(&copied));
+    assert_eq!(m_out.num_row_groups(), 11);
+    for (g_in, g_out) in m_in.row_groups().iter().zip(m_out.row_groups()) {
+        for (c_in, c_out) in g_in.columns().iter().zip(g_out.columns()) {
+            assert_eq!(c_in.compressed_size(), c_out.compressed_size());
+            assert_eq!(c_in.encodings_mask(), c_out.encodings_mask());
+        }
+    }
+    let created_by = m_out.file_metadata().created_by().unwrap().to_string();
+    assert!(created_by.starts_with("protospread"), "{created_by}");
+    // The same input, copied twice: the same bytes.
+    assert_eq!(
+        protospread_core::copy_parquet_chunks(
+            &good,
+            fs_err::read(&good).unwrap(),
+            protospread_answers::stored_schema()
+        )
+        .unwrap(),
+        bytes
+    );
+
+    // Two records swapped within a row group, and at the boundary of the two halves of the
+    // row groups (records 6,000 and 6,001: row groups 0..5 and 6..10 on two threads).
+    for (i, j) in [(10, 11), (5999, 6000)] {
+        let mut swapped = a.clone();
+        swapped.swap(i, j);
+        let p = parquet(&swapped, &format!("swapped{i}.parquet"));
+        assert_eq!(already_imported(&p, &vocab), None, "swap {i} {j}");
+    }
+    // A request repeated across that boundary.
+    let mut dup = a.clone();
+    dup[6000] = dup[5999].clone();
+    assert_eq!(
+        already_imported(&parquet(&dup, "dup.parquet"), &vocab),
+        None
+    );
+    // An empty cohort (all of one model's records) is imported as none: not the file's own
+    // table.
+    let b = to_batch(&a).unwrap();
+    let with_empty = |col: &str, rows: std::ops::Range<usize>| {
+        let i = b.schema().index_of(col).unwrap();
+        let mut cols = b.columns().to_vec();
+        let mut v: Vec<Option<String>> = cols[i]
+            .as_any()
+            .downcast_ref::<arrow::array::StringArray>()
+            .unwrap()
+            .iter()
+            .map(|x| x.map(str::to_string))
+            .collect();
+        for r in rows {
+            v[r] = Some(String::new());
+        }
+        cols[i] = std::sync::Arc::new(arrow::array::StringArray::from(v));
+        arrow::array::RecordBatch::try_new(b.schema(), cols).unwrap()
+    };
+    let p = dir.path().join("empty_cohort.parquet");
+    protospread_core::write_parquet(&p, b.schema(), &[with_empty("cohort", 388 * 18..389 * 18)])
+        .unwrap();
+    assert_eq!(already_imported(&p, &vocab), None);
+    assert_eq!(read_records(&p, &vocab).unwrap()[7000].cohort, None);
+    // An invalid record: left to the import, which names it.
+    let mut arm = a;
+    arm[9001].arm = protospread_answers::Arm::Cli;
+    let p = parquet(&arm, "arm.parquet");
+    assert_eq!(already_imported(&p, &vocab), None);
+    let e = import_file(&p).unwrap_err().to_string();
+    assert!(e.contains("row 9002, column arm"), "{e}");
+    // Samples as 64-bit integers: valid, but not the stored schema's column type.
+    let i = b.schema().index_of("sample").unwrap();
+    let mut cols = b.columns().to_vec();
+    cols[i] = arrow::compute::cast(&cols[i], &arrow::datatypes::DataType::Int64).unwrap();
+    let mut fields: Vec<arrow::datatypes::Field> = b
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    fields[i] = arrow::datatypes::Field::new("sample", arrow::datatypes::DataType::Int64, false);
+    let wide = arrow::array::RecordBatch::try_new(
+        std::sync::Arc::new(arrow::datatypes::Schema::new(fields)),
+        cols,
+    )
+    .unwrap();
+    let p = dir.path().join("wide.parquet");
+    protospread_core::write_parquet(&p, wide.schema(), &[wide]).unwrap();
+    assert_eq!(already_imported(&p, &vocab), None);
+    assert!(protospread_core::copy_parquet_chunks(
+        &p,
+        fs_err::read(&p).unwrap(),
+        protospread_answers::stored_schema()
+    )
+    .is_err());
+
+    // Through `protospread fetch`: the copied file and the imported CSV are the same table.
+    let fetched = |input: &Path| {
+        let name = input.file_name().unwrap().to_string_lossy().to_string();
+        let cfg = dir.path().join(format!("{name}.toml"));
+        fs_err::write(
+            &cfg,
+            format!(
+                "[study]\nname = \"t\"\n\n[[inputs]]\nname = \"mine\"\nrole = \"answers\"\npath = \"{name}\"\nsha256 = \"{}\"\n",
+                sha256(input)
+            ),
+        )
+        .unwrap();
+        let out = dir.path().join(format!("out-{name}"));
+        let o = bin()
+            .args(["--quiet", "--config"])
+            .arg(&cfg)
+            .arg("--out")
+            .arg(&out)
+            .arg("fetch")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        out.join("fetch/answers/mine.parquet")
+    };
+    let from_parquet = fetched(&good);
+    let from_csv = fetched(&csv);
+    // (Their provenance metadata names different inputs.)
+    let (x, y) = (table(&from_parquet), table(&from_csv));
+    assert_eq!(x.schema().fields(), y.schema().fields());
+    assert_eq!(x.columns(), y.columns());
+    assert_eq!(meta(&from_parquet).num_row_groups(), 11);
+    assert_eq!(meta(&from_csv).num_row_groups(), 1);
+}
+
 // ---- the committed simulated study -------------------------------------------------------
 
 const SEED: u64 = 20250401;

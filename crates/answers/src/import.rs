@@ -665,6 +665,126 @@ fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<bool, AnswersError> {
     Ok(true)
 }
 
+/// The number of records of `path` when it is a stored-answer Parquet file already in the
+/// form the import writes: each column of the type, repetition and path the writer gives the
+/// same column of [`stored_schema`] (no other column), every record valid and already
+/// normalized (each batch accepted by the column checks, `crate::vectorized`, unchanged), and
+/// the records in the output order with the rules between neighbours holding
+/// (`crate::sorted`). Then what [`import_into`] would write is the file's own table, so its
+/// encoded column chunks can be copied instead of encoded again
+/// (`protospread_core::copy_parquet_chunks`; at 10^8 answers the encoding was half of the
+/// fetch stage's work). `None` as soon as anything else shows, also an unreadable file or
+/// an invalid record: the import then reads the file and names what is wrong.
+pub fn already_imported(path: &Path, vocab: &Vocabulary) -> Option<usize> {
+    if FileKind::of(path).ok()? != FileKind::Parquet {
+        return None;
+    }
+    let open = || {
+        let file = fs_err::File::open(path).ok()?;
+        ParquetRecordBatchReaderBuilder::try_new(file.into_parts().0).ok()
+    };
+    let builder = open()?;
+    let stored = stored_schema();
+    let ours = parquet::arrow::ArrowSchemaConverter::new()
+        .convert(&stored)
+        .ok()?;
+    let theirs = builder.parquet_schema();
+    if theirs.num_columns() != ours.num_columns()
+        || (0..ours.num_columns()).any(|i| theirs.column(i) != ours.column(i))
+        || builder.schema().fields() != stored.fields()
+    {
+        return None;
+    }
+    // The row groups in one run of neighbours per core, checked side by side; then each
+    // run's last record against the next run's first.
+    let sizes: Vec<usize> = builder
+        .metadata()
+        .row_groups()
+        .iter()
+        .map(|g| g.num_rows() as usize)
+        .collect();
+    let runs = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, sizes.len().max(1));
+    let per_run = sizes.len().div_ceil(runs).max(1);
+    let mut starts = Vec::new();
+    let mut first_row = 1;
+    for (k, chunk) in sizes.chunks(per_run).enumerate() {
+        starts.push((k * per_run, chunk.len(), first_row));
+        first_row += chunk.iter().sum::<usize>();
+    }
+    let checked: Vec<Option<(usize, InOrder, Option<RecordBatch>)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = starts
+            .iter()
+            .map(|&(from, count, first_row)| {
+                let open = &open;
+                scope.spawn(move || {
+                    let reader = open()?
+                        .with_row_groups((from..from + count).collect())
+                        .with_batch_size(BATCH_ROWS)
+                        .build()
+                        .ok()?;
+                    already_imported_run(reader, vocab, first_row)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    let mut records = 0;
+    let mut before: Option<InOrder> = None;
+    for run in checked {
+        let (n, in_order, first) = run?;
+        if let (Some(prev), Some(first)) = (before.as_mut(), first) {
+            prev.push(&first).ok()?;
+            if !prev.holds() {
+                return None;
+            }
+        }
+        records += n;
+        before = Some(in_order);
+    }
+    (records > 0).then_some(records)
+}
+
+/// [`already_imported`] over one run of row groups, whose first record is data row
+/// `first_row`: its records, its order check (holding the last record) and its first record.
+fn already_imported_run(
+    reader: parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+    vocab: &Vocabulary,
+    first_row: usize,
+) -> Option<(usize, InOrder, Option<RecordBatch>)> {
+    let map: Vec<Option<usize>> = (0..COLUMNS.len()).map(Some).collect();
+    let staging = staging_schema();
+    let mut in_order = InOrder::new(ADMIN_SETTINGS.iter().map(|(c, _)| *c).collect());
+    let mut records = 0usize;
+    let mut first = None;
+    for b in reader {
+        let b = b.ok()?;
+        let staged = crate::vectorized::accept(&b, &map, vocab, first_row + records, &staging)?;
+        // Unchanged: the same arrays (the checks keep a column's buffers when they change
+        // nothing), or equal values.
+        let unchanged = (0..COLUMNS.len()).all(|i| {
+            let (x, y) = (staged.column(i).to_data(), b.column(i).to_data());
+            x.ptr_eq(&y) || x == y
+        });
+        if !unchanged {
+            return None;
+        }
+        in_order.push(&staged).ok()?;
+        if !in_order.holds() {
+            return None;
+        }
+        if first.is_none() && staged.num_rows() > 0 {
+            first = Some(staged.slice(0, 1));
+        }
+        records += b.num_rows();
+    }
+    Some((records, in_order, first))
+}
+
 /// Read a Parquet file batch by batch: a batch that [`crate::vectorized::accept`] vouches for
 /// goes on as it is; any other batch goes through the row rules, a record at a time, as text.
 /// Returns whether the file was read to the end (`out` may stop it).

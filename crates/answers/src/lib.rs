@@ -30,7 +30,7 @@ pub use format::{
     stored_schema, to_batch, Arm, Mode, OptionOrder, StoredRecord, Vocabulary, CONDITIONS, OPTIONS,
     PROTOCOL_CONDITIONS,
 };
-pub use import::{import_file, import_into, read_records, RecordSink, SORTED_BY};
+pub use import::{already_imported, import_file, import_into, read_records, RecordSink, SORTED_BY};
 pub use parse::{
     option_to_value, read_single, read_single_lenient, read_whole, read_whole_lenient,
     value_to_option, Reading, ReplyRule, Status,

@@ -50,7 +50,7 @@ pub use outdir::{
     TopManifest, STAGE_DIRS,
 };
 pub use pq::{
-    encode_parquet, parquet_provenance_pairs, parquet_writer_properties,
+    copy_parquet_chunks, encode_parquet, parquet_provenance_pairs, parquet_writer_properties,
     parquet_writer_properties_with_statistics, read_parquet, set_parquet_provenance, write_parquet,
 };
 pub use tables::{

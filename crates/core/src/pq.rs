@@ -17,7 +17,7 @@ use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 static PROVENANCE: OnceLock<Vec<KeyValue>> = OnceLock::new();
 
@@ -120,6 +120,49 @@ pub fn encode_parquet(path: &Path, schema: SchemaRef, batches: &[RecordBatch]) -
 pub fn write_parquet(path: &Path, schema: SchemaRef, batches: &[RecordBatch]) -> Result<()> {
     let bytes = encode_parquet(path, schema, batches)?;
     crate::atomic::write_atomic(path, &bytes)
+}
+
+/// A Parquet file of `schema` whose encoded column chunks are those of the Parquet file `src`
+/// (its bytes; `path` names it in errors), copied byte for byte row group by row group, under
+/// a footer written with the pinned settings (`created_by`, the provenance and the Arrow
+/// schema in its key-value metadata, no page index). For a file whose records are already
+/// exactly what a writer would be given, this is the same table as encoding them again,
+/// without the encoding: the chunks keep `src`'s encodings, compression, pages and
+/// statistics, so the bytes depend on `src` and the provenance only. Each column of `src`
+/// must have the type, repetition and path the pinned writer gives the same column of
+/// `schema`; otherwise this is an error naming `path`.
+pub fn copy_parquet_chunks(path: &Path, src: Vec<u8>, schema: SchemaRef) -> Result<Vec<u8>> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::file::writer::SerializedFileWriter;
+    let perr = |e: parquet::errors::ParquetError| CoreError::Parquet {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let src = bytes::Bytes::from(src);
+    let reader = SerializedFileReader::new(src.clone()).map_err(perr)?;
+    let mut props = parquet_writer_properties();
+    parquet::arrow::add_encoded_arrow_schema_to_metadata(&schema, &mut props);
+    let descr = parquet::arrow::ArrowSchemaConverter::new()
+        .convert(&schema)
+        .map_err(perr)?;
+    let mut w = SerializedFileWriter::new(Vec::new(), descr.root_schema_ptr(), Arc::new(props))
+        .map_err(perr)?;
+    for rg in reader.metadata().row_groups() {
+        let mut g = w.next_row_group().map_err(perr)?;
+        for col in rg.columns() {
+            let close = parquet::column::writer::ColumnCloseResult {
+                bytes_written: col.compressed_size() as u64,
+                rows_written: rg.num_rows() as u64,
+                metadata: col.clone(),
+                bloom_filter: None,
+                column_index: None,
+                offset_index: None,
+            };
+            g.append_column(&src, close).map_err(perr)?;
+        }
+        g.close().map_err(perr)?;
+    }
+    w.into_inner().map_err(perr)
 }
 
 /// Read every batch of a Parquet file.

@@ -612,6 +612,24 @@ pub fn import_answers_input(
     };
     let engine = engine_options(cfg, opts);
     let vocab = protospread_answers::Vocabulary::from_section(&cfg.answers);
+    // A file already in the output form (typically one written by `protospread simulate` or
+    // by an earlier fetch) is checked like any other, then its column chunks are copied
+    // under a footer of our own instead of being encoded again: the same table. The chunks
+    // are copied from bytes read and hashed again, so a file changed since it was verified
+    // is refused, never copied.
+    if let Some(rows) = protospread_answers::already_imported(&verified.path, &vocab) {
+        let src = read_verified(input, verified)?;
+        let bytes = protospread_core::copy_parquet_chunks(
+            &verified.path,
+            src,
+            protospread_answers::stored_schema(),
+        )
+        .map_err(|e| FetchError::Answers {
+            input: input.name.clone(),
+            error: Box::new(e.into()),
+        })?;
+        return Ok((bytes, rows));
+    }
     let (bytes, rows) = std::thread::scope(|scope| {
         let mut sink = BytesSink::spawn(scope, dest);
         let rows = protospread_answers::import_into(&verified.path, &vocab, &engine, &mut sink)?;
