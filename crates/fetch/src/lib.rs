@@ -10,7 +10,8 @@
 //! - `role = "human"` inputs become `out/fetch/human/<instrument>.parquet` with the explicit
 //!   schema of [`protospread_core::instrument_schema`] ([`import_human_csv`]);
 //!   `role = "answers"` inputs are imported by `protospread_answers::import_into` (validated,
-//!   normalized, sorted) and become `out/fetch/answers/<name>.parquet`;
+//!   normalized, sorted) and become `out/fetch/answers/<name>.parquet` (a Parquet file
+//!   already in that form is checked, then its column chunks are copied, not encoded again);
 //!   `role = "other"` inputs are copied verbatim to `out/fetch/other/<name>`.
 //! - All outputs of a run are committed together ([`protospread_core::Staged`]); on
 //!   any error nothing under `out/fetch` changes. Then `out/fetch/SHA256SUMS` is written.
@@ -598,7 +599,10 @@ fn engine_options(cfg: &Config, opts: &Options) -> protospread_engine::EngineOpt
 
 /// Import one verified stored-answer file with the `[answers]` declarations of `cfg`: the
 /// validated, sorted records stream in batches into Parquet bytes for `dest` (pinned writer
-/// settings). Returns the bytes and the number of records.
+/// settings), or, for a Parquet file already in that form
+/// ([`protospread_answers::already_imported`]), its column chunks are copied under a footer
+/// with the pinned settings ([`protospread_core::copy_parquet_chunks`]). Returns the bytes
+/// and the number of records.
 pub fn import_answers_input(
     cfg: &Config,
     input: &Input,
