@@ -331,6 +331,33 @@ fn sorted_rows(models: usize) -> Vec<String> {
     rows
 }
 
+/// `b` with the columns `cols`: each field keeps its name and takes its column's type, and is
+/// nullable when it was or when `all_nullable`.
+fn with_columns(
+    b: &arrow::array::RecordBatch,
+    cols: Vec<arrow::array::ArrayRef>,
+    all_nullable: bool,
+) -> arrow::array::RecordBatch {
+    let fields: Vec<arrow::datatypes::Field> = b
+        .schema()
+        .fields()
+        .iter()
+        .zip(&cols)
+        .map(|(f, c)| {
+            arrow::datatypes::Field::new(
+                f.name(),
+                c.data_type().clone(),
+                all_nullable || f.is_nullable(),
+            )
+        })
+        .collect();
+    arrow::array::RecordBatch::try_new(
+        std::sync::Arc::new(arrow::datatypes::Schema::new(fields)),
+        cols,
+    )
+    .unwrap()
+}
+
 fn csv_of(rows: &[String]) -> String {
     format!("{HEADER}\n{}\n", rows.join("\n"))
 }
@@ -425,18 +452,7 @@ fn sorted_files_skip_the_sort_and_break_rules_with_the_same_errors() {
             _ => c.clone(),
         })
         .collect();
-    let fields: Vec<arrow::datatypes::Field> = b
-        .schema()
-        .fields()
-        .iter()
-        .zip(&cols)
-        .map(|(f, c)| arrow::datatypes::Field::new(f.name(), c.data_type().clone(), true))
-        .collect();
-    let typed = arrow::array::RecordBatch::try_new(
-        std::sync::Arc::new(arrow::datatypes::Schema::new(fields)),
-        cols,
-    )
-    .unwrap();
+    let typed = with_columns(&b, cols, true);
     let p = dir.path().join("typed.parquet");
     protospread_core::write_parquet(&p, typed.schema(), &[typed]).unwrap();
     assert_eq!(read_records(&p, &Vocabulary::default()).unwrap(), a);
@@ -573,18 +589,7 @@ fn files_already_in_the_output_form_are_recognised_and_copied() {
     let i = b.schema().index_of("sample").unwrap();
     let mut cols = b.columns().to_vec();
     cols[i] = arrow::compute::cast(&cols[i], &arrow::datatypes::DataType::Int64).unwrap();
-    let mut fields: Vec<arrow::datatypes::Field> = b
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| f.as_ref().clone())
-        .collect();
-    fields[i] = arrow::datatypes::Field::new("sample", arrow::datatypes::DataType::Int64, false);
-    let wide = arrow::array::RecordBatch::try_new(
-        std::sync::Arc::new(arrow::datatypes::Schema::new(fields)),
-        cols,
-    )
-    .unwrap();
+    let wide = with_columns(&b, cols, false);
     let p = dir.path().join("wide.parquet");
     protospread_core::write_parquet(&p, wide.schema(), &[wide]).unwrap();
     assert_eq!(already_imported(&p, &vocab), None);
@@ -599,23 +604,9 @@ fn files_already_in_the_output_form_are_recognised_and_copied() {
     let fetched = |input: &Path| {
         let name = input.file_name().unwrap().to_string_lossy().to_string();
         let cfg = dir.path().join(format!("{name}.toml"));
-        fs_err::write(
-            &cfg,
-            format!(
-                "[study]\nname = \"t\"\n\n[[inputs]]\nname = \"mine\"\nrole = \"answers\"\npath = \"{name}\"\nsha256 = \"{}\"\n",
-                sha256(input)
-            ),
-        )
-        .unwrap();
+        fs_err::write(&cfg, answers_config(&name, &sha256(input))).unwrap();
         let out = dir.path().join(format!("out-{name}"));
-        let o = bin()
-            .args(["--quiet", "--config"])
-            .arg(&cfg)
-            .arg("--out")
-            .arg(&out)
-            .arg("fetch")
-            .output()
-            .unwrap();
+        let o = fetch_with(&cfg, &out);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         out.join("fetch/answers/mine.parquet")
     };
@@ -1059,6 +1050,25 @@ fn sha256(p: &Path) -> String {
     protospread_core::sha256_file(p).unwrap()
 }
 
+/// A configuration with one stored-answer input `mine` at `path` (beside it).
+fn answers_config(path: &str, sha: &str) -> String {
+    format!(
+        "[study]\nname = \"t\"\n\n[[inputs]]\nname = \"mine\"\nrole = \"answers\"\npath = \"{path}\"\nsha256 = \"{sha}\"\n"
+    )
+}
+
+/// `protospread fetch` with the configuration `cfg` into `out`.
+fn fetch_with(cfg: &Path, out: &Path) -> std::process::Output {
+    bin()
+        .args(["--quiet", "--config"])
+        .arg(cfg)
+        .arg("--out")
+        .arg(out)
+        .arg("fetch")
+        .output()
+        .unwrap()
+}
+
 /// A bad stored-answer file stops `protospread fetch` with file/row/column, and the previous
 /// outputs (here from a good file) stay exactly as they were; `score` writes nothing new.
 #[test]
@@ -1067,25 +1077,8 @@ fn bad_stored_answer_file_writes_nothing_downstream() {
     let data = dir.path().join("answers.csv");
     let cfg = dir.path().join("pipeline.toml");
     let out = dir.path().join("out");
-    let write_cfg = |sha: &str| {
-        fs_err::write(
-            &cfg,
-            format!(
-                "[study]\nname = \"t\"\n\n[[inputs]]\nname = \"mine\"\nrole = \"answers\"\npath = \"answers.csv\"\nsha256 = \"{sha}\"\n"
-            ),
-        )
-        .unwrap();
-    };
-    let fetch = || {
-        bin()
-            .args(["--quiet", "--config"])
-            .arg(&cfg)
-            .arg("--out")
-            .arg(&out)
-            .arg("fetch")
-            .output()
-            .unwrap()
-    };
+    let write_cfg = |sha: &str| fs_err::write(&cfg, answers_config("answers.csv", sha)).unwrap();
+    let fetch = || fetch_with(&cfg, &out);
     fs_err::write(
         &data,
         format!("{HEADER}\n{}\n", csv_row("S0", "m", "1", 1, "3")),
