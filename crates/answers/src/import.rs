@@ -703,10 +703,11 @@ pub fn already_imported(path: &Path, vocab: &Vocabulary) -> Option<usize> {
         .iter()
         .map(|g| g.num_rows() as usize)
         .collect();
-    let runs = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, sizes.len().max(1));
-    let per_run = sizes.len().div_ceil(runs).max(1);
+    if sizes.is_empty() {
+        return None;
+    }
+    let runs = std::thread::available_parallelism().map_or(1, |n| n.get().min(sizes.len()));
+    let per_run = sizes.len().div_ceil(runs);
     let mut starts = Vec::new();
     let mut first_row = 1;
     for (k, chunk) in sizes.chunks(per_run).enumerate() {

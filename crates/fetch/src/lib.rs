@@ -628,10 +628,7 @@ pub fn import_answers_input(
             src,
             protospread_answers::stored_schema(),
         )
-        .map_err(|e| FetchError::Answers {
-            input: input.name.clone(),
-            error: Box::new(e.into()),
-        })?;
+        .map_err(|e| wrap(e.into()))?;
         return Ok((bytes, rows));
     }
     let (bytes, rows) = std::thread::scope(|scope| {
