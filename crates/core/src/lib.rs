@@ -15,8 +15,9 @@
 //! - Output folders: ownership marker, lock and one-step switch ([`claim_out_dir`],
 //!   [`RunStaging`], [`TopManifest`]).
 //! - Parquet: writing with pinned writer settings, so the same batches give the same bytes
-//!   ([`write_parquet`], [`encode_parquet`], [`parquet_writer_properties`]), and reading
-//!   ([`read_parquet`]).
+//!   ([`write_parquet`], [`encode_parquet`], [`parquet_writer_properties`]), a streaming
+//!   writer for large tables sorted by their keys that encodes their text columns as runs
+//!   ([`TableWriter`]), and reading ([`read_parquet`]).
 //! - Inter-stage tables: schemas of the Parquet tables passed between stages, defined once
 //!   ([`parsed_answers_schema`], [`scale_scores_schema`], [`scale_scores_by_rule_schema`],
 //!   [`reply_rules_schema`], [`reply_reruns_schema`]).
@@ -28,6 +29,7 @@ mod instruments;
 mod limits;
 mod outdir;
 mod pq;
+mod table_writer;
 mod tables;
 
 pub use atomic::{write_atomic, Staged};
@@ -53,6 +55,7 @@ pub use pq::{
     copy_parquet_chunks, encode_parquet, parquet_provenance_pairs, parquet_writer_properties,
     parquet_writer_properties_with_statistics, read_parquet, set_parquet_provenance, write_parquet,
 };
+pub use table_writer::TableWriter;
 pub use tables::{
     parsed_answers_schema, reply_reruns_schema, reply_rules_schema, scale_scores_by_rule_schema,
     scale_scores_schema,
