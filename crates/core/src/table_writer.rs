@@ -8,8 +8,9 @@
 //! one compares a value with the row before and looks it up only when it changes. A table
 //! sorted by its key holds each text in runs, so nearly every row costs one comparison. The
 //! column chunk is the same Parquet (a PLAIN dictionary page, then RLE_DICTIONARY data pages);
-//! its data pages hold at most `data_page_row_count_limit` rows each and store the indices as
-//! RLE runs, so the bytes differ from the Arrow writer's, and depend only on the rows.
+//! its data pages hold at most `data_page_row_count_limit` rows each, and the indices are RLE
+//! runs or bit-packed groups wherever the rows make them so (not where the Arrow writer's
+//! buffering does), so the bytes differ from the Arrow writer's and depend only on the rows.
 //!
 //! A text column goes through the Arrow writer's own encoder when this one would not give
 //! what that one gives: page-level statistics (a column index), a dictionary larger than
@@ -532,33 +533,76 @@ fn bit_width(max: u64) -> u8 {
     (64 - max.leading_zeros()) as u8
 }
 
-/// The RLE / bit-packing hybrid encoding of `values`, as RLE runs only: each run is its length
-/// shifted left by one (an unsigned LEB128 varint) and the value in `ceil(width / 8)` bytes,
-/// little-endian.
+/// The RLE / bit-packing hybrid encoding of `values` (each below `2^width`): a run of eight or
+/// more equal values is an RLE run (its length shifted left by one, as an unsigned LEB128
+/// varint, then the value in `ceil(width / 8)` bytes, little-endian); the values between such
+/// runs are bit-packed in groups of eight (a header of the group count shifted left by one,
+/// plus one; then each group in `width` bytes, least significant bit first), the last group
+/// padded with zeros (a reader takes the page's value count). Values that change often cost a
+/// few bits each, as in the Arrow writer's encoder, not a run header each.
 fn rle_runs(values: impl Iterator<Item = u64>, width: u8, out: &mut Vec<u8>) {
-    let bytes = usize::from(width).div_ceil(8);
-    let emit = |value: u64, n: u64, out: &mut Vec<u8>| {
-        let mut h = n << 1;
+    /// Groups per bit-packed run: its header stays one byte.
+    const MAX_GROUPS: usize = 63;
+    let varint = |mut h: u64, out: &mut Vec<u8>| {
         while h >= 0x80 {
             out.push((h as u8) | 0x80);
             h >>= 7;
         }
         out.push(h as u8);
-        out.extend_from_slice(&value.to_le_bytes()[..bytes]);
+    };
+    let rle = |value: u64, n: u64, out: &mut Vec<u8>| {
+        varint(n << 1, out);
+        out.extend_from_slice(&value.to_le_bytes()[..usize::from(width).div_ceil(8)]);
+    };
+    let packed = |literals: &mut Vec<u64>, out: &mut Vec<u8>| {
+        for chunk in literals.chunks(8 * MAX_GROUPS) {
+            let groups = chunk.len().div_ceil(8);
+            varint(((groups as u64) << 1) | 1, out);
+            let (mut acc, mut bits) = (0u128, 0u32);
+            for i in 0..groups * 8 {
+                acc |= u128::from(chunk.get(i).copied().unwrap_or(0)) << bits;
+                bits += u32::from(width);
+                while bits >= 8 {
+                    out.push(acc as u8);
+                    acc >>= 8;
+                    bits -= 8;
+                }
+            }
+        }
+        literals.clear();
+    };
+    // Runs of equal values, then each either RLE or literals: literals are flushed only in
+    // whole groups of eight, so a long run first tops the literals up to a group.
+    let mut literals: Vec<u64> = Vec::new();
+    let mut take_run = |x: u64, mut n: u64, out: &mut Vec<u8>| {
+        let fill = ((8 - literals.len() % 8) % 8) as u64;
+        if n >= fill + 8 {
+            literals.extend(std::iter::repeat_n(x, fill as usize));
+            n -= fill;
+            if !literals.is_empty() {
+                packed(&mut literals, out);
+            }
+            rle(x, n, out);
+        } else {
+            literals.extend(std::iter::repeat_n(x, n as usize));
+        }
     };
     let mut run: Option<(u64, u64)> = None;
     for v in values {
         run = match run {
             Some((x, n)) if x == v => Some((x, n + 1)),
             Some((x, n)) => {
-                emit(x, n, out);
+                take_run(x, n, out);
                 Some((v, 1))
             }
             None => Some((v, 1)),
         };
     }
     if let Some((x, n)) = run {
-        emit(x, n, out);
+        take_run(x, n, out);
+    }
+    if !literals.is_empty() {
+        packed(&mut literals, out);
     }
 }
 
@@ -701,6 +745,8 @@ mod tests {
             Just("model-b, a name longer than twelve bytes".to_string()),
             Just("ünïcödé ✓".to_string()),
             "[a-c]{0,3}",
+            // Enough different texts for dictionary indices of more than eight bits.
+            "[a-z]{1,3}",
         ]
     }
 
@@ -713,7 +759,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
+        #![proptest_config(ProptestConfig::with_cases(128))]
         /// The table read back and the chunks' statistics are those of the Arrow writer, for
         /// runs and for values that change every row, nulls, row groups and pages of any
         /// size, a dictionary too large for its page and statistics too long to keep.
@@ -766,6 +812,29 @@ mod tests {
         // Five runs of 1,000 rows: a few bytes, not a byte per row.
         assert!(key.compressed_size() < 200, "{}", key.compressed_size());
         assert_eq!(read(&ours).num_rows(), 5000);
+    }
+
+    #[test]
+    fn wide_dictionary_indices_bit_packed_and_in_runs() {
+        // 3,000 texts (12-bit indices): changing every row (bit-packed), then in runs of 9
+        // (RLE after the packed groups are topped up), nulls between.
+        let rows: Vec<_> = (0..6000)
+            .map(|i: i32| {
+                let k = if i < 3000 { i } else { (i - 3000) / 9 };
+                (
+                    format!("text {k}"),
+                    Some(i),
+                    (i % 7 > 0).then(|| format!("{}", i / 13)),
+                )
+            })
+            .collect();
+        for stats in [EnabledStatistics::None, EnabledStatistics::Chunk] {
+            let p = || props(1 << 20, 20_000, 1 << 20, stats, Some(64));
+            let b = batches(&rows, &[1000, 4321], true);
+            let ours = with_table_writer(&b, p());
+            assert_eq!(read(&ours), read(&with_arrow_writer(&b, p())));
+            assert_eq!(chunk_facts(&ours), chunk_facts(&with_arrow_writer(&b, p())));
+        }
     }
 
     #[test]
