@@ -133,14 +133,18 @@ impl<W: Write + Send> TableWriter<W> {
         let group = self.group.as_mut().expect("opened above");
         let mut leaf = 0;
         for (field, array) in self.schema.fields().iter().zip(batch.columns()) {
+            // A column of runs is a flat field: one leaf, and no levels to compute.
+            if let Column::Runs(r) = &mut group[leaf] {
+                if let Some(w) = r.push(array, &self.props)? {
+                    group[leaf] = Column::Arrow(w);
+                }
+                leaf += 1;
+                continue;
+            }
             for l in compute_leaves(field, array)? {
-                match &mut group[leaf] {
-                    Column::Arrow(w) => w.write(&l)?,
-                    Column::Runs(r) => {
-                        if let Some(w) = r.push(array, &self.props)? {
-                            group[leaf] = Column::Arrow(w);
-                        }
-                    }
+                // Every leaf here is the Arrow writer's (runs are flat fields, handled above).
+                if let Column::Arrow(w) = &mut group[leaf] {
+                    w.write(&l)?;
                 }
                 leaf += 1;
             }
