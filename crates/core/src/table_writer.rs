@@ -10,7 +10,7 @@
 //! column chunk is the same Parquet (a PLAIN dictionary page, then RLE_DICTIONARY data pages);
 //! its data pages hold at most `data_page_row_count_limit` rows each, and the indices are RLE
 //! runs or bit-packed groups wherever the rows make them so (not where the Arrow writer's
-//! buffering does), so the bytes differ from the Arrow writer's and depend only on the rows.
+//! buffering does), so the bytes can differ from the Arrow writer's; they depend only on the rows.
 //!
 //! A text column goes through the Arrow writer's own encoder when this one would not give
 //! what that one gives: page-level statistics (a column index), a dictionary larger than

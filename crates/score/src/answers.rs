@@ -593,8 +593,8 @@ const PARSED_KEY: [&str; 5] = ["model", "condition", "sample", "test", "item"];
 /// The key of `scale_scores` within one source.
 const SCALES_KEY: [&str; 5] = ["model", "condition", "sample", "test", "dimension"];
 
-/// Where one table goes: a Parquet file being written with the pinned settings of
-/// `protospread_core::pq` straight into the stage's staged folder (its row groups go to disk as
+/// Where one table goes: a Parquet file being written with the pinned settings by
+/// [`protospread_core::TableWriter`] straight into the stage's staged folder (its row groups go to disk as
 /// they fill, so no table is held in memory), or (for [`score_in_memory`]) a list of batches.
 struct Sink {
     path: PathBuf,
