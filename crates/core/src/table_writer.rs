@@ -28,7 +28,7 @@ use parquet::column::writer::ColumnCloseResult;
 use parquet::data_type::ByteArray;
 use parquet::errors::{ParquetError, Result};
 use parquet::file::metadata::{
-    ColumnChunkMetaData, KeyValue, LevelHistogram, OffsetIndexBuilder, PageEncodingStats,
+    ColumnChunkMetaData, LevelHistogram, OffsetIndexBuilder, PageEncodingStats,
 };
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesPtr};
 use parquet::file::statistics::{Statistics, ValueStatistics};
@@ -171,11 +171,6 @@ impl<W: Write + Send> TableWriter<W> {
         }
         g.close()?;
         Ok(())
-    }
-
-    /// Append key-value metadata to the footer.
-    pub fn append_key_value_metadata(&mut self, kv: KeyValue) {
-        self.file.append_key_value_metadata(kv);
     }
 
     /// Write the last row group and the footer; the output back.
