@@ -360,6 +360,22 @@ fn temporaries_of_dead_processes_are_removed_and_only_those() {
     fs_err::create_dir_all(staging.join("score")).unwrap();
     fs_err::write(staging.join(".protospread"), b"marker").unwrap();
     fs_err::write(staging.join("score/x.parquet"), b"half").unwrap();
+    // Dead runs killed before their marker was written: empty, or holding only the marker's
+    // half-written temporary (removed); and an unmarked one with a file of someone else's (kept).
+    let dead2 = dead_pid();
+    let dead3 = dead_pid();
+    let unmarked_empty = d.path().join(format!(".out.{dead2}.tmp"));
+    fs_err::create_dir_all(&unmarked_empty).unwrap();
+    let unmarked_half = d.path().join(format!(".out.{dead3}.tmp"));
+    fs_err::create_dir_all(&unmarked_half).unwrap();
+    fs_err::write(
+        unmarked_half.join(format!("..protospread.{dead3}.tmp")),
+        b"mar",
+    )
+    .unwrap();
+    let foreign = d.path().join(format!(".out.{}.tmp", dead_pid()));
+    fs_err::create_dir_all(&foreign).unwrap();
+    fs_err::write(foreign.join("mine.txt"), b"a user's file").unwrap();
     let live = out.join(format!("cache/.{}.{alive}.part", "b".repeat(64)));
     fs_err::write(&live, b"in progress").unwrap();
     let user = d.path().join(format!(".notes.{dead}.txt"));
@@ -371,6 +387,9 @@ fn temporaries_of_dead_processes_are_removed_and_only_those() {
         assert!(!p.exists(), "{} left", p.display());
     }
     assert!(!staging.exists());
+    assert!(!unmarked_empty.exists());
+    assert!(!unmarked_half.exists());
+    assert!(foreign.join("mine.txt").exists());
     assert!(live.exists(), "a live process's download was removed");
     assert!(user.exists());
     assert_complete(&out, "after cleanup");

@@ -440,8 +440,13 @@ fn rescue_dead_runs(out: &Path) -> Result<()> {
             continue;
         }
         let staging = entry.path();
-        // Only a folder that protospread marked as a run's staging folder is touched.
+        // Only a folder that protospread marked as a run's staging folder is touched, or one
+        // that a run killed before it wrote the marker left behind: nothing in it, or only
+        // dead temporaries (the marker's own, half written).
         if !staging.join(MARKER_NAME).is_file() {
+            if holds_only_dead_temporaries(&staging)? {
+                fs::remove_dir_all(&staging)?;
+            }
             continue;
         }
         for e in fs::read_dir(&staging)?.flatten() {
@@ -459,8 +464,40 @@ fn rescue_dead_runs(out: &Path) -> Result<()> {
                 fs::rename(e.path(), &dest)?;
             }
         }
-        fs::remove_dir_all(&staging)?;
+        remove_marked_dir(&staging)?;
     }
+    Ok(())
+}
+
+/// True when the folder `dir` is empty or holds only temporaries of dead processes (files, not
+/// folders).
+fn holds_only_dead_temporaries(dir: &Path) -> Result<bool> {
+    for e in fs::read_dir(dir)? {
+        let e = e.map_err(CoreError::Fs)?;
+        let n = e.file_name().to_string_lossy().into_owned();
+        if !dead_temporary(&n) || !e.file_type().map_err(CoreError::Fs)?.is_file() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Remove the folder `dir` with its ownership marker last, so that a kill during the removal
+/// leaves a folder that is still marked as protospread's (the next run removes it), not an
+/// unmarked one that no run may touch.
+fn remove_marked_dir(dir: &Path) -> Result<()> {
+    for e in fs::read_dir(dir)? {
+        let e = e.map_err(CoreError::Fs)?;
+        if e.file_name() == MARKER_NAME {
+            continue;
+        }
+        if e.file_type().map_err(CoreError::Fs)?.is_dir() {
+            fs::remove_dir_all(e.path())?;
+        } else {
+            fs::remove_file(e.path())?;
+        }
+    }
+    fs::remove_dir_all(dir)?;
     Ok(())
 }
 
@@ -513,7 +550,7 @@ pub(crate) fn replace_dir(new: &Path, dest: &Path) -> Result<()> {
         exchange(new, dest)?;
         // `new` now holds the previous content; losing it to a kill is harmless (a dead
         // process's `.NAME.PID.tmp`, removed by the next run).
-        fs::remove_dir_all(new)?;
+        remove_marked_dir(new)?;
     } else {
         fs::rename(new, dest)?;
     }
@@ -547,7 +584,7 @@ impl RunStaging {
         }
         let staging = twin_path(out);
         if staging.exists() {
-            fs::remove_dir_all(&staging)?;
+            remove_marked_dir(&staging)?;
         }
         fs::create_dir_all(&staging)?;
         crate::atomic::write_atomic(&staging.join(MARKER_NAME), MARKER_TEXT.as_bytes())?;
@@ -605,7 +642,7 @@ impl Drop for RunStaging {
                 let _ = fs_err::rename(&from, &to);
             }
         }
-        let _ = fs_err::remove_dir_all(&self.staging);
+        let _ = remove_marked_dir(&self.staging);
     }
 }
 
