@@ -271,9 +271,11 @@ impl Runs {
         props: &WriterProperties,
     ) -> Result<Option<Box<ArrowColumnWriter>>> {
         match array.data_type() {
-            DataType::Utf8 => self.push_values(array.as_string::<i32>().iter())?,
-            DataType::LargeUtf8 => self.push_values(array.as_string::<i64>().iter())?,
-            DataType::Utf8View => self.push_views(array.as_string_view())?,
+            DataType::Utf8 if !self.int => self.push_values(array.as_string::<i32>().iter())?,
+            DataType::LargeUtf8 if !self.int => {
+                self.push_values(array.as_string::<i64>().iter())?;
+            }
+            DataType::Utf8View if !self.int => self.push_views(array.as_string_view())?,
             DataType::Int32 if self.int => {
                 self.push_ints(array.as_primitive::<arrow::datatypes::Int32Type>())?;
             }
@@ -995,6 +997,28 @@ mod tests {
             assert_eq!(read(&ours), read(&with_arrow_writer(&b, p())));
             assert_eq!(chunk_facts(&ours), chunk_facts(&with_arrow_writer(&b, p())));
         }
+    }
+
+    #[test]
+    fn an_array_of_another_type_is_an_error() {
+        let fields = vec![
+            Field::new("key", DataType::Utf8, false),
+            Field::new("n", DataType::Utf8, true),
+            Field::new("maybe", DataType::Int32, true),
+        ];
+        let b = RecordBatch::try_new(
+            Arc::new(Schema::new(fields)),
+            vec![
+                Arc::new(StringArray::from(vec!["a"])),
+                Arc::new(StringArray::from(vec!["1"])),
+                Arc::new(Int32Array::from(vec![1])),
+            ],
+        )
+        .unwrap();
+        let p = props(100, 100, 100, EnabledStatistics::Chunk, None);
+        let mut w = TableWriter::try_new(Vec::new(), schema(), p).unwrap();
+        let e = w.write(&b).unwrap_err();
+        assert!(e.to_string().contains("got an array of type"), "{e}");
     }
 
     #[test]
