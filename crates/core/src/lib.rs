@@ -16,7 +16,8 @@
 //!   [`RunStaging`], [`TopManifest`]).
 //! - Parquet: writing with pinned writer settings, so the same batches give the same bytes
 //!   ([`write_parquet`], [`encode_parquet`], [`parquet_writer_properties`]), a streaming
-//!   writer for large tables sorted by their keys that encodes their text columns as runs
+//!   writer for large tables sorted by their keys that encodes their text and 32-bit integer
+//!   columns as runs
 //!   ([`TableWriter`]), and reading ([`read_parquet`]).
 //! - Inter-stage tables: schemas of the Parquet tables passed between stages, defined once
 //!   ([`parsed_answers_schema`], [`scale_scores_schema`], [`scale_scores_by_rule_schema`],

@@ -84,14 +84,8 @@ pub fn remove_dead_temporaries(dir: &Path) -> Result<Vec<PathBuf>> {
         if !dead_temporary(&name) {
             continue;
         }
-        let p = entry.path();
-        let ft = entry.file_type().map_err(CoreError::Fs)?;
-        if ft.is_dir() {
-            fs::remove_dir_all(&p)?;
-        } else {
-            fs::remove_file(&p)?;
-        }
-        removed.push(p);
+        remove_entry(&entry)?;
+        removed.push(entry.path());
     }
     Ok(removed)
 }
@@ -488,16 +482,21 @@ fn holds_only_dead_temporaries(dir: &Path) -> Result<bool> {
 fn remove_marked_dir(dir: &Path) -> Result<()> {
     for e in fs::read_dir(dir)? {
         let e = e.map_err(CoreError::Fs)?;
-        if e.file_name() == MARKER_NAME {
-            continue;
-        }
-        if e.file_type().map_err(CoreError::Fs)?.is_dir() {
-            fs::remove_dir_all(e.path())?;
-        } else {
-            fs::remove_file(e.path())?;
+        if e.file_name() != MARKER_NAME {
+            remove_entry(&e)?;
         }
     }
     fs::remove_dir_all(dir)?;
+    Ok(())
+}
+
+/// Remove a folder entry: a folder with everything in it, anything else as a file.
+fn remove_entry(e: &fs_err::DirEntry) -> Result<()> {
+    if e.file_type().map_err(CoreError::Fs)?.is_dir() {
+        fs::remove_dir_all(e.path())?;
+    } else {
+        fs::remove_file(e.path())?;
+    }
     Ok(())
 }
 
