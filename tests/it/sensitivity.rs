@@ -487,3 +487,244 @@ fn strict_scale_scores_by_rule_are_the_scale_scores() {
     );
     assert_eq!(lenient.num_rows(), strict.num_rows());
 }
+
+/// Model `model`'s requests: the single-item setups of [`records`], and every whole-test setup
+/// answered line by line (`p: <option>`), the option shifted per condition, both written by
+/// `fmt`.
+fn answered(model: &str, fmt: impl Fn(i32) -> String) -> Vec<StoredRecord> {
+    let mut out = records(&fmt);
+    out.retain(|r| r.mode == Mode::Single);
+    for (shift, c) in ["B0", "B0r", "BS1", "BS2", "BS3", "BS4"]
+        .into_iter()
+        .enumerate()
+    {
+        let lines: Vec<String> = (1..=50)
+            .map(|p| format!("{p}: {}", fmt(1 + (p + shift as i32 * 2) % 5)))
+            .collect();
+        out.push(record(c, 1, None, lines.join("\n")));
+    }
+    for r in &mut out {
+        r.model = model.into();
+    }
+    out
+}
+
+/// Keep the rows of `batches` whose `rule` is `rule` and write `strict` in that column: the
+/// tables of a study whose reply rule is `rule`.
+fn as_strict(batches: &[RecordBatch], rule: &str) -> Vec<RecordBatch> {
+    only_rules(batches, &[rule])
+        .into_iter()
+        .map(|b| {
+            let i = b.schema().index_of("rule").unwrap();
+            let mut cols = b.columns().to_vec();
+            cols[i] = Arc::new(StringArray::from(vec!["strict"; b.num_rows()]));
+            RecordBatch::try_new(b.schema(), cols).unwrap()
+        })
+        .collect()
+}
+
+/// The rows of `t` for `(rule, set)`, every column but those two, as text.
+fn rows_of(t: &Table, rule: &str, set: &str) -> Vec<Vec<String>> {
+    let names: Vec<String> = t
+        .batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .filter(|n| n != "rule" && n != "protocol_set")
+        .collect();
+    (0..t.rows())
+        .filter(|&i| text(t, "rule", i) == rule && text(t, "protocol_set", i) == set)
+        .map(|i| names.iter().map(|n| text(t, n, i)).collect())
+        .collect()
+}
+
+#[test]
+fn each_combination_is_the_study_of_its_rule_and_protocol_set() {
+    // Two sources, models the two rules read differently (bare options, labelled ones that only
+    // the lenient rule reads, a mix), whole tests that no rule reads, and missing setups.
+    let labelled = |o: i32| format!("{o} - Moderately Accurate");
+    let mixed = |o: i32| {
+        if o % 2 == 0 {
+            o.to_string()
+        } else {
+            format!("{o}. Accurate")
+        }
+    };
+    let mut prose = answered("m3", |o| o.to_string());
+    for r in &mut prose {
+        if r.mode == Mode::Whole {
+            r.reply = "I would rather not say.".into();
+        }
+    }
+    // A model without two setups: each combination names those it uses as missing.
+    let mut gaps = answered("m4", labelled);
+    gaps.retain(|r| r.condition != "SR" && r.condition != "BS2");
+    let sources: [(&str, Vec<StoredRecord>); 2] = [
+        (
+            "rec",
+            [answered("m1", |o| o.to_string()), answered("m2", labelled)].concat(),
+        ),
+        ("rec2", [answered("m1", mixed), prose, gaps].concat()),
+    ];
+    let key =
+        ScoringKey::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/scoring_key.csv"))
+            .unwrap();
+    let norms = Norms::from_scores(
+        DIMS.iter()
+            .flat_map(|d| [20.0, 50.0, 80.0].map(|v| ("big_five", *d, v))),
+    );
+    let (mut parsed, mut rules, mut by_rule) = (Vec::new(), Vec::new(), Vec::new());
+    for (source, recs) in &sources {
+        let m = score_in_memory(
+            source,
+            None,
+            recs,
+            &Vocabulary::default(),
+            &key,
+            &norms,
+            &[],
+        )
+        .unwrap();
+        parsed.extend(m.parsed);
+        rules.extend(m.rules);
+        by_rule.extend(m.by_rule);
+    }
+    let norm_batch = {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("test", DataType::Utf8, false),
+            Field::new("dimension", DataType::Utf8, false),
+            Field::new("mean", DataType::Float64, false),
+            Field::new("sd", DataType::Float64, false),
+        ]));
+        RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(StringArray::from(vec!["big_five"; 5])) as ArrayRef,
+                Arc::new(StringArray::from(DIMS.to_vec())),
+                Arc::new(Float64Array::from(vec![50.0; 5])),
+                Arc::new(Float64Array::from(vec![30.0; 5])),
+            ],
+        )
+        .unwrap()
+    };
+    // A score folder whose reply rules are `names`, the first of them written as `strict`.
+    let folder = |names: &[&str]| {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let write = |name: &str, schema, batches: &[RecordBatch]| {
+            protospread_core::write_parquet(&d.join(name), schema, batches).unwrap();
+        };
+        let study: Vec<RecordBatch> = as_strict(&by_rule, names[0]);
+        let scales: Vec<RecordBatch> = study
+            .iter()
+            .map(|b| {
+                let mut b = b.clone();
+                b.remove_column(b.schema().index_of("rule").unwrap());
+                b
+            })
+            .collect();
+        let mut r = as_strict(&rules, names[0]);
+        let mut s = study;
+        r.extend(only_rules(&rules, &names[1..]));
+        s.extend(only_rules(&by_rule, &names[1..]));
+        write(
+            "parsed_answers.parquet",
+            protospread_core::parsed_answers_schema(),
+            &parsed,
+        );
+        write(
+            "scale_scores.parquet",
+            protospread_core::scale_scores_schema(),
+            &scales,
+        );
+        write(
+            "reply_rules.parquet",
+            protospread_core::reply_rules_schema(),
+            &r,
+        );
+        write(
+            "scale_scores_by_rule.parquet",
+            protospread_core::scale_scores_by_rule_schema(),
+            &s,
+        );
+        write(
+            "norms.parquet",
+            norm_batch.schema(),
+            std::slice::from_ref(&norm_batch),
+        );
+        dir
+    };
+    let section = |protocol: &[&str], secondary: &[&str]| {
+        Params::from(AggregateSection {
+            protocol_conditions: protocol.iter().map(|s| s.to_string()).collect(),
+            secondary_protocol_conditions: secondary.iter().map(|s| s.to_string()).collect(),
+            rerun_pairs: vec![["S0".into(), "S0r".into()]],
+            shift_from: vec!["S0".into(), "S0r".into()],
+            shift_to: vec!["SR".into(), "SP".into()],
+            ..AggregateSection::default()
+        })
+    };
+    let primary: Vec<String> = AggregateSection::default().protocol_conditions;
+    let primary: Vec<&str> = primary.iter().map(|s| s.as_str()).collect();
+    let secondary = ["S0", "S0r", "SR", "SP"];
+    let names = [
+        "cells_by_rule",
+        "protocol_vs_sampling_by_rule",
+        "verdict_by_rule",
+    ];
+    // Each combination computed alone: its rule as the study's, its set as the protocol set.
+    let mut alone = BTreeMap::new();
+    for rule in ["strict", "lenient"] {
+        for (set, conds) in [
+            ("primary", &primary[..]),
+            ("secondary_single_item", &secondary[..]),
+        ] {
+            let dir = folder(&[rule]);
+            let t = tables(dir.path(), &section(conds, &[]));
+            let rows: Vec<Vec<Vec<String>>> = names
+                .iter()
+                .map(|n| rows_of(&t[*n], "strict", "primary"))
+                .collect();
+            alone.insert((rule, set), rows);
+        }
+    }
+    // The combinations differ, so a row of one given to another would show.
+    let kept: Vec<usize> = alone
+        .values()
+        .map(|t| t[0].iter().filter(|r| r[8] == "true").count())
+        .collect();
+    assert!(
+        kept.iter().any(|&k| k > 0) && kept.windows(2).any(|w| w[0] != w[1]),
+        "{kept:?}"
+    );
+    // Together: four combinations (three in one plan), two (one computed apart from the
+    // study's tables) and two of the primary set.
+    for (rules, sec) in [
+        (&["strict", "lenient"][..], &secondary[..]),
+        (&["strict"][..], &secondary[..]),
+        (&["strict", "lenient"][..], &[][..]),
+    ] {
+        let dir = folder(rules);
+        let t = tables(dir.path(), &section(&primary, sec));
+        let mut rows = [0; 3];
+        for ((rule, set), want) in &alone {
+            if !rules.contains(rule) || (sec.is_empty() && *set != "primary") {
+                continue;
+            }
+            for (i, (n, want)) in names.iter().zip(want).enumerate() {
+                assert!(!want.is_empty(), "{n} of {rule} x {set}");
+                assert_eq!(
+                    &rows_of(&t[*n], rule, set),
+                    want,
+                    "{n} of {rule} x {set} with rules {rules:?}, secondary {sec:?}"
+                );
+                rows[i] += want.len();
+            }
+        }
+        // And no other rows.
+        for (n, rows) in names.iter().zip(rows) {
+            assert_eq!(t[*n].rows(), rows, "{n}");
+        }
+    }
+}

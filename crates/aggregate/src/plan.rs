@@ -29,6 +29,95 @@ fn in_list(col: &str, items: &[String]) -> String {
     }
 }
 
+/// One combination of scale scores and protocol set that the per-cell views compute cells of.
+pub(crate) struct Branch {
+    /// Its number in the `combo` column of a [`Cut`] of several branches (and in their order).
+    pub(crate) combo: usize,
+    /// The scale scores: a relation with the columns of `scale_scores.parquet`, and an optional
+    /// filter (`scores`, or `scores_by_rule WHERE rule = ...`).
+    pub(crate) from: String,
+    /// The reply rule and protocol set the rows are labelled with in the side-by-side tables.
+    pub(crate) rule: String,
+    pub(crate) set: &'static str,
+    /// The protocol conditions (the sampling conditions are the study's).
+    pub(crate) protocol: Vec<String>,
+}
+
+/// What one set of per-cell views is computed over: one [`Branch`], or several in one plan (the
+/// side-by-side combinations), each per-cell row then keyed by its branch's `combo` first.
+/// Planning, not execution, is most of the stage's time on small studies, so the combinations
+/// share one set of plans instead of each planning its own.
+pub(crate) struct Cut {
+    pub(crate) branches: Vec<Branch>,
+}
+
+impl Cut {
+    fn keyed(&self) -> bool {
+        self.branches.len() > 1
+    }
+
+    /// The `combo` key column before the other keys (`a.combo, ` with an alias), or nothing.
+    fn k(&self, alias: &str) -> String {
+        match (self.keyed(), alias) {
+            (false, _) => String::new(),
+            (true, "") => "combo, ".to_string(),
+            (true, a) => format!("{a}.combo, "),
+        }
+    }
+
+    /// A join's condition on the `combo` key of `a` and `b`, or nothing.
+    fn on(&self, a: &str, b: &str) -> String {
+        if self.keyed() {
+            format!("{a}.combo = {b}.combo AND ")
+        } else {
+            String::new()
+        }
+    }
+
+    /// `expr(branch)` for the row's branch: the expression itself for one branch, else a CASE
+    /// on `combo` (of alias `a`).
+    fn per_branch(&self, a: &str, expr: impl Fn(&Branch) -> String) -> String {
+        if !self.keyed() {
+            return expr(&self.branches[0]);
+        }
+        let c = if a.is_empty() {
+            "combo".to_string()
+        } else {
+            format!("{a}.combo")
+        };
+        let arms: String = self
+            .branches
+            .iter()
+            .map(|b| format!("WHEN {} THEN {} ", b.combo, expr(b)))
+            .collect();
+        format!("CASE {c} {arms}END")
+    }
+
+    /// The columns `rule` and `protocol_set` of the row's branch (alias `a`), with a comma.
+    pub(crate) fn prefix(&self, a: &str) -> String {
+        format!(
+            "{} AS rule, {} AS protocol_set, ",
+            self.per_branch(a, |b| lit(&b.rule)),
+            self.per_branch(a, |b| lit(b.set))
+        )
+    }
+
+    /// The key `cells` is sorted by: (column, descending).
+    pub(crate) fn cell_key(&self) -> Vec<(&'static str, bool)> {
+        let mut key = Vec::with_capacity(5);
+        if self.keyed() {
+            key.push(("combo", false));
+        }
+        key.extend(["source", "model", "test", "dimension"].map(|c| (c, false)));
+        key
+    }
+}
+
+/// The conditions whose administrations a branch uses: its protocol set, then the sampling set.
+fn used<'a>(p: &'a Params, b: &'a Branch) -> Vec<&'a String> {
+    b.protocol.iter().chain(&p.sampling_conditions).collect()
+}
+
 /// Packing of a rerun pair's lowest sample and its score into one integer (see `views`).
 const RERUN_PACK: i64 = 1024;
 /// The packed score of an administration without a score in human SDs.
@@ -37,35 +126,56 @@ const RERUN_NONE: i64 = 1023;
 /// Statuses that make a received reply unreadable.
 const UNREADABLE: &str = "'not_a_number', 'out_of_range', 'missing_in_whole', 'duplicate_in_whole'";
 
-/// Views that the tables are built from, in creation order: (name, SQL).
-pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
-    let used = format!(
-        "({} OR {})",
-        in_list("condition", &p.protocol_conditions),
-        in_list("condition", &p.sampling_conditions)
-    );
-    // One row per scale score.
-    let sc = format!(
-        "SELECT source, label, study, model, arm, cohort, condition, CAST(sample AS BIGINT) AS sample, \
-           test, dimension, CAST(score AS BIGINT) AS v, complete, z IS NOT NULL AS has_z, constant_answers, \
-           {} AS is_p, {} AS is_s, {used} AS is_used, {} AS is_to, {} AS is_from, \
-           CASE WHEN sample = 0 THEN condition ELSE condition || '[' || CAST(sample AS VARCHAR) || ']' END AS admin \
-         FROM scores",
-        in_list("condition", &p.protocol_conditions),
-        in_list("condition", &p.sampling_conditions),
-        in_list("condition", &p.shift_to),
-        in_list("condition", &p.shift_from),
-    );
-    let conds: Vec<&String> = p
-        .protocol_conditions
+/// Views that the tables are built from, in creation order: (name, SQL). Over a keyed
+/// [`Cut`], `sc` is the union of its branches and every view carries `combo`.
+pub(crate) fn views(p: &Params, cut: &Cut) -> Vec<(&'static str, String)> {
+    // A branch's conditions (protocol, then sampling) are flagged `h_0..` in `sc`, so that
+    // `cm` counts each by its position, whichever branch the row is of.
+    let width = cut
+        .branches
         .iter()
-        .chain(&p.sampling_conditions)
+        .map(|b| used(p, b).len())
+        .max()
+        .unwrap_or(0);
+    let k = cut.k("");
+    // One row per scale score.
+    let sc: Vec<String> = cut
+        .branches
+        .iter()
+        .map(|b| {
+            let conds = used(p, b);
+            let flags: String = (0..width)
+                .map(|i| match conds.get(i) {
+                    Some(c) => format!("condition = {} AS h_{i}, ", lit(c)),
+                    None => format!("FALSE AS h_{i}, "),
+                })
+                .collect();
+            let combo = if cut.keyed() {
+                format!("CAST({} AS BIGINT) AS combo, ", b.combo)
+            } else {
+                String::new()
+            };
+            format!(
+                "SELECT {combo}source, label, study, model, arm, cohort, condition, CAST(sample AS BIGINT) AS sample, \
+                   test, dimension, CAST(score AS BIGINT) AS v, complete, z IS NOT NULL AS has_z, constant_answers, \
+                   {} AS is_p, {} AS is_s, ({} OR {}) AS is_used, {} AS is_to, {} AS is_from, {flags}\
+                   CASE WHEN sample = 0 THEN condition ELSE condition || '[' || CAST(sample AS VARCHAR) || ']' END AS admin \
+                 FROM {}",
+                in_list("condition", &b.protocol),
+                in_list("condition", &p.sampling_conditions),
+                in_list("condition", &b.protocol),
+                in_list("condition", &p.sampling_conditions),
+                in_list("condition", &p.shift_to),
+                in_list("condition", &p.shift_from),
+                b.from,
+            )
+        })
         .collect();
+    let sc = sc.join(" UNION ALL ");
     let mut has = String::new();
-    for (i, c) in conds.iter().enumerate() {
+    for i in 0..width {
         has.push_str(&format!(
-            "SUM(CASE WHEN condition = {} THEN 1 ELSE 0 END) AS has_{i}, ",
-            lit(c)
+            "SUM(CASE WHEN h_{i} THEN 1 ELSE 0 END) AS has_{i}, "
         ));
     }
     // A rerun pair compares the lowest sample of each of its two conditions. One MIN finds that
@@ -84,7 +194,7 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
     }
     // Integer moments per cell (only protocol / sampling scores with a z enter them).
     let cm = format!(
-        "SELECT source, model, test, dimension, COUNT(*) AS rows_n, \
+        "SELECT {k}source, model, test, dimension, COUNT(*) AS rows_n, \
            SUM(CASE WHEN is_s THEN 1 ELSE 0 END) AS s_rows, {has}{reruns} \
            SUM(CASE WHEN is_p AND has_z THEN 1 ELSE 0 END) AS pn, \
            SUM(CASE WHEN is_p AND has_z THEN v END) AS ps, \
@@ -99,24 +209,25 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
            SUM(CASE WHEN is_from AND has_z THEN 1 ELSE 0 END) AS fn_, \
            SUM(CASE WHEN is_from AND has_z THEN v END) AS fs, \
            SUM(CASE WHEN is_used AND constant_answers THEN 1 ELSE 0 END) AS const_n \
-         FROM sc GROUP BY source, model, test, dimension"
+         FROM sc GROUP BY {k}source, model, test, dimension"
     );
     // The administrations that keep a cell out, listed by name in (condition, sample) order
     // (`admins_in_order`, crate::admins): few rows, gathered over them alone, not over `sc`.
     let named = "named_struct('condition', condition, 'sample', sample, 'admin', admin)";
     let ia = format!(
-        "SELECT source, model, test, dimension, \
+        "SELECT {k}source, model, test, dimension, \
            admins_in_order(array_agg(CASE WHEN NOT (complete AND v IS NOT NULL) THEN {named} END)) \
              AS incomplete, \
            admins_in_order(array_agg(CASE WHEN complete AND v IS NOT NULL AND NOT has_z THEN {named} END)) \
              AS no_z \
          FROM sc WHERE is_used AND NOT (complete AND v IS NOT NULL AND has_z) \
-         GROUP BY source, model, test, dimension"
+         GROUP BY {k}source, model, test, dimension"
     );
     // The universe: every model of a source x every scale seen in the source.
-    let models =
-        "SELECT source, model, MIN(label) AS label, MIN(study) AS study, MIN(arm) AS arm, \
-                    MIN(cohort) AS cohort FROM scores GROUP BY source, model";
+    let models = format!(
+        "SELECT {k}source, model, MIN(label) AS label, MIN(study) AS study, MIN(arm) AS arm, \
+           MIN(cohort) AS cohort FROM sc GROUP BY {k}source, model"
+    );
     // `has_test`: whether the model took the cell's test at all (small joins: a row per model,
     // per scale of the source, and per test each model took).
     // The small inputs first: the left input of a hash join is the one held in memory.
@@ -124,28 +235,41 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
     // model, test, dimension) with no filter, so it has exactly the keys of `scores`, in a row
     // per cell instead of one per score (at 10^8 answers the two DISTINCTs over the scores were
     // most of the `cells` plan).
-    let universe = "SELECT u.source, u.label, u.study, u.model, u.arm, u.cohort, u.test, u.dimension, \
+    let universe = format!(
+        "SELECT {ku}u.source, u.label, u.study, u.model, u.arm, u.cohort, u.test, u.dimension, \
            t.model IS NOT NULL AS has_test \
-         FROM (SELECT DISTINCT source, model, test FROM cm) t \
-         RIGHT JOIN (SELECT m.source, m.label, m.study, m.model, m.arm, m.cohort, s.test, s.dimension \
-                     FROM (SELECT DISTINCT source, test, dimension FROM cm) s \
-                     JOIN models m ON m.source = s.source) u \
-           ON t.source = u.source AND t.model = u.model AND t.test = u.test";
+         FROM (SELECT DISTINCT {k}source, model, test FROM cm) t \
+         RIGHT JOIN (SELECT {km}m.source, m.label, m.study, m.model, m.arm, m.cohort, s.test, s.dimension \
+                     FROM (SELECT DISTINCT {k}source, test, dimension FROM cm) s \
+                     JOIN models m ON {ms}m.source = s.source) u \
+           ON {tu}t.source = u.source AND t.model = u.model AND t.test = u.test",
+        ku = cut.k("u"),
+        km = cut.k("m"),
+        ms = cut.on("m", "s"),
+        tu = cut.on("t", "u"),
+    );
     let sep = in_list("u.arm", &p.separate_arms);
-    let mut missing = Vec::new();
-    for (i, c) in conds.iter().enumerate() {
-        let optional = if i >= p.protocol_conditions.len() {
-            "NOT sopt AND "
-        } else {
-            ""
-        };
-        missing.push(format!(
-            "CASE WHEN {optional}COALESCE(has_{i}, 0) = 0 THEN {} END",
-            lit(c)
-        ));
-    }
+    // The branch's conditions without an administration, by name in the branch's order.
+    let missing = cut.per_branch("u", |b| {
+        let m: Vec<String> = used(p, b)
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let optional = if i >= b.protocol.len() {
+                    "NOT sopt AND "
+                } else {
+                    ""
+                };
+                format!(
+                    "CASE WHEN {optional}COALESCE(has_{i}, 0) = 0 THEN {} END",
+                    lit(c)
+                )
+            })
+            .collect();
+        format!("concat_ws(', ', {})", m.join(", "))
+    });
     // The per-cell columns of `cm` (all BIGINT), in the order `reasons` lists them.
-    let mut cm_names: Vec<String> = (0..conds.len()).map(|i| format!("has_{i}")).collect();
+    let mut cm_names: Vec<String> = (0..width).map(|i| format!("has_{i}")).collect();
     for i in 0..p.rerun_pairs.len() {
         cm_names.push(format!("ra_{i}"));
         cm_names.push(format!("rb_{i}"));
@@ -161,7 +285,7 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
         .map(|c| format!("CAST(NULL AS BIGINT) AS {c}, "))
         .collect();
     let mut cm_cols = String::new();
-    for i in 0..conds.len() {
+    for i in 0..width {
         cm_cols.push_str(&format!("has_{i}, "));
     }
     for i in 0..p.rerun_pairs.len() {
@@ -189,45 +313,48 @@ pub(crate) fn views(p: &Params) -> Vec<(&'static str, String)> {
     let cell = format!(
         "SELECT g.*, m.label, m.study, m.arm, m.cohort \
          FROM models m JOIN ( \
-               SELECT c.source, c.model, c.test, c.dimension, {cm_c}i.incomplete, i.no_z, TRUE AS has_test \
-               FROM cm c LEFT JOIN ia i ON c.source = i.source AND c.model = i.model \
+               SELECT {kc}c.source, c.model, c.test, c.dimension, {cm_c}i.incomplete, i.no_z, TRUE AS has_test \
+               FROM cm c LEFT JOIN ia i ON {ci}c.source = i.source AND c.model = i.model \
                  AND c.test = i.test AND c.dimension = i.dimension \
                UNION ALL \
-               SELECT source, model, test, dimension, {cm_nulls}{v}, {v}, has_test \
-               FROM (SELECT source, model, test, dimension, bool_or(has_test) AS has_test, \
+               SELECT {k}source, model, test, dimension, {cm_nulls}{v}, {v}, has_test \
+               FROM (SELECT {k}source, model, test, dimension, bool_or(has_test) AS has_test, \
                        bool_or(in_cm) AS in_cm \
-                     FROM (SELECT source, model, test, dimension, has_test, FALSE AS in_cm FROM universe \
+                     FROM (SELECT {k}source, model, test, dimension, has_test, FALSE AS in_cm FROM universe \
                            UNION ALL \
-                           SELECT source, model, test, dimension, FALSE, TRUE FROM cm) \
-                     GROUP BY source, model, test, dimension) \
+                           SELECT {k}source, model, test, dimension, FALSE, TRUE FROM cm) \
+                     GROUP BY {k}source, model, test, dimension) \
                WHERE NOT in_cm) g \
-           ON m.source = g.source AND m.model = g.model"
+           ON {mg}m.source = g.source AND m.model = g.model",
+        kc = cut.k("c"),
+        ci = cut.on("c", "i"),
+        mg = cut.on("m", "g"),
     );
     let reasons = format!(
         "SELECT u.*, \
-           CASE WHEN concat_ws(', ', {m}) <> '' THEN 'missing administrations: ' || concat_ws(', ', {m}) END AS r1, \
+           CASE WHEN {missing} <> '' THEN 'missing administrations: ' || {missing} END AS r1, \
            'incomplete administrations: ' || incomplete AS r2, \
            'no score in human SDs (z is null): ' || no_z AS r3 \
-         FROM (SELECT source, label, study, model, arm, cohort, test, dimension, \
+         FROM (SELECT {k}source, label, study, model, arm, cohort, test, dimension, \
                  {sep} AND COALESCE(s_rows, 0) = 0 AS sopt, {cm_cols} \
                  rows_n, pn, ps, pq, pmin, pmax, sn, ss, sq, tn, ts, fn_, fs, const_n, incomplete, no_z, \
                  has_test \
-               FROM cell_parts u) u",
-        m = missing.join(", "),
+               FROM cell_parts u) u"
     );
     vec![
         ("sc", sc),
         ("cm", cm),
         ("ia", ia),
-        ("models", models.to_string()),
-        ("universe", universe.to_string()),
+        ("models", models),
+        ("universe", universe),
         ("cell_parts", cell),
         ("reasons", reasons),
     ]
 }
 
-/// The per-cell table (`cells`), sorted by source, model, test, dimension.
-pub(crate) fn cells(p: &Params) -> String {
+/// The per-cell table (`cells`), sorted by ([`Cut`]'s `combo`,) source, model, test, dimension.
+pub(crate) fn cells(p: &Params, cut: &Cut) -> String {
+    let k = cut.k("");
     let mut reruns = String::new();
     for (i, [a, b]) in p.rerun_pairs.iter().enumerate() {
         reruns.push_str(&format!(
@@ -237,7 +364,7 @@ pub(crate) fn cells(p: &Params) -> String {
         ));
     }
     format!(
-        "SELECT source, label, study, model, arm, cohort, test, dimension, kept, \
+        "SELECT {k}source, label, study, model, arm, cohort, test, dimension, kept, \
            CASE WHEN NOT kept THEN reason END AS drop_reason, \
            COALESCE(pn, 0) AS protocol_n, COALESCE(sn, 0) AS sampling_n, \
            CASE WHEN kept THEN ps_mean_z(pn, ps, hm, h) END AS protocol_mean_z, \
@@ -263,7 +390,7 @@ pub(crate) fn cells(p: &Params) -> String {
              FROM (SELECT *, CASE WHEN r1 IS NULL AND r2 IS NULL AND r3 IS NULL AND NOT sopt AND COALESCE(sn, 0) < 2 \
                      THEN 'fewer than two sampling administrations' END AS r4 FROM reasons) \
            ) r ON r.test = n.test AND r.dimension = n.dimension \
-         ) ORDER BY source, model, test, dimension"
+         ) ORDER BY {k}source, model, test, dimension"
     )
 }
 
@@ -456,11 +583,7 @@ pub(crate) fn request_views() -> Vec<(&'static str, String)> {
            GROUP BY source, model, condition, label, arm, cohort) \
          GROUP BY source, model, condition"
     );
-    let adm = "SELECT source, label, model, arm, cohort, condition, CAST(sample AS BIGINT) AS sample, test, \
-           MAX(CASE WHEN constant_answers THEN 1 ELSE 0 END) AS constant \
-         FROM scores GROUP BY source, label, model, arm, cohort, condition, sample, test"
-        .to_string();
-    vec![("req", req), ("adm", adm)]
+    vec![("req", req), ("adm", administrations("scores", "", ""))]
 }
 
 /// `requests` and `constant_runs`.
@@ -493,29 +616,33 @@ pub(crate) const SOURCE_ARMS: &str = "SELECT source, arm FROM ( \
        SELECT DISTINCT source, arm FROM scores UNION SELECT DISTINCT source, arm FROM req \
      ) WHERE arm IS NOT NULL ORDER BY source, arm";
 
-/// The columns of the side-by-side per-cell table (`cells_by_rule`): those of `cells` that do
-/// not depend on `shift_from`/`shift_to` or `rerun_pairs`, which a protocol set may not hold.
-pub(crate) fn cells_side(prefix: &str) -> String {
+/// The columns of the side-by-side per-cell table (`cells_by_rule`) over the `cells` of `cut`:
+/// those of `cells` that do not depend on `shift_from`/`shift_to` or `rerun_pairs`, which a
+/// protocol set may not hold.
+pub(crate) fn cells_side(cut: &Cut) -> String {
     format!(
-        "SELECT {prefix}source, label, study, model, arm, cohort, test, dimension, kept, drop_reason, \
+        "SELECT {}source, label, study, model, arm, cohort, test, dimension, kept, drop_reason, \
            protocol_n, sampling_n, protocol_mean_z, protocol_sd, sampling_sd, ratio, ratio_rule, \
            protocol_gt_sampling, min_z, max_z, range_z, constant_administrations \
-         FROM cells ORDER BY source, model, test, dimension"
+         FROM cells ORDER BY {}source, model, test, dimension",
+        cut.prefix(""),
+        cut.k(""),
     )
 }
 
-/// One row per source: the group `arm=<headline arm>` of `protocol_vs_sampling` over `cells`,
-/// also when it has no kept cell (then with its dropped cells counted and no statistics).
-pub(crate) fn headline_group(prefix: &str) -> String {
+/// One row per source (and branch of `cut`): the group `arm=<headline arm>` of
+/// `protocol_vs_sampling` over `cells`, also when it has no kept cell (then with its dropped
+/// cells counted and no statistics).
+pub(crate) fn headline_group(cut: &Cut) -> String {
     format!(
         "SELECT {prefix}s.source, s.label, hl.arm, 'arm=' || hl.arm AS \"group\", \
            COALESCE(c.models, 0) AS models, COALESCE(c.cells, 0) AS cells, \
            COALESCE(c.dropped_cells, 0) AS dropped_cells, COALESCE(c.compared_cells, 0) AS compared_cells, \
-           COALESCE(c.protocol_gt_sampling, 0) AS protocol_gt_sampling, {} AS share, \
+           COALESCE(c.protocol_gt_sampling, 0) AS protocol_gt_sampling, {share} AS share, \
            COALESCE(c.ratio_cells, 0) AS ratio_cells, c.median_ratio, c.median_range_z \
-         FROM (SELECT source, {LABEL} FROM cells GROUP BY source) s \
+         FROM (SELECT {k}source, {LABEL} FROM cells GROUP BY {k}source) s \
          JOIN headline hl ON s.source = hl.source \
-         LEFT JOIN (SELECT x.source, COUNT(DISTINCT CASE WHEN x.kept THEN x.model END) AS models, \
+         LEFT JOIN (SELECT {kx}x.source, COUNT(DISTINCT CASE WHEN x.kept THEN x.model END) AS models, \
                       SUM(CASE WHEN x.kept THEN 1 ELSE 0 END) AS cells, \
                       SUM(CASE WHEN x.kept THEN 0 ELSE 1 END) AS dropped_cells, \
                       COUNT(x.protocol_gt_sampling) AS compared_cells, \
@@ -523,84 +650,157 @@ pub(crate) fn headline_group(prefix: &str) -> String {
                       COUNT(x.ratio) AS ratio_cells, median(x.ratio) AS median_ratio, \
                       median(x.range_z) AS median_range_z \
                     FROM cells x JOIN headline h2 ON x.source = h2.source AND x.arm = h2.arm \
-                    GROUP BY x.source) c ON s.source = c.source \
-         ORDER BY s.source",
-        share("c.protocol_gt_sampling", "c.compared_cells")
+                    GROUP BY {kx}x.source) c ON {sc}s.source = c.source \
+         ORDER BY {ks}s.source",
+        prefix = cut.prefix("s"),
+        share = share("c.protocol_gt_sampling", "c.compared_cells"),
+        k = cut.k(""),
+        kx = cut.k("x"),
+        ks = cut.k("s"),
+        sc = cut.on("s", "c"),
     )
 }
 
-/// One row per source with the verdict's figures over the kept cells of the source's headline
-/// arm (table `headline`). `req` (source, arm, condition, requests, unreadable_replies) and
-/// `adm` (source, arm, condition, constant: one row per administration) are relations; with
-/// `conds`, only their rows of those conditions count, and `req` must also have `mode`: the
-/// column `unread_in` then lists the conditions with unreadable replies (for [`verdict`]'s
-/// explanation).
+/// The requests of each branch of `cut` under its reply rule, over the conditions it uses:
+/// (`combo`,) source, arm, condition, mode, requests, unreadable_replies. Readable replies
+/// come from `reply_rules`; failed requests (the same under any rule) from the strict parsed
+/// answers (`req`).
+pub(crate) fn side_requests(p: &Params, cut: &Cut) -> String {
+    let parts: Vec<String> = cut
+        .branches
+        .iter()
+        .map(|b| {
+            let combo = if cut.keyed() {
+                format!("CAST({} AS BIGINT) AS combo, ", b.combo)
+            } else {
+                String::new()
+            };
+            let conds: Vec<String> = used(p, b).into_iter().cloned().collect();
+            format!(
+                "SELECT {combo}r.source, r.arm, r.condition, r.mode, r.requests, \
+                   r.requests - r.readable - COALESCE(q.failed_requests, 0) AS unreadable_replies \
+                 FROM (SELECT source, model, arm, condition, MIN(mode) AS mode, \
+                         SUM(requests) AS requests, SUM(readable_replies) AS readable \
+                       FROM reply_rules WHERE rule = {} AND {} GROUP BY source, model, arm, condition) r \
+                 LEFT JOIN req q ON r.source = q.source AND r.model = q.model \
+                   AND r.condition = q.condition",
+                lit(&b.rule),
+                in_list("condition", &conds),
+            )
+        })
+        .collect();
+    format!("({})", parts.join(" UNION ALL "))
+}
+
+/// One row per administration: (source, label, model, arm, cohort, condition, sample, test,
+/// constant: 1 if every item got the same answer). Over `from` (a relation with the scale
+/// scores' columns), grouped by `k` (a key prefix) too, of the rows `filter` keeps.
+fn administrations(from: &str, k: &str, filter: &str) -> String {
+    format!(
+        "SELECT {k}source, label, model, arm, cohort, condition, CAST(sample AS BIGINT) AS sample, test, \
+           MAX(CASE WHEN constant_answers THEN 1 ELSE 0 END) AS constant \
+         FROM {from} {filter} GROUP BY {k}source, label, model, arm, cohort, condition, sample, test"
+    )
+}
+
+/// The administrations ([`administrations`]) of the conditions each branch of `cut` uses,
+/// over the views of `cut` (`sc`).
+pub(crate) fn side_administrations(cut: &Cut) -> String {
+    administrations("sc", &cut.k(""), "WHERE is_used")
+}
+
+/// The administrations of table `adm` in the conditions the one branch of `cut` uses.
+pub(crate) fn used_administrations(p: &Params, cut: &Cut) -> String {
+    let conds: Vec<String> = used(p, &cut.branches[0]).into_iter().cloned().collect();
+    format!("(SELECT * FROM adm WHERE {})", in_list("condition", &conds))
+}
+
+/// One row per source (and branch of `cut`) with the verdict's figures over the kept cells of
+/// the source's headline arm (table `headline`). `req` (source, arm, condition, requests,
+/// unreadable_replies) and `adm` (source, arm, condition, constant: one row per
+/// administration) are relations, each with `combo` when `cut` has several branches. With
+/// `explain`, `req` must also have `mode`: the column `unread_in` then lists the conditions
+/// with unreadable replies (for [`verdict`]'s explanation).
 pub(crate) fn verdict_summary(
     p: &Params,
+    cut: &Cut,
     req: &str,
     adm: &str,
-    conds: Option<&[String]>,
+    explain: bool,
 ) -> String {
     let (vs, vr) = (flit(p.verdict_share), flit(p.verdict_ratio));
-    let (rf, af) = match conds {
-        Some(c) => (
-            format!("WHERE {}", in_list("r.condition", c)),
-            format!("WHERE {}", in_list("d.condition", c)),
-        ),
-        None => (String::new(), String::new()),
-    };
-    let unread_in = if conds.is_some() {
+    let k = cut.k("");
+    let unread_in = if explain {
         format!(
-            "LEFT JOIN (SELECT source, string_agg(CASE WHEN u > 0 THEN \
+            "LEFT JOIN (SELECT {k}source, string_agg(CASE WHEN u > 0 THEN \
                  CASE WHEN mode = 'whole' THEN 'whole-test ' ELSE 'single-item ' END || condition || ' ' || \
                  CAST(u AS VARCHAR) || ' of ' || CAST(n AS VARCHAR) END, ', ' ORDER BY mode DESC, condition) AS unread_in \
-               FROM (SELECT r.source, r.mode, r.condition, SUM(r.unreadable_replies) AS u, SUM(r.requests) AS n \
-                     FROM {req} r JOIN headline hl ON r.source = hl.source AND r.arm = hl.arm {rf} \
-                     GROUP BY r.source, r.mode, r.condition) GROUP BY source) ui ON src.source = ui.source"
+               FROM (SELECT {kr}r.source, r.mode, r.condition, SUM(r.unreadable_replies) AS u, SUM(r.requests) AS n \
+                     FROM {req} r JOIN headline hl ON r.source = hl.source AND r.arm = hl.arm \
+                     GROUP BY {kr}r.source, r.mode, r.condition) GROUP BY {k}source) ui \
+               ON {sui}src.source = ui.source",
+            kr = cut.k("r"),
+            sui = cut.on("src", "ui"),
         )
     } else {
-        "LEFT JOIN (SELECT CAST(NULL AS VARCHAR) AS source, CAST(NULL AS VARCHAR) AS unread_in) ui \
-           ON src.source = ui.source"
-            .to_string()
+        format!(
+            "LEFT JOIN (SELECT {}CAST(NULL AS VARCHAR) AS source, CAST(NULL AS VARCHAR) AS unread_in) ui \
+               ON {}src.source = ui.source",
+            if cut.keyed() {
+                "CAST(NULL AS BIGINT) AS combo, "
+            } else {
+                ""
+            },
+            cut.on("src", "ui"),
+        )
     };
     let sh = share("k", "n");
     let us = share("unread", "req");
     let cs = share("cons", "adm_n");
     format!(
         "WITH s AS ( \
-           SELECT src.source, src.label, hl.arm, COALESCE(h.n, 0) AS n, COALESCE(h.k, 0) AS k, h.mr, \
+           SELECT {ksrc}src.source, src.label, hl.arm, COALESCE(h.n, 0) AS n, COALESCE(h.k, 0) AS k, h.mr, \
              COALESCE(q.req, 0) AS req, COALESCE(q.unread, 0) AS unread, \
              COALESCE(a.adm_n, 0) AS adm_n, COALESCE(a.cons, 0) AS cons, \
              COALESCE(dc.all_n, 0) AS arm_cells, COALESCE(dc.dropped, 0) AS dropped, dc.first_drop, \
              ui.unread_in \
-           FROM (SELECT source, {LABEL} FROM cells GROUP BY source) src \
+           FROM (SELECT {k}source, {LABEL} FROM cells GROUP BY {k}source) src \
            JOIN headline hl ON src.source = hl.source \
-           LEFT JOIN (SELECT c.source, COUNT(c.protocol_gt_sampling) AS n, {EXCEEDING} AS k, median(c.ratio) AS mr \
+           LEFT JOIN (SELECT {kc}c.source, COUNT(c.protocol_gt_sampling) AS n, {EXCEEDING} AS k, median(c.ratio) AS mr \
                       FROM cells c JOIN headline hl ON c.source = hl.source AND c.arm = hl.arm \
-                      WHERE c.kept GROUP BY c.source) h ON src.source = h.source \
-           LEFT JOIN (SELECT r.source, SUM(r.requests) AS req, SUM(r.unreadable_replies) AS unread \
-                      FROM {req} r JOIN headline hl ON r.source = hl.source AND r.arm = hl.arm {rf} \
-                      GROUP BY r.source) q ON src.source = q.source \
-           LEFT JOIN (SELECT d.source, COUNT(*) AS adm_n, SUM(d.constant) AS cons \
-                      FROM {adm} d JOIN headline hl ON d.source = hl.source AND d.arm = hl.arm {af} \
-                      GROUP BY d.source) a ON src.source = a.source \
-           LEFT JOIN (SELECT c.source, COUNT(*) AS all_n, SUM(CASE WHEN c.kept THEN 0 ELSE 1 END) AS dropped, \
+                      WHERE c.kept GROUP BY {kc}c.source) h ON {sh_on}src.source = h.source \
+           LEFT JOIN (SELECT {kr}r.source, SUM(r.requests) AS req, SUM(r.unreadable_replies) AS unread \
+                      FROM {req} r JOIN headline hl ON r.source = hl.source AND r.arm = hl.arm \
+                      GROUP BY {kr}r.source) q ON {sq_on}src.source = q.source \
+           LEFT JOIN (SELECT {kd}d.source, COUNT(*) AS adm_n, SUM(d.constant) AS cons \
+                      FROM {adm} d JOIN headline hl ON d.source = hl.source AND d.arm = hl.arm \
+                      GROUP BY {kd}d.source) a ON {sa_on}src.source = a.source \
+           LEFT JOIN (SELECT {kc}c.source, COUNT(*) AS all_n, SUM(CASE WHEN c.kept THEN 0 ELSE 1 END) AS dropped, \
                         first_value(CASE WHEN NOT c.kept THEN c.test || ' ' || c.dimension || ': ' || c.drop_reason END \
                           ORDER BY c.kept, c.model, c.test, c.dimension) AS first_drop \
                       FROM cells c JOIN headline hl ON c.source = hl.source AND c.arm = hl.arm \
-                      GROUP BY c.source) dc ON src.source = dc.source {unread_in}), \
+                      GROUP BY {kc}c.source) dc ON {sdc_on}src.source = dc.source {unread_in}), \
          v AS (SELECT *, {sh} AS sh, {us} AS us, {cs} AS cs FROM s), \
          w AS (SELECT *, sh >= {vs} AS pass_share, mr >= {vr} AS pass_ratio FROM v) \
          SELECT * FROM w",
+        ksrc = cut.k("src"),
+        kc = cut.k("c"),
+        kr = cut.k("r"),
+        kd = cut.k("d"),
+        sh_on = cut.on("src", "h"),
+        sq_on = cut.on("src", "q"),
+        sa_on = cut.on("src", "a"),
+        sdc_on = cut.on("src", "dc"),
     )
 }
 
-/// The verdict rows from `verdict_w` ([`verdict_summary`] collected): five criteria per source,
-/// each naming the arm they are over. `prefix` is put before the selected columns (e.g.
-/// `'lenient' AS rule, `); with `explain`, a "no verdict" line says how many of the arm's
-/// cells were dropped, the first one's reason and the conditions with unreadable replies.
-pub(crate) fn verdict(p: &Params, prefix: &str, explain: bool) -> String {
-    let why = if explain {
+/// The verdict rows from table `w` ([`verdict_summary`] collected): five criteria per source,
+/// each naming the arm they are over. For the side-by-side table (`side`), each row starts
+/// with its branch's `rule` and `protocol_set`, and a "no verdict" line says how many of the
+/// arm's cells were dropped, the first one's reason and the conditions with unreadable replies.
+pub(crate) fn verdict(p: &Params, w: &str, side: Option<&Cut>) -> String {
+    let (prefix, k) = side.map_or((String::new(), String::new()), |c| (c.prefix(""), c.k("")));
+    let why = if side.is_some() {
         " || ': ' || CAST(dropped AS VARCHAR) || ' of ' || CAST(arm_cells AS VARCHAR) || ' arm=' || arm || ' cells dropped' || \
            CASE WHEN first_drop IS NULL THEN '' ELSE ' (first: ' || first_drop || ')' END || \
            CASE WHEN unread_in IS NULL OR unread_in = '' THEN '' ELSE '; unreadable replies: ' || unread_in END"
@@ -614,27 +814,27 @@ pub(crate) fn verdict(p: &Params, prefix: &str, explain: bool) -> String {
     );
     format!(
         "SELECT {prefix}source, label, arm, criterion, value, threshold, passed, statement FROM ( \
-           SELECT source, label, arm, 1 AS ord, 'share_protocol_gt_sampling' AS criterion, sh AS value, {vs} AS threshold, \
+           SELECT {k}source, label, arm, 1 AS ord, 'share_protocol_gt_sampling' AS criterion, sh AS value, {vs} AS threshold, \
              pass_share AS passed, \
              'share of ' || CAST(n AS VARCHAR) || ' kept arm=' || arm || ' cells with protocol SD > sampling SD is at least the threshold' AS statement \
-           FROM verdict_w w \
+           FROM {w} w \
            UNION ALL \
-           SELECT source, label, arm, 2, 'median_ratio', mr, {vr}, pass_ratio, \
-             'median ratio protocol SD / sampling SD over arm=' || arm || ' cells is at least the threshold' FROM verdict_w w \
+           SELECT {k}source, label, arm, 2, 'median_ratio', mr, {vr}, pass_ratio, \
+             'median ratio protocol SD / sampling SD over arm=' || arm || ' cells is at least the threshold' FROM {w} w \
            UNION ALL \
-           SELECT source, label, arm, 3, 'unreadable_replies_few', us, {vf}, us < {vf}, \
+           SELECT {k}source, label, arm, 3, 'unreadable_replies_few', us, {vf}, us < {vf}, \
              CAST(unread AS VARCHAR) || ' of ' || CAST(req AS VARCHAR) || ' arm=' || arm || ' requests gave an unreadable reply: below the threshold counts as few' \
-           FROM verdict_w w \
+           FROM {w} w \
            UNION ALL \
-           SELECT source, label, arm, 4, 'constant_runs_few', cs, {vf}, cs < {vf}, \
+           SELECT {k}source, label, arm, 4, 'constant_runs_few', cs, {vf}, cs < {vf}, \
              CAST(cons AS VARCHAR) || ' of ' || CAST(adm_n AS VARCHAR) || ' arm=' || arm || ' administrations gave constant answers: below the threshold counts as few' \
-           FROM verdict_w w \
+           FROM {w} w \
            UNION ALL \
-           SELECT source, label, arm, 5, 'verdict', CAST(NULL AS DOUBLE), CAST(NULL AS DOUBLE), \
+           SELECT {k}source, label, arm, 5, 'verdict', CAST(NULL AS DOUBLE), CAST(NULL AS DOUBLE), \
              CASE WHEN pass_share IS NULL OR pass_ratio IS NULL THEN NULL ELSE pass_share AND pass_ratio END, \
              CASE WHEN pass_share IS NULL OR pass_ratio IS NULL THEN 'no kept arm=' || arm || ' cells: no verdict'{why} \
                   WHEN pass_share AND pass_ratio THEN 'arm=' || arm || ': protocol spread exceeds sampling noise: use the protocol spread as the error bar' \
                   ELSE 'arm=' || arm || ': the protocol spread is not shown to exceed sampling noise by the thresholds' END \
-           FROM verdict_w w) ORDER BY source, ord",
+           FROM {w} w) ORDER BY {k}source, ord",
     )
 }

@@ -604,13 +604,20 @@ impl Run<'_> {
             "SELECT test, dimension, CAST(mean AS DOUBLE) AS mean, CAST(sd AS DOUBLE) AS sd FROM norms",
         )?;
         // The side-by-side combinations (rule x protocol set) need only what is registered
-        // now, so a second session on the same pool starts every other one of them here, on
-        // another thread, while this one computes the main tables and then the rest
-        // (planning, single-threaded, is most of their time on small studies: on the
-        // embedded data the combinations were half of the stage, run after the main tables).
-        // Results go back in combination order, and an error is the one the stage met first
-        // when it ran everything in order: the main tables', then the combinations' in order.
-        let jobs = self.side_jobs(p)?;
+        // now, so a second session on the same pool computes all but the first of them here,
+        // in one set of plans, on another thread, while this one computes the main tables and
+        // then the first combination (strict x primary), which reuses the main tables' cells.
+        // (Planning, single-threaded, is most of their time on small studies: on the embedded
+        // data the combinations were half of the stage, run after the main tables.) Rows go out
+        // in combination order, and an error is the one the stage meets first in that order:
+        // the main tables', then the first combination's, then the others'.
+        let mut jobs = self.side_jobs(p)?.into_iter();
+        let first = plan::Cut {
+            branches: jobs.next().into_iter().collect(),
+        };
+        let rest = plan::Cut {
+            branches: jobs.collect(),
+        };
         let fork = Run::new(
             self.engine.fork().map_err(|e| AggregateError::Engine {
                 path: f.by_rule.clone(),
@@ -619,46 +626,29 @@ impl Run<'_> {
             self.files,
         )?;
         let a = &p.aggregate;
-        let all = &jobs;
+        let rest = &rest;
         let (mine, theirs) = std::thread::scope(|scope| {
-            let theirs = scope.spawn(move || -> Vec<Result<SideParts, AggregateError>> {
-                all.iter()
-                    .skip(1)
-                    .step_by(2)
-                    .map(|(rule, set, conds)| fork.side_job(a, rule, set, conds, true))
-                    .collect()
+            let theirs = scope.spawn(move || -> Result<Option<SideParts>, AggregateError> {
+                if rest.branches.is_empty() {
+                    return Ok(None);
+                }
+                fork.side_tables(a, rest, true).map(Some)
             });
-            let mine = self.main_tables(p, emit).map(|()| {
-                // The first combination is (strict, primary): this session's own tables.
-                jobs.iter()
-                    .step_by(2)
-                    .enumerate()
-                    .map(|(i, (rule, set, conds))| self.side_job(a, rule, set, conds, i > 0))
-                    .collect::<Vec<_>>()
-            });
+            let mine = self
+                .main_tables(p, emit)
+                .and_then(|()| self.side_tables(a, &first, false));
             let theirs = theirs
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (mine, theirs)
         });
-        let (mut mine, mut theirs) = (mine?.into_iter(), theirs.into_iter());
-        let mut parts: Vec<(Option<arrow::datatypes::SchemaRef>, Vec<RecordBatch>)> =
-            vec![(None, Vec::new()), (None, Vec::new()), (None, Vec::new())];
-        for i in 0..jobs.len() {
-            let done = if i % 2 == 0 {
-                mine.next()
-            } else {
-                theirs.next()
-            };
-            for (part, (schema, batches)) in
-                parts.iter_mut().zip(done.expect("one result per job")?)
-            {
-                part.0.get_or_insert(schema);
+        let mut parts = mine?;
+        if let Some(more) = theirs? {
+            for (part, (_, batches)) in parts.iter_mut().zip(more) {
                 part.1.extend(batches);
             }
         }
         for (name, (schema, batches)) in SIDE_TABLES.iter().zip(parts) {
-            let schema = schema.expect("at least the strict rule and the primary set");
             emit(Table::from_batches(name, &schema, &batches).map_err(|e| {
                 AggregateError::Engine {
                     path: f.by_rule.clone(),
@@ -673,17 +663,10 @@ impl Run<'_> {
     fn main_tables(&self, p: &Params, emit: Emit<'_>) -> Result<(), AggregateError> {
         let f = self.files;
         let a = &p.aggregate;
-        for (name, sql) in plan::views(a) {
-            if MATERIALIZED_VIEWS.contains(&name) {
-                self.materialize(name, &sql, &f.scores)?;
-            } else {
-                self.view(name, &sql)?;
-            }
-        }
         // `cells` goes to a scratch file that the group tables read, and out as a table once:
         // at 10^8 answers it is the largest table, and held in memory for the other plans it
         // sat outside the engine's pool for the rest of the stage.
-        self.materialize_sorted("cells", &plan::cells(a), &f.scores, &CELL_KEY)?;
+        self.cells(a, &study_cut(a), &f.scores)?;
         emit(self.table(
             "cells",
             "SELECT * FROM cells ORDER BY source, model, test, dimension",
@@ -711,32 +694,37 @@ impl Run<'_> {
         )?)?;
         self.materialize(
             "verdict_w",
-            &plan::verdict_summary(a, "req", "adm", None),
+            &plan::verdict_summary(a, &study_cut(a), "req", "adm", false),
             &f.scores,
         )?;
-        emit(self.table("verdict", &plan::verdict(a, "", false), &f.scores)?)
+        emit(self.table("verdict", &plan::verdict(a, "verdict_w", None), &f.scores)?)
     }
 
-    fn drop_tables(&self, names: &[&str]) -> Result<(), AggregateError> {
-        for n in names {
-            self.engine
-                .context()
-                .deregister_table(*n)
-                .map_err(|e| AggregateError::Engine {
-                    path: self.files.by_rule.clone(),
-                    message: format!("{n}: {e}"),
-                })?;
+    /// The per-cell views of `cut` and its table `cells`, sorted by its key.
+    fn cells(
+        &self,
+        a: &AggregateSection,
+        cut: &plan::Cut,
+        path: &Path,
+    ) -> Result<(), AggregateError> {
+        for (name, sql) in plan::views(a, cut) {
+            if MATERIALIZED_VIEWS.contains(&name) {
+                self.materialize(name, &sql, path)?;
+            } else {
+                self.view(name, &sql)?;
+            }
         }
-        Ok(())
+        self.materialize_sorted("cells", &plan::cells(a, cut), path, &cut.cell_key())
     }
 
     /// The combinations of the side-by-side tables (`cells_by_rule`,
     /// `protocol_vs_sampling_by_rule`, `verdict_by_rule`), after registering and checking
     /// `scale_scores_by_rule.parquet`: every reply rule of that file (strict first) x protocol
     /// set (primary = `protocol_conditions`, then `secondary_protocol_conditions` unless
-    /// empty). [`Run::side_job`] runs one: the plans of `cells`, of the headline arm's group
-    /// and of `verdict`, each row labelled with its `rule` and `protocol_set`.
-    fn side_jobs(&self, p: &Params) -> Result<Vec<SideJob>, AggregateError> {
+    /// empty), numbered in that order. [`Run::side_tables`] runs them: the plans of `cells`,
+    /// of the headline arm's group and of `verdict`, each row labelled with its `rule` and
+    /// `protocol_set`.
+    fn side_jobs(&self, p: &Params) -> Result<Vec<plan::Branch>, AggregateError> {
         let f = self.files;
         let path = &f.by_rule;
         let by_rule = path
@@ -820,86 +808,52 @@ impl Run<'_> {
         if !a.secondary_protocol_conditions.is_empty() {
             sets.push((SECONDARY, a.secondary_protocol_conditions.clone()));
         }
-        Ok(rules
-            .into_iter()
-            .flat_map(|r| sets.iter().map(move |(s, c)| (r.clone(), *s, c.clone())))
-            .collect())
+        let mut combos = Vec::new();
+        for rule in rules {
+            for (set, conds) in &sets {
+                combos.push(plan::Branch {
+                    combo: combos.len(),
+                    // The strict x primary combination's scale scores are `scores` itself.
+                    from: if combos.is_empty() {
+                        "scores".to_string()
+                    } else {
+                        format!("scores_by_rule WHERE rule = {}", plan::lit(&rule))
+                    },
+                    rule: rule.clone(),
+                    set,
+                    protocol: conds.clone(),
+                });
+            }
+        }
+        Ok(combos)
     }
 
-    /// One rule x protocol set of [`Run::side_jobs`]: its rows of the three tables. With
-    /// `fresh` false, the session's `scores`, `adm`, the per-cell views and `cells` are
-    /// already this combination's (strict, primary set: the main tables') and are kept.
-    fn side_job(
+    /// The rows of the side-by-side tables for the combinations of `cut`, in its order. With
+    /// `fresh` false, `cut` is the study's one combination (strict x primary) and the
+    /// session's per-cell views and `cells` are already its own (the main tables').
+    fn side_tables(
         &self,
         a: &AggregateSection,
-        rule: &str,
-        set: &str,
-        conds: &[String],
+        cut: &plan::Cut,
         fresh: bool,
     ) -> Result<SideParts, AggregateError> {
         let path = &self.files.by_rule;
-        let score_cols: Vec<&str> = SCORE_COLUMNS.iter().map(|(n, _)| *n).collect();
-        let q = AggregateSection {
-            protocol_conditions: conds.to_vec(),
-            ..a.clone()
-        };
-        if fresh {
-            let views = plan::views(&q);
-            let mut names = vec!["scores", "adm"];
-            names.extend(views.iter().map(|(n, _)| *n));
-            names.extend(["cells", "verdict_w"]);
-            self.drop_tables(&names)?;
-            self.view(
-                "scores",
-                &format!(
-                    "SELECT {} FROM scores_by_rule WHERE rule = {}",
-                    score_cols.join(", "),
-                    plan::lit(rule)
-                ),
-            )?;
-            self.materialize("adm", &plan::request_views()[1].1, path)?;
-            for (name, sql) in views {
-                if MATERIALIZED_VIEWS.contains(&name) {
-                    self.materialize(name, &sql, path)?;
-                } else {
-                    self.view(name, &sql)?;
-                }
-            }
-            self.materialize_sorted("cells", &plan::cells(&q), path, &CELL_KEY)?;
+        let adm = if fresh {
+            self.cells(a, cut, path)?;
+            self.materialize("side_adm", &plan::side_administrations(cut), path)?;
+            "side_adm".to_string()
         } else {
-            self.drop_tables(&["verdict_w"])?;
-        }
-        // Readable replies under this rule from `reply_rules`; failed requests (the
-        // same under any rule) from the strict parsed answers (`req`).
-        let req = format!(
-            "(SELECT r.source, r.arm, r.condition, r.mode, r.requests, \
-               r.requests - r.readable - COALESCE(q.failed_requests, 0) AS unreadable_replies \
-             FROM (SELECT source, model, arm, condition, MIN(mode) AS mode, \
-                     SUM(requests) AS requests, SUM(readable_replies) AS readable \
-                   FROM reply_rules WHERE rule = {} GROUP BY source, model, arm, condition) r \
-             LEFT JOIN req q ON r.source = q.source AND r.model = q.model \
-               AND r.condition = q.condition)",
-            plan::lit(rule)
-        );
-        let used: Vec<String> = conds
-            .iter()
-            .chain(&a.sampling_conditions)
-            .cloned()
-            .collect();
+            plan::used_administrations(a, cut)
+        };
         self.materialize(
-            "verdict_w",
-            &plan::verdict_summary(a, &req, "adm", Some(&used)),
+            "side_verdict_w",
+            &plan::verdict_summary(a, cut, &plan::side_requests(a, cut), &adm, true),
             path,
         )?;
-        let prefix = format!(
-            "{} AS rule, {} AS protocol_set, ",
-            plan::lit(rule),
-            plan::lit(set)
-        );
         let sqls = [
-            plan::cells_side(&prefix),
-            plan::headline_group(&prefix),
-            plan::verdict(a, &prefix, true),
+            plan::cells_side(cut),
+            plan::headline_group(cut),
+            plan::verdict(a, "side_verdict_w", Some(cut)),
         ];
         let mut out = Vec::with_capacity(3);
         for (name, sql) in SIDE_TABLES.iter().zip(&sqls) {
@@ -909,18 +863,29 @@ impl Run<'_> {
     }
 }
 
-/// The side-by-side tables, in the order [`Run::side_job`] returns their rows.
+/// The side-by-side tables, in the order [`Run::side_tables`] returns their rows.
 const SIDE_TABLES: [&str; 3] = [
     "cells_by_rule",
     "protocol_vs_sampling_by_rule",
     "verdict_by_rule",
 ];
 
-/// One combination of the side-by-side tables: (reply rule, protocol set, its conditions).
-type SideJob = (String, &'static str, Vec<String>);
-
-/// One rule x set's rows of the [`SIDE_TABLES`]: (schema, batches) of each.
+/// The rows of the [`SIDE_TABLES`] for some combinations: (schema, batches) of each.
 type SideParts = Vec<(arrow::datatypes::SchemaRef, Vec<RecordBatch>)>;
+
+/// The study's own per-cell computation: its scale scores (`scores`) and protocol set, the
+/// strict x primary combination of the side-by-side tables.
+fn study_cut(a: &AggregateSection) -> plan::Cut {
+    plan::Cut {
+        branches: vec![plan::Branch {
+            combo: 0,
+            from: "scores".to_string(),
+            rule: "strict".to_string(),
+            set: PRIMARY,
+            protocol: a.protocol_conditions.clone(),
+        }],
+    }
+}
 
 /// Where [`compute`] hands each table as soon as it is computed, so that the caller can write
 /// it and let it go instead of holding every table until the last.
@@ -935,14 +900,6 @@ const MATERIALIZE_IN_MEMORY: usize = 16 << 20;
 /// its size exactly and holds it, not the per-cell rows it is joined with, in a hash join's
 /// memory (at 10^8 answers the other way round took 666 MB that cannot spill).
 const MATERIALIZED_VIEWS: [&str; 3] = ["cm", "ia", "models"];
-
-/// The key `cells` is sorted by.
-const CELL_KEY: [(&str, bool); 4] = [
-    ("source", false),
-    ("model", false),
-    ("test", false),
-    ("dimension", false),
-];
 
 /// Compute every table from the score stage's folder in a session of `engine` (its
 /// `target_partitions` is replaced by `params.aggregate.target_partitions`).
