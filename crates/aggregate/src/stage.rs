@@ -582,6 +582,7 @@ impl Run<'_> {
             ("answers", &f.answers),
             ("norms", &f.norms),
             ("reply_rules", &f.rules),
+            ("scores_by_rule", &f.by_rule),
         ] {
             let p = path
                 .to_str()
@@ -593,16 +594,28 @@ impl Run<'_> {
                     message: e.to_string(),
                 })?;
         }
-        self.check_scores()?;
-        for (name, sql) in plan::request_views() {
-            self.materialize(name, &sql, &f.answers)?;
-        }
-        self.check_answers()?;
-        self.headline(p)?;
-        self.view(
-            "norms_n",
-            "SELECT test, dimension, CAST(mean AS DOUBLE) AS mean, CAST(sd AS DOUBLE) AS sd FROM norms",
-        )?;
+        // The checks of the scale scores (both files) read nothing the request tables make,
+        // so a second session runs them while this one builds the request tables and checks
+        // the parsed answers (each is a few short plans, planned on one thread). An error is
+        // the one the stage meets first in this order: the scale scores', the parsed
+        // answers', the scale scores by rule's.
+        let checker = Run::new(self.fork_engine()?, self.files)?;
+        let (checked, prepared) = std::thread::scope(|scope| {
+            let checked = scope.spawn(move || {
+                let scores = checker.check_scores();
+                let jobs = scores.is_ok().then(|| checker.side_jobs(p));
+                (scores, jobs)
+            });
+            let prepared = self.request_tables_checked(p);
+            let checked = checked
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (checked, prepared)
+        });
+        let (scores, jobs) = checked;
+        scores?;
+        prepared?;
+        let jobs = jobs.expect("the scale scores passed their checks")?;
         // The side-by-side combinations (rule x protocol set) need only what is registered
         // now, so a second session on the same pool computes all but the first of them here,
         // in one set of plans, on another thread, while this one computes the main tables and
@@ -611,20 +624,14 @@ impl Run<'_> {
         // data the combinations were half of the stage, run after the main tables.) Rows go out
         // in combination order, and an error is the one the stage meets first in that order:
         // the main tables', then the first combination's, then the others'.
-        let mut jobs = self.side_jobs(p)?.into_iter();
+        let mut jobs = jobs.into_iter();
         let first = plan::Cut {
             branches: jobs.next().into_iter().collect(),
         };
         let rest = plan::Cut {
             branches: jobs.collect(),
         };
-        let fork = Run::new(
-            self.engine.fork().map_err(|e| AggregateError::Engine {
-                path: f.by_rule.clone(),
-                message: e.to_string(),
-            })?,
-            self.files,
-        )?;
+        let fork = Run::new(self.fork_engine()?, self.files)?;
         let a = &p.aggregate;
         let rest = &rest;
         let (mine, theirs) = std::thread::scope(|scope| {
@@ -657,6 +664,27 @@ impl Run<'_> {
             })?)?;
         }
         Ok(())
+    }
+
+    /// A second session of this one's engine, with every table registered so far.
+    fn fork_engine(&self) -> Result<Engine, AggregateError> {
+        self.engine.fork().map_err(|e| AggregateError::Engine {
+            path: self.files.scores.clone(),
+            message: e.to_string(),
+        })
+    }
+
+    /// The request views (`req`, `adm`), the parsed answers' checks, `headline` and `norms_n`.
+    fn request_tables_checked(&self, p: &Params) -> Result<(), AggregateError> {
+        for (name, sql) in plan::request_views() {
+            self.materialize(name, &sql, &self.files.answers)?;
+        }
+        self.check_answers()?;
+        self.headline(p)?;
+        self.view(
+            "norms_n",
+            "SELECT test, dimension, CAST(mean AS DOUBLE) AS mean, CAST(sd AS DOUBLE) AS sd FROM norms",
+        )
     }
 
     /// The main tables (all but the side-by-side ones), each handed to `emit` when computed.
@@ -718,8 +746,8 @@ impl Run<'_> {
     }
 
     /// The combinations of the side-by-side tables (`cells_by_rule`,
-    /// `protocol_vs_sampling_by_rule`, `verdict_by_rule`), after registering and checking
-    /// `scale_scores_by_rule.parquet`: every reply rule of that file (strict first) x protocol
+    /// `protocol_vs_sampling_by_rule`, `verdict_by_rule`), after checking
+    /// `scale_scores_by_rule.parquet` (table `scores_by_rule`): every reply rule of that file (strict first) x protocol
     /// set (primary = `protocol_conditions`, then `secondary_protocol_conditions` unless
     /// empty), numbered in that order. [`Run::side_tables`] runs them: the plans of `cells`,
     /// of the headline arm's group and of `verdict`, each row labelled with its `rule` and
@@ -727,15 +755,6 @@ impl Run<'_> {
     fn side_jobs(&self, p: &Params) -> Result<Vec<plan::Branch>, AggregateError> {
         let f = self.files;
         let path = &f.by_rule;
-        let by_rule = path
-            .to_str()
-            .ok_or_else(|| input_err(path, "path is not UTF-8"))?;
-        self.engine
-            .register_parquet("scores_by_rule", by_rule)
-            .map_err(|e| AggregateError::Engine {
-                path: path.clone(),
-                message: e.to_string(),
-            })?;
         if !crate::unique::unique_in_runs(path, &["source", "rule"], &SCORE_KEY)? {
             self.refuse(
                 "SELECT rule, source, model, condition, CAST(sample AS BIGINT) AS sample, test, dimension \
