@@ -86,16 +86,44 @@ fn only_rules(batches: &[RecordBatch], rules: &[&str]) -> Vec<RecordBatch> {
         .collect()
 }
 
+/// The repository's scoring key.
+fn scoring_key() -> ScoringKey {
+    ScoringKey::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/scoring_key.csv"))
+        .unwrap()
+}
+
+/// Human norms of the big_five dimensions from three scores each (20, 50, 80).
+fn human_norms() -> Norms {
+    Norms::from_scores(
+        DIMS.iter()
+            .flat_map(|d| [20.0, 50.0, 80.0].map(|v| ("big_five", *d, v))),
+    )
+}
+
+/// `norms.parquet`'s rows: mean 50 and SD 30 per big_five dimension.
+fn norms_table() -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("test", DataType::Utf8, false),
+        Field::new("dimension", DataType::Utf8, false),
+        Field::new("mean", DataType::Float64, false),
+        Field::new("sd", DataType::Float64, false),
+    ]));
+    RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(StringArray::from(vec!["big_five"; 5])) as ArrayRef,
+            Arc::new(StringArray::from(DIMS.to_vec())),
+            Arc::new(Float64Array::from(vec![50.0; 5])),
+            Arc::new(Float64Array::from(vec![30.0; 5])),
+        ],
+    )
+    .unwrap()
+}
+
 /// A score folder of `records` (source `rec`, label `recorded`) as the score stage writes it,
 /// with the reply rules `rules` (strict first), and norms of mean 50 and SD 30 per dimension.
 fn score_dir(records: &[StoredRecord], rules: &[&str]) -> tempfile::TempDir {
-    let key =
-        ScoringKey::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/scoring_key.csv"))
-            .unwrap();
-    let norms = Norms::from_scores(
-        DIMS.iter()
-            .flat_map(|d| [20.0, 50.0, 80.0].map(|v| ("big_five", *d, v))),
-    );
+    let (key, norms) = (scoring_key(), human_norms());
     let m = score_in_memory(
         "rec",
         Some("recorded"),
@@ -131,23 +159,8 @@ fn score_dir(records: &[StoredRecord], rules: &[&str]) -> tempfile::TempDir {
         protospread_core::scale_scores_by_rule_schema(),
         &only_rules(&m.by_rule, rules),
     );
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("test", DataType::Utf8, false),
-        Field::new("dimension", DataType::Utf8, false),
-        Field::new("mean", DataType::Float64, false),
-        Field::new("sd", DataType::Float64, false),
-    ]));
-    let nb = RecordBatch::try_new(
-        schema.clone(),
-        vec![
-            Arc::new(StringArray::from(vec!["big_five"; 5])) as ArrayRef,
-            Arc::new(StringArray::from(DIMS.to_vec())),
-            Arc::new(Float64Array::from(vec![50.0; 5])),
-            Arc::new(Float64Array::from(vec![30.0; 5])),
-        ],
-    )
-    .unwrap();
-    write("norms.parquet", schema, &[nb]);
+    let nb = norms_table();
+    write("norms.parquet", nb.schema(), &[nb]);
     dir
 }
 
@@ -447,9 +460,7 @@ fn existing_tables_do_not_change_with_rules_or_the_secondary_set() {
 
 #[test]
 fn strict_scale_scores_by_rule_are_the_scale_scores() {
-    let key =
-        ScoringKey::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/scoring_key.csv"))
-            .unwrap();
+    let key = scoring_key();
     let recs = records(|o| {
         if o % 2 == 0 {
             o.to_string()
@@ -567,13 +578,7 @@ fn each_combination_is_the_study_of_its_rule_and_protocol_set() {
         ),
         ("rec2", [answered("m1", mixed), prose, gaps].concat()),
     ];
-    let key =
-        ScoringKey::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/scoring_key.csv"))
-            .unwrap();
-    let norms = Norms::from_scores(
-        DIMS.iter()
-            .flat_map(|d| [20.0, 50.0, 80.0].map(|v| ("big_five", *d, v))),
-    );
+    let (key, norms) = (scoring_key(), human_norms());
     let (mut parsed, mut rules, mut by_rule) = (Vec::new(), Vec::new(), Vec::new());
     for (source, recs) in &sources {
         let m = score_in_memory(
@@ -590,24 +595,7 @@ fn each_combination_is_the_study_of_its_rule_and_protocol_set() {
         rules.extend(m.rules);
         by_rule.extend(m.by_rule);
     }
-    let norm_batch = {
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("test", DataType::Utf8, false),
-            Field::new("dimension", DataType::Utf8, false),
-            Field::new("mean", DataType::Float64, false),
-            Field::new("sd", DataType::Float64, false),
-        ]));
-        RecordBatch::try_new(
-            schema,
-            vec![
-                Arc::new(StringArray::from(vec!["big_five"; 5])) as ArrayRef,
-                Arc::new(StringArray::from(DIMS.to_vec())),
-                Arc::new(Float64Array::from(vec![50.0; 5])),
-                Arc::new(Float64Array::from(vec![30.0; 5])),
-            ],
-        )
-        .unwrap()
-    };
+    let norm_batch = norms_table();
     // A score folder whose reply rules are `names`, the first of them written as `strict`.
     let folder = |names: &[&str]| {
         let dir = tempfile::tempdir().unwrap();

@@ -102,7 +102,7 @@ impl Cut {
         )
     }
 
-    /// The key `cells` is sorted by: (column, descending).
+    /// The key `cells` is sorted by: (column, nulls first), ascending.
     pub(crate) fn cell_key(&self) -> Vec<(&'static str, bool)> {
         let mut key = Vec::with_capacity(5);
         if self.keyed() {
