@@ -158,16 +158,14 @@ pub(crate) fn views(p: &Params, cut: &Cut) -> Vec<(&'static str, String)> {
             format!(
                 "SELECT {combo}source, label, study, model, arm, cohort, condition, CAST(sample AS BIGINT) AS sample, \
                    test, dimension, CAST(score AS BIGINT) AS v, complete, z IS NOT NULL AS has_z, constant_answers, \
-                   {} AS is_p, {} AS is_s, ({} OR {}) AS is_used, {} AS is_to, {} AS is_from, {flags}\
+                   {is_p} AS is_p, {is_s} AS is_s, ({is_p} OR {is_s}) AS is_used, {} AS is_to, {} AS is_from, {flags}\
                    CASE WHEN sample = 0 THEN condition ELSE condition || '[' || CAST(sample AS VARCHAR) || ']' END AS admin \
                  FROM {}",
-                in_list("condition", &b.protocol),
-                in_list("condition", &p.sampling_conditions),
-                in_list("condition", &b.protocol),
-                in_list("condition", &p.sampling_conditions),
                 in_list("condition", &p.shift_to),
                 in_list("condition", &p.shift_from),
                 b.from,
+                is_p = in_list("condition", &b.protocol),
+                is_s = in_list("condition", &p.sampling_conditions),
             )
         })
         .collect();
@@ -730,29 +728,24 @@ pub(crate) fn verdict_summary(
 ) -> String {
     let (vs, vr) = (flit(p.verdict_share), flit(p.verdict_ratio));
     let k = cut.k("");
-    let unread_in = if explain {
-        format!(
-            "LEFT JOIN (SELECT {k}source, string_agg(CASE WHEN u > 0 THEN \
-                 CASE WHEN mode = 'whole' THEN 'whole-test ' ELSE 'single-item ' END || condition || ' ' || \
-                 CAST(u AS VARCHAR) || ' of ' || CAST(n AS VARCHAR) END, ', ' ORDER BY mode DESC, condition) AS unread_in \
-               FROM (SELECT {kr}r.source, r.mode, r.condition, SUM(r.unreadable_replies) AS u, SUM(r.requests) AS n \
-                     FROM {req} r JOIN headline hl ON r.source = hl.source AND r.arm = hl.arm \
-                     GROUP BY {kr}r.source, r.mode, r.condition) GROUP BY {k}source) ui \
-               ON {sui}src.source = ui.source",
-            kr = cut.k("r"),
-            sui = cut.on("src", "ui"),
+    // With `explain`, the conditions with unreadable replies per source (and branch).
+    let (unread_col, unread_join) = if explain {
+        (
+            "ui.unread_in".to_string(),
+            format!(
+                "LEFT JOIN (SELECT {k}source, string_agg(CASE WHEN u > 0 THEN \
+                     CASE WHEN mode = 'whole' THEN 'whole-test ' ELSE 'single-item ' END || condition || ' ' || \
+                     CAST(u AS VARCHAR) || ' of ' || CAST(n AS VARCHAR) END, ', ' ORDER BY mode DESC, condition) AS unread_in \
+                   FROM (SELECT {kr}r.source, r.mode, r.condition, SUM(r.unreadable_replies) AS u, SUM(r.requests) AS n \
+                         FROM {req} r JOIN headline hl ON r.source = hl.source AND r.arm = hl.arm \
+                         GROUP BY {kr}r.source, r.mode, r.condition) GROUP BY {k}source) ui \
+                   ON {sui}src.source = ui.source",
+                kr = cut.k("r"),
+                sui = cut.on("src", "ui"),
+            ),
         )
     } else {
-        format!(
-            "LEFT JOIN (SELECT {}CAST(NULL AS VARCHAR) AS source, CAST(NULL AS VARCHAR) AS unread_in) ui \
-               ON {}src.source = ui.source",
-            if cut.keyed() {
-                "CAST(NULL AS BIGINT) AS combo, "
-            } else {
-                ""
-            },
-            cut.on("src", "ui"),
-        )
+        ("CAST(NULL AS VARCHAR)".to_string(), String::new())
     };
     let sh = share("k", "n");
     let us = share("unread", "req");
@@ -763,7 +756,7 @@ pub(crate) fn verdict_summary(
              COALESCE(q.req, 0) AS req, COALESCE(q.unread, 0) AS unread, \
              COALESCE(a.adm_n, 0) AS adm_n, COALESCE(a.cons, 0) AS cons, \
              COALESCE(dc.all_n, 0) AS arm_cells, COALESCE(dc.dropped, 0) AS dropped, dc.first_drop, \
-             ui.unread_in \
+             {unread_col} AS unread_in \
            FROM (SELECT {k}source, {LABEL} FROM cells GROUP BY {k}source) src \
            JOIN headline hl ON src.source = hl.source \
            LEFT JOIN (SELECT {kc}c.source, COUNT(c.protocol_gt_sampling) AS n, {EXCEEDING} AS k, median(c.ratio) AS mr \
@@ -779,7 +772,7 @@ pub(crate) fn verdict_summary(
                         first_value(CASE WHEN NOT c.kept THEN c.test || ' ' || c.dimension || ': ' || c.drop_reason END \
                           ORDER BY c.kept, c.model, c.test, c.dimension) AS first_drop \
                       FROM cells c JOIN headline hl ON c.source = hl.source AND c.arm = hl.arm \
-                      GROUP BY {kc}c.source) dc ON {sdc_on}src.source = dc.source {unread_in}), \
+                      GROUP BY {kc}c.source) dc ON {sdc_on}src.source = dc.source {unread_join}), \
          v AS (SELECT *, {sh} AS sh, {us} AS us, {cs} AS cs FROM s), \
          w AS (SELECT *, sh >= {vs} AS pass_share, mr >= {vr} AS pass_ratio FROM v) \
          SELECT * FROM w",

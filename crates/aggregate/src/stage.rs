@@ -642,7 +642,7 @@ impl Run<'_> {
                 fork.side_tables(a, rest, true).map(Some)
             });
             let mine = self
-                .main_tables(p, emit)
+                .main_tables(p, &first, emit)
                 .and_then(|()| self.side_tables(a, &first, false));
             let theirs = theirs
                 .join()
@@ -688,13 +688,20 @@ impl Run<'_> {
     }
 
     /// The main tables (all but the side-by-side ones), each handed to `emit` when computed.
-    fn main_tables(&self, p: &Params, emit: Emit<'_>) -> Result<(), AggregateError> {
+    /// `study` is the study's own combination (strict x primary: `scores` and
+    /// `protocol_conditions`).
+    fn main_tables(
+        &self,
+        p: &Params,
+        study: &plan::Cut,
+        emit: Emit<'_>,
+    ) -> Result<(), AggregateError> {
         let f = self.files;
         let a = &p.aggregate;
         // `cells` goes to a scratch file that the group tables read, and out as a table once:
         // at 10^8 answers it is the largest table, and held in memory for the other plans it
         // sat outside the engine's pool for the rest of the stage.
-        self.cells(a, &study_cut(a), &f.scores)?;
+        self.cells(a, study, &f.scores)?;
         emit(self.table(
             "cells",
             "SELECT * FROM cells ORDER BY source, model, test, dimension",
@@ -722,7 +729,7 @@ impl Run<'_> {
         )?)?;
         self.materialize(
             "verdict_w",
-            &plan::verdict_summary(a, &study_cut(a), "req", "adm", false),
+            &plan::verdict_summary(a, study, "req", "adm", false),
             &f.scores,
         )?;
         emit(self.table("verdict", &plan::verdict(a, "verdict_w", None), &f.scores)?)
@@ -747,9 +754,10 @@ impl Run<'_> {
 
     /// The combinations of the side-by-side tables (`cells_by_rule`,
     /// `protocol_vs_sampling_by_rule`, `verdict_by_rule`), after checking
-    /// `scale_scores_by_rule.parquet` (table `scores_by_rule`): every reply rule of that file (strict first) x protocol
-    /// set (primary = `protocol_conditions`, then `secondary_protocol_conditions` unless
-    /// empty), numbered in that order. [`Run::side_tables`] runs them: the plans of `cells`,
+    /// `scale_scores_by_rule.parquet` (table `scores_by_rule`): every reply rule of that file
+    /// (strict first) x protocol set (primary = `protocol_conditions`, then
+    /// `secondary_protocol_conditions` unless empty), numbered in that order; the first,
+    /// strict x primary, is the study's own (`scores`, which the main tables use too). [`Run::side_tables`] runs them: the plans of `cells`,
     /// of the headline arm's group and of `verdict`, each row labelled with its `rule` and
     /// `protocol_set`.
     fn side_jobs(&self, p: &Params) -> Result<Vec<plan::Branch>, AggregateError> {
@@ -891,20 +899,6 @@ const SIDE_TABLES: [&str; 3] = [
 
 /// The rows of the [`SIDE_TABLES`] for some combinations: (schema, batches) of each.
 type SideParts = Vec<(arrow::datatypes::SchemaRef, Vec<RecordBatch>)>;
-
-/// The study's own per-cell computation: its scale scores (`scores`) and protocol set, the
-/// strict x primary combination of the side-by-side tables.
-fn study_cut(a: &AggregateSection) -> plan::Cut {
-    plan::Cut {
-        branches: vec![plan::Branch {
-            combo: 0,
-            from: "scores".to_string(),
-            rule: "strict".to_string(),
-            set: PRIMARY,
-            protocol: a.protocol_conditions.clone(),
-        }],
-    }
-}
 
 /// Where [`compute`] hands each table as soon as it is computed, so that the caller can write
 /// it and let it go instead of holding every table until the last.

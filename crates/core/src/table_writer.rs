@@ -999,47 +999,45 @@ mod tests {
         }
     }
 
+    /// The error of writing one batch of `fields` and `columns` to a writer of [`schema`].
+    fn refused(fields: Vec<Field>, columns: Vec<ArrayRef>) -> String {
+        let b = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+        let p = props(100, 100, 100, EnabledStatistics::Chunk, None);
+        let mut w = TableWriter::try_new(Vec::new(), schema(), p).unwrap();
+        w.write(&b).unwrap_err().to_string()
+    }
+
     #[test]
     fn an_array_of_another_type_is_an_error() {
-        let fields = vec![
-            Field::new("key", DataType::Utf8, false),
-            Field::new("n", DataType::Utf8, true),
-            Field::new("maybe", DataType::Int32, true),
-        ];
-        let b = RecordBatch::try_new(
-            Arc::new(Schema::new(fields)),
+        let e = refused(
+            vec![
+                Field::new("key", DataType::Utf8, false),
+                Field::new("n", DataType::Utf8, true),
+                Field::new("maybe", DataType::Int32, true),
+            ],
             vec![
                 Arc::new(StringArray::from(vec!["a"])),
                 Arc::new(StringArray::from(vec!["1"])),
                 Arc::new(Int32Array::from(vec![1])),
             ],
-        )
-        .unwrap();
-        let p = props(100, 100, 100, EnabledStatistics::Chunk, None);
-        let mut w = TableWriter::try_new(Vec::new(), schema(), p).unwrap();
-        let e = w.write(&b).unwrap_err();
-        assert!(e.to_string().contains("got an array of type"), "{e}");
+        );
+        assert!(e.contains("got an array of type"), "{e}");
     }
 
     #[test]
     fn a_null_in_a_required_text_column_is_an_error() {
-        let fields = vec![
-            Field::new("key", DataType::Utf8, true),
-            Field::new("n", DataType::Int32, true),
-            Field::new("maybe", DataType::Utf8, true),
-        ];
-        let b = RecordBatch::try_new(
-            Arc::new(Schema::new(fields)),
+        let e = refused(
+            vec![
+                Field::new("key", DataType::Utf8, true),
+                Field::new("n", DataType::Int32, true),
+                Field::new("maybe", DataType::Utf8, true),
+            ],
             vec![
                 Arc::new(StringArray::from(vec![Some("a"), None])),
                 Arc::new(Int32Array::from(vec![1, 2])),
                 Arc::new(StringArray::from(vec![Some("a"), None])),
             ],
-        )
-        .unwrap();
-        let p = props(100, 100, 100, EnabledStatistics::Chunk, None);
-        let mut w = TableWriter::try_new(Vec::new(), schema(), p).unwrap();
-        let e = w.write(&b).unwrap_err();
-        assert!(e.to_string().contains("not nullable"), "{e}");
+        );
+        assert!(e.contains("not nullable"), "{e}");
     }
 }
