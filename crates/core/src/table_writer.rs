@@ -304,28 +304,49 @@ impl Runs {
 
     /// String views: a view equal to the one before is the same value (the same length and
     /// bytes inline, or the same place in the same buffer), and costs no comparison of bytes.
+    /// Rows come in runs of equal views (a request's columns repeated for each of its items),
+    /// so a run is found first and its keys and levels written at once.
     fn push_views(&mut self, a: &arrow::array::StringViewArray) -> Result<()> {
         let views = a.views();
-        let mut last_view = None;
-        for (i, view) in views.iter().enumerate() {
-            if a.is_null(i) {
-                self.push_null()?;
-                continue;
-            }
-            match self.keys.last() {
-                Some(k) if last_view == Some(*view) => {
-                    let k = *k;
-                    if self.nullable {
-                        self.defs.push(1);
-                    }
-                    self.unencoded += i64::from(*view as u32);
-                    self.keys.push(k);
+        if a.null_count() > 0 {
+            let mut last_view = None;
+            for (i, view) in views.iter().enumerate() {
+                if a.is_null(i) {
+                    self.push_null()?;
+                    continue;
                 }
-                _ => self.push_value(a.value(i).as_bytes()),
+                match self.keys.last() {
+                    Some(k) if last_view == Some(*view) => {
+                        let k = *k;
+                        self.push_run(k, 1, i64::from(*view as u32));
+                    }
+                    _ => self.push_value(a.value(i).as_bytes()),
+                }
+                last_view = Some(*view);
             }
-            last_view = Some(*view);
+            return Ok(());
+        }
+        let mut i = 0;
+        while i < views.len() {
+            let view = views[i];
+            let run = 1 + views[i + 1..].iter().take_while(|v| **v == view).count();
+            self.push_value(a.value(i).as_bytes());
+            if run > 1 {
+                let k = *self.keys.last().expect("pushed above");
+                self.push_run(k, run - 1, i64::from(view as u32));
+            }
+            i += run;
         }
         Ok(())
+    }
+
+    /// `n` more non-null rows of key `k`, each of `len` bytes.
+    fn push_run(&mut self, k: u32, n: usize, len: i64) {
+        if self.nullable {
+            self.defs.resize(self.defs.len() + n, 1);
+        }
+        self.unencoded += len * n as i64;
+        self.keys.resize(self.keys.len() + n, k);
     }
 
     fn push_ints(&mut self, a: &arrow::array::Int32Array) -> Result<()> {
@@ -333,8 +354,10 @@ impl Runs {
             if self.nullable {
                 self.defs.resize(self.defs.len() + a.len(), 1);
             }
-            for v in a.values() {
-                self.push_int(*v);
+            for run in a.values().chunk_by(|x, y| x == y) {
+                self.push_int(run[0]);
+                let k = *self.keys.last().expect("pushed above");
+                self.keys.resize(self.keys.len() + run.len() - 1, k);
             }
             return Ok(());
         }
@@ -553,7 +576,7 @@ impl Runs {
                 let values = if self.nullable {
                     let defs = &self.defs[row..end];
                     let mut levels = Vec::new();
-                    rle_runs(defs.iter().map(|d| u64::from(*d)), 1, &mut levels);
+                    rle_runs(defs, 1, &mut levels);
                     raw.extend_from_slice(&(levels.len() as u32).to_le_bytes());
                     raw.extend_from_slice(&levels);
                     defs.iter().filter(|d| **d == 1).count()
@@ -562,10 +585,10 @@ impl Runs {
                 };
                 let keys = &self.keys[key..key + values];
                 raw.push(width);
-                rle_runs(keys.iter().map(|k| u64::from(*k)), width, &mut raw);
+                rle_runs(keys, width, &mut raw);
                 let page_bytes: Option<i64> = (!self.int).then(|| {
-                    keys.iter()
-                        .map(|k| self.entries[*k as usize].1 as i64)
+                    keys.chunk_by(|a, b| a == b)
+                        .map(|run| self.entries[run[0] as usize].1 as i64 * run.len() as i64)
                         .sum()
                 });
                 let (buf, n) = squeeze(raw)?;
@@ -666,7 +689,7 @@ fn bit_width(max: u64) -> u8 {
 /// plus one; then each group in `width` bytes, least significant bit first), the last group
 /// padded with zeros (a reader takes the page's value count). Values that change often cost a
 /// few bits each, as in the Arrow writer's encoder, not a run header each.
-fn rle_runs(values: impl Iterator<Item = u64>, width: u8, out: &mut Vec<u8>) {
+fn rle_runs<T: Copy + PartialEq + Into<u64>>(values: &[T], width: u8, out: &mut Vec<u8>) {
     /// Groups per bit-packed run: its header stays one byte.
     const MAX_GROUPS: usize = 63;
     let varint = |mut h: u64, out: &mut Vec<u8>| {
@@ -713,19 +736,8 @@ fn rle_runs(values: impl Iterator<Item = u64>, width: u8, out: &mut Vec<u8>) {
             literals.extend(std::iter::repeat_n(x, n as usize));
         }
     };
-    let mut run: Option<(u64, u64)> = None;
-    for v in values {
-        run = match run {
-            Some((x, n)) if x == v => Some((x, n + 1)),
-            Some((x, n)) => {
-                take_run(x, n, out);
-                Some((v, 1))
-            }
-            None => Some((v, 1)),
-        };
-    }
-    if let Some((x, n)) = run {
-        take_run(x, n, out);
+    for run in values.chunk_by(|a, b| a == b) {
+        take_run(run[0].into(), run.len() as u64, out);
     }
     if !literals.is_empty() {
         packed(&mut literals, out);
