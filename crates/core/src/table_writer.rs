@@ -56,6 +56,10 @@ pub struct TableWriter<W: Write + Send> {
     /// The open row group: its columns and rows so far (none open when `None`).
     group: Option<Vec<Column>>,
     rows: usize,
+    /// Key and level buffers of finished row groups, cleared, for the next ones: a row group's
+    /// buffers reach a few MB per column, and allocated again for each row group they were
+    /// page-faulted in again each time (the allocator returns freed pages to the system).
+    spare: Vec<(Vec<u32>, Vec<u8>)>,
 }
 
 enum Column {
@@ -92,6 +96,7 @@ impl<W: Write + Send> TableWriter<W> {
             eligible,
             group: None,
             rows: 0,
+            spare: Vec::new(),
         })
     }
 
@@ -127,7 +132,8 @@ impl<W: Write + Send> TableWriter<W> {
                 .map(|(i, w)| {
                     if self.eligible.get(i) == Some(&true) {
                         let int = self.schema.field(i).data_type() == &DataType::Int32;
-                        Column::Runs(Box::new(Runs::new(self.descr.column(i), int, w)))
+                        let buffers = self.spare.pop().unwrap_or_default();
+                        Column::Runs(Box::new(Runs::new(self.descr.column(i), int, w, buffers)))
                     } else {
                         Column::Arrow(Box::new(w))
                     }
@@ -168,10 +174,12 @@ impl<W: Write + Send> TableWriter<W> {
         for (i, c) in group.into_iter().enumerate() {
             match c {
                 Column::Arrow(w) => w.close()?.append_to_row_group(&mut g)?,
-                Column::Runs(r) => match r.finish(&self.descr.column(i), &self.props, rows)? {
-                    Finished::Chunk(bytes, close) => g.append_column(&bytes, *close)?,
-                    Finished::Arrow(w) => w.close()?.append_to_row_group(&mut g)?,
-                },
+                Column::Runs(r) => {
+                    match r.finish(&self.descr.column(i), &self.props, rows, &mut self.spare)? {
+                        Finished::Chunk(bytes, close) => g.append_column(&bytes, *close)?,
+                        Finished::Arrow(w) => w.close()?.append_to_row_group(&mut g)?,
+                    }
+                }
             }
         }
         g.close()?;
@@ -240,7 +248,13 @@ enum Finished {
 }
 
 impl Runs {
-    fn new(descr: ColumnDescPtr, int: bool, fallback: ArrowColumnWriter) -> Self {
+    /// `buffers`: empty key and level buffers to fill (kept capacity from an earlier group).
+    fn new(
+        descr: ColumnDescPtr,
+        int: bool,
+        fallback: ArrowColumnWriter,
+        (keys, defs): (Vec<u32>, Vec<u8>),
+    ) -> Self {
         Runs {
             nullable: descr.max_def_level() == 1,
             int,
@@ -250,8 +264,8 @@ impl Runs {
             small: Vec::new(),
             ints: HashMap::new(),
             last_int: None,
-            keys: Vec::new(),
-            defs: Vec::new(),
+            keys,
+            defs,
             nulls: 0,
             unencoded: 0,
             fallback: Some(fallback),
@@ -510,6 +524,7 @@ impl Runs {
         descr: &ColumnDescPtr,
         props: &WriterProperties,
         rows: usize,
+        spare: &mut Vec<(Vec<u32>, Vec<u8>)>,
     ) -> Result<Finished> {
         let path = descr.path();
         let stats = props.statistics_enabled(path) != EnabledStatistics::None;
@@ -659,6 +674,13 @@ impl Runs {
                 }));
         }
         let metadata = meta.build()?;
+        let (mut keys, mut defs) = (
+            std::mem::take(&mut self.keys),
+            std::mem::take(&mut self.defs),
+        );
+        keys.clear();
+        defs.clear();
+        spare.push((keys, defs));
         let close = ColumnCloseResult {
             bytes_written: compressed as u64,
             rows_written: rows as u64,
