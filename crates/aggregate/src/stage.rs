@@ -757,9 +757,9 @@ impl Run<'_> {
     /// `scale_scores_by_rule.parquet` (table `scores_by_rule`): every reply rule of that file
     /// (strict first) x protocol set (primary = `protocol_conditions`, then
     /// `secondary_protocol_conditions` unless empty), numbered in that order; the first,
-    /// strict x primary, is the study's own (`scores`, which the main tables use too). [`Run::side_tables`] runs them: the plans of `cells`,
-    /// of the headline arm's group and of `verdict`, each row labelled with its `rule` and
-    /// `protocol_set`.
+    /// strict x primary, is the study's own (`scores`, which the main tables use too).
+    /// [`Run::side_tables`] runs them: the plans of `cells`, of the headline arm's group and of
+    /// `verdict`, each row labelled with its `rule` and `protocol_set`.
     fn side_jobs(&self, p: &Params) -> Result<Vec<plan::Branch>, AggregateError> {
         let f = self.files;
         let path = &f.by_rule;
