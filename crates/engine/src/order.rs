@@ -18,9 +18,12 @@ use std::cmp::Ordering;
 /// by the prefix DataFusion knows, which costs nothing, and the writer checks the whole key
 /// here instead of paying for a sort of every row. A violation is a bug, and stops the write.
 ///
-/// Each batch is compared with itself shifted by one row, a column at a time (and its first
-/// row with the previous batch's last), so no row is encoded or copied: the check runs over
-/// every row the score stage writes.
+/// Within a batch whose key columns are string views and 32-bit integers, each row is compared
+/// with the one before, column by column up to the first that differs (equal views of one
+/// array are equal values, so most columns cost a 16-byte comparison); a batch of other
+/// types is compared with itself shifted by one row, a kernel per column; a batch's first row
+/// is compared with the previous batch's last. No row is encoded or copied: the check runs
+/// over every row the score stage writes.
 pub struct KeyOrder {
     columns: Vec<String>,
     /// The previous batch's last row: the key columns, one row each.
