@@ -147,7 +147,10 @@ impl ReplyRule {
 /// The reading of an option number that the rule accepted: `ok` in 1..=5, else
 /// `out_of_range` (saturated at `i32::MAX`).
 fn number(digits: &str) -> Reading {
-    let n: i32 = digits.parse().unwrap_or(i32::MAX);
+    let n: i32 = match digits.as_bytes() {
+        [d] if d.is_ascii_digit() => i32::from(d - b'0'),
+        _ => digits.parse().unwrap_or(i32::MAX),
+    };
     let status = if (1..=OPTIONS as i32).contains(&n) {
         Status::Ok
     } else {
