@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `strict_readings(mode, item, reply, failed, option_order, item_order)` | [`read_single`], [`read_whole`], [`option_to_value`] | list of struct `{item, shown_position, option, value, status}`, one per item shown, in item order (`shown_position` null for a single-item request) |
 //! | `lenient_readings` (same arguments) | the same with [`ReplyRule::Lenient`] | as above |
-//! | `strict_tallies(test, mode, item, reply, failed, option_order, item_order)`, `lenient_tallies` | the readings above and the scoring key ([`KeyPoints`]) | struct `{opt_n, opt_min, opt_max, n_0, p_0, n_1, p_1, ...}`: per dimension slot, the items read `ok` that the key scores and their points; the count, least and greatest of their options |
+//! | `strict_tallies(test, mode, item, reply, failed, option_order, item_order)`, `lenient_tallies` | the readings above and the scoring key ([`KeyPoints`]) | struct `{opt_n, opt_min, opt_max, n_0, p_0, n_1, p_1, ...}`: per dimension slot, the items read `ok` that the key scores and their points (0 when none); the count, least and greatest of their options |
 //! | `reply_counts(rule, reply, failed, item_order)` | [`ReplyRule::read_single`], [`ReplyRule::read_whole`] | struct `{items, readable_items}`: positions shown (1 for a single-item request) and those read `ok` |
 //! | `dimension_slots(n_0, p_0, n_1, p_1, ...)` | | list of struct `{ix, n, p}`, one per pair, in argument order |
 //! | `scale_value(points, max_points, raw_unit)` | [`crate::scorer::scale_value`] | f64 |
@@ -437,7 +437,7 @@ fn tally_fields(slots: usize) -> Fields {
     ];
     for i in 0..slots {
         f.push(Field::new(format!("n_{i}"), DataType::Int64, false));
-        f.push(Field::new(format!("p_{i}"), DataType::Float64, true));
+        f.push(Field::new(format!("p_{i}"), DataType::Float64, false));
     }
     Fields::from(f)
 }
@@ -446,10 +446,11 @@ fn tally_fields(slots: usize) -> Fields {
 /// (`lenient_tallies` for the lenient rule): one request's readings (those of
 /// `strict_readings`) scored with the key, as the sums a scale score is made of. Only a
 /// reading `ok` of an item the key scores counts: `n_<ix>` such items of dimension slot `ix`
-/// and `p_<ix>` their points (null when none; summed from 0 in item order, so that an
-/// administration's sum of its requests' tallies is, bit for bit, the sum over its items in
-/// item order), `opt_n`, `opt_min` and `opt_max` over the options replied (for the
-/// constant-answer flag).
+/// and `p_<ix>` their points (summed from 0 in item order, so that an administration's sum of
+/// its requests' tallies is, bit for bit, the sum over its items in item order; 0 when none,
+/// not null: a sum that starts at +0 is never -0, so adding +0 changes no bit of it, and a
+/// null costs a validity bit in the function and in every sum), `opt_n`, `opt_min` and
+/// `opt_max` over the options replied (for the constant-answer flag).
 ///
 /// The scale-score plans group these per administration: a whole-test administration is one
 /// request, so its items are summed here instead of as a row each.
@@ -504,7 +505,7 @@ impl ScalarUDFImpl for Tallies {
             .map(|_| Float64Builder::with_capacity(rows))
             .collect();
         let mut shown: Vec<(i32, Option<i32>, Reading)> = Vec::new();
-        let (mut cn, mut cp) = (vec![0i64; slots], vec![None::<f64>; slots]);
+        let (mut cn, mut cp) = (vec![0i64; slots], vec![0.0f64; slots]);
         let mut keyed: Option<(&str, &ItemPoints)> = None;
         for i in 0..rows {
             let oo = request_readings(self.rule, self.name(), i, &request, &mut shown)?;
@@ -523,7 +524,7 @@ impl ScalarUDFImpl for Tallies {
                 },
             };
             cn.fill(0);
-            cp.fill(None);
+            cp.fill(0.0);
             let (mut on, mut omin, mut omax) = (0i64, None::<i32>, None::<i32>);
             for (it, _, r) in &shown {
                 let Some(v) = value(r, oo) else { continue };
@@ -532,7 +533,7 @@ impl ScalarUDFImpl for Tallies {
                     continue;
                 };
                 cn[*ix] += 1;
-                cp[*ix] = Some(cp[*ix].unwrap_or(0.0) + points[v as usize]);
+                cp[*ix] += points[v as usize];
                 if let Some(o) = r.option {
                     on += 1;
                     omin = Some(omin.map_or(o, |m| m.min(o)));
@@ -544,7 +545,7 @@ impl ScalarUDFImpl for Tallies {
             opt_max.append_option(omax);
             for k in 0..slots {
                 n[k].append_value(cn[k]);
-                p[k].append_option(cp[k]);
+                p[k].append_value(cp[k]);
             }
         }
         let mut cols: Vec<ArrayRef> = vec![
