@@ -103,11 +103,11 @@ fn aggregate_and_report_commands() {
         fs_err::read(d.join("out6/report/SHA256SUMS")).unwrap()
     );
     // A missing score stage output is a clear error naming the file.
-    fs_err::remove_file(d.join("out6/score/parsed_answers.parquet")).unwrap();
+    fs_err::remove_file(d.join("out6/score/reply_rules.parquet")).unwrap();
     let o = stage(d, "out6", &["aggregate"]);
     assert!(!o.status.success());
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("parsed_answers.parquet"),
+        String::from_utf8_lossy(&o.stderr).contains("reply_rules.parquet"),
         "{}",
         text(&o)
     );

@@ -140,11 +140,6 @@ fn score_dir(records: &[StoredRecord], rules: &[&str]) -> tempfile::TempDir {
         protospread_core::write_parquet(&d.join(name), schema, batches).unwrap();
     };
     write(
-        "parsed_answers.parquet",
-        protospread_core::parsed_answers_schema(),
-        &m.parsed,
-    );
-    write(
         "scale_scores.parquet",
         protospread_core::scale_scores_schema(),
         &m.scales,
@@ -579,7 +574,7 @@ fn each_combination_is_the_study_of_its_rule_and_protocol_set() {
         ("rec2", [answered("m1", mixed), prose, gaps].concat()),
     ];
     let (key, norms) = (scoring_key(), human_norms());
-    let (mut parsed, mut rules, mut by_rule) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut rules, mut by_rule) = (Vec::new(), Vec::new());
     for (source, recs) in &sources {
         let m = score_in_memory(
             source,
@@ -591,7 +586,6 @@ fn each_combination_is_the_study_of_its_rule_and_protocol_set() {
             &[],
         )
         .unwrap();
-        parsed.extend(m.parsed);
         rules.extend(m.rules);
         by_rule.extend(m.by_rule);
     }
@@ -616,11 +610,6 @@ fn each_combination_is_the_study_of_its_rule_and_protocol_set() {
         let mut s = study;
         r.extend(only_rules(&rules, &names[1..]));
         s.extend(only_rules(&by_rule, &names[1..]));
-        write(
-            "parsed_answers.parquet",
-            protospread_core::parsed_answers_schema(),
-            &parsed,
-        );
         write(
             "scale_scores.parquet",
             protospread_core::scale_scores_schema(),

@@ -1,8 +1,8 @@
 //! protospread-aggregate: per-cell protocol and sampling spread of questionnaire scale scores.
 //!
-//! Reads `out/score/scale_scores.parquet`, `out/score/parsed_answers.parquet`,
-//! `out/score/norms.parquet`, `out/score/reply_rules.parquet` (passed through as table
-//! `reply_rules`) and `out/score/scale_scores_by_rule.parquet` (the side-by-side tables
+//! Reads `out/score/scale_scores.parquet`, `out/score/norms.parquet`,
+//! `out/score/reply_rules.parquet` (the requests per model, condition and reply rule: the
+//! `requests` table counts the strict rule's; passed through as table `reply_rules`) and `out/score/scale_scores_by_rule.parquet` (the side-by-side tables
 //! `cells_by_rule`, `protocol_vs_sampling_by_rule`, `verdict_by_rule`: every reply rule x
 //! protocol set, primary and secondary) and writes the per-cell statistics and the study tables to
 //! `out/aggregate/` (one Parquet file per table, plus `SHA256SUMS`). Every table is a DataFusion
@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use protospread_engine::{EngineOptions, MAX_PARTITIONS};
-pub use stage::{PRIMARY, SECONDARY, STATUSES};
+pub use stage::{PRIMARY, SECONDARY};
 pub use stats::{diff_z, mean_z, ratio, sd_z, shift_z, variance_gt, z, Moments, RatioRule};
 pub use table::Table;
 

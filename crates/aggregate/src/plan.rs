@@ -123,9 +123,6 @@ const RERUN_PACK: i64 = 1024;
 /// The packed score of an administration without a score in human SDs.
 const RERUN_NONE: i64 = 1023;
 
-/// Statuses that make a received reply unreadable.
-const UNREADABLE: &str = "'not_a_number', 'out_of_range', 'missing_in_whole', 'duplicate_in_whole'";
-
 /// Views that the tables are built from, in creation order: (name, SQL). Over a keyed
 /// [`Cut`], `sc` is the union of its branches and every view carries `combo`.
 pub(crate) fn views(p: &Params, cut: &Cut) -> Vec<(&'static str, String)> {
@@ -520,69 +517,29 @@ pub(crate) fn group_tables(p: &Params) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// The condition a parsed answer outside the score stage's contract meets: a status or a mode
-/// that is missing or not one the contract names.
-pub(crate) fn outside_contract() -> String {
-    let statuses: Vec<String> = crate::stage::STATUSES.iter().map(|s| lit(s)).collect();
-    format!(
-        "(status IS NULL OR status NOT IN ({}) OR mode IS NULL OR mode NOT IN ('single', 'whole'))",
-        statuses.join(", ")
-    )
-}
-
 /// Views over the inputs for the request tables: `req` per (source, model, condition) from the
-/// parsed answers, `adm` one row per administration from the scale scores.
+/// strict rule's rows of `reply_rules`, and `adm` per administration from the scale scores.
 pub(crate) fn request_views() -> Vec<(&'static str, String)> {
-    // A request is one item in single mode and one whole test in whole mode. A single-mode row
-    // is a request of its own (the import refuses a repeated item), so only whole-mode rows are
-    // grouped per request. Grouping every row by request and by all nine columns cost more
-    // than the rest of the stage together.
-    // Label, arm and cohort are grouping keys of the first grouping, not values compared in
-    // every row (MIN and MAX of three texts per answer were 9 % of the stage's instructions at
-    // 10^6 answers): a model has one of each (`check_answers` refuses another), so each
-    // (source, model, condition) is normally one group, and the second grouping carries them
-    // by MIN. The `*_max`, `cohort_n` and `rows_n` columns let `check_answers` ask whether a
-    // model has one label, arm and cohort over `req` (a row per model and condition) instead
-    // of over every parsed answer again: a row with another label, arm or cohort (or none)
-    // is a group of its own, so MIN and MAX differ or the cohort counts fall short. A
-    // whole-test request with such a row is counted twice here; the stage refuses it first.
-    // `bad` counts the rows outside the contract (status, mode): the stage refuses the input
-    // when any group has one, naming the first such row (`check_answers`), so the other counts
-    // of such an input are never used. A row whose mode is not `whole` (also a missing one)
-    // is counted in the first part. (One grouping of both modes, with the request's sample
-    // and test as keys of whole-mode rows only, was slower than these two scans.)
-    let unreadable = format!("status IN ({UNREADABLE})");
-    let bad = format!("SUM(CASE WHEN {} THEN 1 ELSE 0 END)", outside_contract());
+    // The score stage counts each request once, as it reads it (`reply_rules`, a row per
+    // source, model, condition, mode and rule): grouping every parsed answer again here was
+    // the largest plan of the stage (about 10 s of 30 at 10^8 answers). A request is failed,
+    // readable (every shown position read `ok`) or unreadable; its items likewise.
+    // Label, arm and cohort: a model has one of each (`check_requests` refuses another), so
+    // the MIN is the model's. So do the counts add up (`check_requests`).
     let req = format!(
         "SELECT source, MIN(label) AS label, model, MIN(arm) AS arm, MIN(cohort) AS cohort, condition, \
-           SUM(requests) AS requests, SUM(failed) AS failed_requests, \
-           SUM(unreadable) AS unreadable_replies, SUM(items) AS items, SUM(unreadable_items) AS unreadable_items, \
-           MAX(label) AS label_max, MAX(arm) AS arm_max, MAX(cohort) AS cohort_max, \
-           SUM(cohort_n) AS cohort_n, SUM(items) AS rows_n, SUM(bad) AS bad_rows \
-         FROM ( \
-           SELECT source, model, condition, label, arm, cohort, \
-             COUNT(*) AS requests, \
-             SUM(CASE WHEN status = 'request_failed' THEN 1 ELSE 0 END) AS failed, \
-             SUM(CASE WHEN {unreadable} THEN 1 ELSE 0 END) AS unreadable, \
-             COUNT(*) AS items, SUM(CASE WHEN {unreadable} THEN 1 ELSE 0 END) AS unreadable_items, \
-             CASE WHEN cohort IS NULL THEN 0 ELSE COUNT(*) END AS cohort_n, {bad} AS bad \
-           FROM answers WHERE mode IS DISTINCT FROM 'whole' GROUP BY source, model, condition, label, arm, cohort \
-           UNION ALL \
-           SELECT source, model, condition, label, arm, cohort, COUNT(*), SUM(failed), \
-             SUM(CASE WHEN failed = 0 THEN unreadable ELSE 0 END), SUM(items), SUM(unreadable_items), \
-             SUM(cohort_n), SUM(bad) \
-           FROM (SELECT source, model, condition, label, arm, cohort, \
-                   MAX(CASE WHEN status = 'request_failed' THEN 1 ELSE 0 END) AS failed, \
-                   MAX(CASE WHEN {unreadable} THEN 1 ELSE 0 END) AS unreadable, COUNT(*) AS items, \
-                   SUM(CASE WHEN {unreadable} THEN 1 ELSE 0 END) AS unreadable_items, \
-                   CASE WHEN cohort IS NULL THEN 0 ELSE COUNT(*) END AS cohort_n, {bad} AS bad \
-                 FROM answers WHERE mode = 'whole' \
-                 GROUP BY source, model, condition, sample, test, label, arm, cohort) \
-           GROUP BY source, model, condition, label, arm, cohort) \
-         GROUP BY source, model, condition"
+           SUM(requests) AS requests, SUM(failed_requests) AS failed_requests, \
+           SUM(CAST(requests AS BIGINT) - failed_requests - readable_replies) AS unreadable_replies, \
+           SUM(items) AS items, \
+           SUM(CAST(items AS BIGINT) - failed_items - readable_items) AS unreadable_items \
+         FROM reply_rules WHERE rule = {} GROUP BY source, model, condition",
+        lit(STRICT)
     );
     vec![("req", req), ("adm", administrations("scores", "", ""))]
 }
+
+/// The study's own reply rule, which `[score] reply_rules` always lists first.
+pub(crate) const STRICT: &str = "strict";
 
 /// `requests` and `constant_runs`.
 pub(crate) fn request_tables() -> Vec<(&'static str, String)> {
@@ -660,9 +617,8 @@ pub(crate) fn headline_group(cut: &Cut) -> String {
 }
 
 /// The requests of each branch of `cut` under its reply rule, over the conditions it uses:
-/// (`combo`,) source, arm, condition, mode, requests, unreadable_replies. Readable replies
-/// come from `reply_rules`; failed requests (the same under any rule) from the strict parsed
-/// answers (`req`).
+/// (`combo`,) source, arm, condition, mode, requests, unreadable_replies, from the rule's rows
+/// of `reply_rules`: a received reply (a request not failed) the rule cannot read.
 pub(crate) fn side_requests(p: &Params, cut: &Cut) -> String {
     let parts: Vec<String> = cut
         .branches
@@ -676,12 +632,11 @@ pub(crate) fn side_requests(p: &Params, cut: &Cut) -> String {
             let conds: Vec<String> = used(p, b).into_iter().cloned().collect();
             format!(
                 "SELECT {combo}r.source, r.arm, r.condition, r.mode, r.requests, \
-                   r.requests - r.readable - COALESCE(q.failed_requests, 0) AS unreadable_replies \
+                   r.requests - r.readable - r.failed AS unreadable_replies \
                  FROM (SELECT source, model, arm, condition, MIN(mode) AS mode, \
-                         SUM(requests) AS requests, SUM(readable_replies) AS readable \
-                       FROM reply_rules WHERE rule = {} AND {} GROUP BY source, model, arm, condition) r \
-                 LEFT JOIN req q ON r.source = q.source AND r.model = q.model \
-                   AND r.condition = q.condition",
+                         SUM(requests) AS requests, SUM(readable_replies) AS readable, \
+                         SUM(failed_requests) AS failed \
+                       FROM reply_rules WHERE rule = {} AND {} GROUP BY source, model, arm, condition) r",
                 lit(&b.rule),
                 in_list("condition", &conds),
             )

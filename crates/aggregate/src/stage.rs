@@ -55,31 +55,20 @@ const SCORE_REQUIRED: &[&str] = &[
     "constant_answers",
 ];
 
-const ANSWER_COLUMNS: &[(&str, Kind)] = &[
+const RULE_COLUMNS: &[(&str, Kind)] = &[
     ("source", Kind::Str),
     ("label", Kind::Str),
     ("model", Kind::Str),
     ("arm", Kind::Str),
     ("cohort", Kind::Str),
     ("condition", Kind::Str),
-    ("sample", Kind::Int),
-    ("test", Kind::Str),
-    ("mode", Kind::Str),
-    ("item", Kind::Int),
-    ("status", Kind::Str),
-];
-
-const RULE_COLUMNS: &[(&str, Kind)] = &[
-    ("source", Kind::Str),
-    ("label", Kind::Str),
-    ("model", Kind::Str),
-    ("arm", Kind::Str),
-    ("condition", Kind::Str),
     ("mode", Kind::Str),
     ("rule", Kind::Str),
     ("requests", Kind::Int),
+    ("failed_requests", Kind::Int),
     ("readable_replies", Kind::Int),
     ("items", Kind::Int),
+    ("failed_items", Kind::Int),
     ("readable_items", Kind::Int),
 ];
 
@@ -88,16 +77,6 @@ const NORM_COLUMNS: &[(&str, Kind)] = &[
     ("dimension", Kind::Str),
     ("mean", Kind::Float),
     ("sd", Kind::Float),
-];
-
-/// Statuses of a parsed answer (the score stage's contract).
-pub const STATUSES: &[&str] = &[
-    "ok",
-    "not_a_number",
-    "out_of_range",
-    "missing_in_whole",
-    "duplicate_in_whole",
-    "request_failed",
 ];
 
 /// A scale score's key within its source (and rule): the order the score stage writes.
@@ -178,7 +157,6 @@ pub const SECONDARY: &str = "secondary_single_item";
 struct Files {
     scores: PathBuf,
     by_rule: PathBuf,
-    answers: PathBuf,
     norms: PathBuf,
     rules: PathBuf,
 }
@@ -396,46 +374,41 @@ impl Run<'_> {
         )
     }
 
-    fn check_answers(&self) -> Result<(), AggregateError> {
-        let path = &self.files.answers;
-        // Contract values first, so a bad status or mode is reported, never counted silently.
-        // `req` counts such rows (`bad_rows`); only an input with one is read again, to name
-        // the first.
-        let bad = self.sql("SELECT 1 FROM req WHERE bad_rows > 0 LIMIT 1", path)?;
-        if bad.iter().any(|b| b.num_rows() > 0) {
-            self.refuse(
-                &format!(
-                    "SELECT source, model, condition, CAST(sample AS BIGINT) AS sample, test, \
-                       CAST(item AS BIGINT) AS item, mode, status FROM answers \
-                     WHERE {} \
-                     ORDER BY source, model, condition, sample, test, item LIMIT 1",
-                    plan::outside_contract()
-                ),
-                path,
-                |r| {
-                    format!(
-                        "row {}: mode {:?} / status {:?} is not in the contract (mode single|whole; status {})",
-                        describe(r, &["mode", "status"]),
-                        get(r, "mode"),
-                        get(r, "status"),
-                        STATUSES.join("|")
-                    )
-                },
-            )?;
-        }
+    /// The score stage's request counts (`reply_rules`): every count a number of requests or
+    /// items that the others cannot exceed, every mode one the contract names.
+    fn check_requests(&self) -> Result<(), AggregateError> {
+        self.refuse(
+            "SELECT source, model, condition, mode, rule FROM reply_rules \
+             WHERE mode IS NULL OR mode NOT IN ('single', 'whole') \
+               OR requests < 0 OR failed_requests < 0 OR readable_replies < 0 \
+               OR items < 0 OR failed_items < 0 OR readable_items < 0 \
+               OR CAST(failed_requests AS BIGINT) + readable_replies > requests \
+               OR CAST(failed_items AS BIGINT) + readable_items > items \
+               OR failed_requests > failed_items OR requests > items \
+             ORDER BY source, model, condition, mode, rule LIMIT 1",
+            &self.files.rules,
+            |r| {
+                format!(
+                    "row {}: the mode is not single|whole, or the counts do not add up \
+                     (failed + readable <= requests and <= items, each request with an item)",
+                    describe(r, &[])
+                )
+            },
+        )?;
         self.check_labels()
     }
 
-    /// Whether each model has one label, arm and cohort.
+    /// Whether each model has one label, arm and cohort, over every rule's rows: the side
+    /// tables group each rule's requests by arm.
     fn check_labels(&self) -> Result<(), AggregateError> {
-        let path = &self.files.answers;
-        // Over `req` (a row per model and condition, with the MAX and the counts beside each
-        // MIN), not over every answer: the same test (plan::request_views).
+        let path = &self.files.rules;
+        // MIN <> MAX, not COUNT(DISTINCT ...) > 1: the same test (both ignore nulls); a
+        // cohort on some rows and none on others shows in the counts.
         self.refuse(
-            "SELECT source, model FROM req GROUP BY source, model \
-             HAVING MIN(label) <> MAX(label_max) OR MIN(arm) <> MAX(arm_max) \
-               OR MIN(cohort) <> MAX(cohort_max) \
-               OR (SUM(cohort_n) > 0 AND SUM(cohort_n) < SUM(rows_n)) ORDER BY source, model LIMIT 1",
+            "SELECT source, model FROM reply_rules GROUP BY source, model \
+             HAVING MIN(label) <> MAX(label) OR MIN(arm) <> MAX(arm) \
+               OR MIN(cohort) <> MAX(cohort) OR (COUNT(cohort) > 0 AND COUNT(cohort) < COUNT(*)) \
+             ORDER BY source, model LIMIT 1",
             path,
             |r| {
                 format!(
@@ -579,7 +552,6 @@ impl Run<'_> {
         let f = self.files;
         for (name, path) in [
             ("scores", &f.scores),
-            ("answers", &f.answers),
             ("norms", &f.norms),
             ("reply_rules", &f.rules),
             ("scores_by_rule", &f.by_rule),
@@ -596,9 +568,9 @@ impl Run<'_> {
         }
         // The checks of the scale scores (both files) read nothing the request tables make,
         // so a second session runs them while this one builds the request tables and checks
-        // the parsed answers (each is a few short plans, planned on one thread). An error is
-        // the one the stage meets first in this order: the scale scores', the parsed
-        // answers', the scale scores by rule's.
+        // the request counts (each is a few short plans, planned on one thread). An error is
+        // the one the stage meets first in this order: the scale scores', the request
+        // counts', the scale scores by rule's.
         let checker = Run::new(self.fork_engine()?, self.files)?;
         let (checked, prepared) = std::thread::scope(|scope| {
             let checked = scope.spawn(move || {
@@ -674,12 +646,17 @@ impl Run<'_> {
         })
     }
 
-    /// The request views (`req`, `adm`), the parsed answers' checks, `headline` and `norms_n`.
+    /// The request views (`req`, `adm`), the request counts' checks, `headline` and `norms_n`.
     fn request_tables_checked(&self, p: &Params) -> Result<(), AggregateError> {
         for (name, sql) in plan::request_views() {
-            self.materialize(name, &sql, &self.files.answers)?;
+            let from = if name == "adm" {
+                &self.files.scores
+            } else {
+                &self.files.rules
+            };
+            self.materialize(name, &sql, from)?;
         }
-        self.check_answers()?;
+        self.check_requests()?;
         self.headline(p)?;
         self.view(
             "norms_n",
@@ -717,7 +694,7 @@ impl Run<'_> {
             emit(self.table(name, &sql, &f.scores)?)?;
         }
         for (name, sql) in plan::request_tables() {
-            emit(self.table(name, &sql, &f.answers)?)?;
+            emit(self.table(name, &sql, &f.rules)?)?;
         }
         // The score stage's readable replies per reply rule, passed through (strict first).
         emit(self.table(
@@ -814,7 +791,7 @@ impl Run<'_> {
         }
         // Strict (the study's rule) first, then the others by name; strict also when the file
         // has no row, so that every table has its columns.
-        let mut rules = vec!["strict".to_string()];
+        let mut rules = vec![plan::STRICT.to_string()];
         for b in self.sql(
             "SELECT DISTINCT rule FROM scores_by_rule ORDER BY rule",
             path,
@@ -924,13 +901,11 @@ pub(crate) fn compute(
 ) -> Result<(), AggregateError> {
     let files = Files {
         scores: score_dir.join("scale_scores.parquet"),
-        answers: score_dir.join("parsed_answers.parquet"),
         norms: score_dir.join("norms.parquet"),
         rules: score_dir.join("reply_rules.parquet"),
         by_rule: score_dir.join("scale_scores_by_rule.parquet"),
     };
     check_schema(&files.scores, SCORE_COLUMNS)?;
-    check_schema(&files.answers, ANSWER_COLUMNS)?;
     check_schema(&files.norms, NORM_COLUMNS)?;
     check_schema(&files.rules, RULE_COLUMNS)?;
     check_schema(&files.by_rule, SCORE_COLUMNS)?;

@@ -2,12 +2,13 @@
 //! straightforward computation written here (from the fixture's in-memory rows, without
 //! DataFusion and without the crate's `stats`), partition independence, and bad inputs.
 
-use arrow::array::{Array, BooleanArray, Float64Array, Int64Array, StringArray};
+use arrow::array::{Array, BooleanArray, Float64Array, Int32Array, Int64Array, StringArray};
 use arrow::record_batch::RecordBatch;
 use protospread_aggregate::Params;
 use protospread_core::AggregateSection;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
 
 mod fixture;
 use fixture::{FxAnswer, FxScore};
@@ -57,9 +58,8 @@ fn write_many_row_groups(score: &Path, s: &[FxScore], a: &[FxAnswer]) {
     use parquet::file::properties::WriterProperties;
     for (name, batch) in [
         ("scale_scores.parquet", fixture::scores_batch(s)),
-        ("parsed_answers.parquet", fixture::answers_batch(a)),
         ("norms.parquet", fixture::norms_batch()),
-        ("reply_rules.parquet", fixture::reply_rules_batch()),
+        ("reply_rules.parquet", fixture::reply_rules_batch(a)),
         (
             "scale_scores_by_rule.parquet",
             fixture::by_rule_batch(&fixture::scores_batch(s), "strict"),
@@ -588,7 +588,8 @@ fn group_tables_match_an_independent_computation() {
 }
 
 /// Requests, unreadable requests and unreadable items of one (source, model, condition).
-type ReqCounts = (BTreeSet<String>, BTreeSet<String>, i64);
+/// Requests, unreadable replies, unreadable items and failed requests of a model and condition.
+type ReqCounts = (BTreeSet<String>, BTreeSet<String>, i64, BTreeSet<String>);
 
 #[test]
 fn request_tables_match_an_independent_computation() {
@@ -607,11 +608,15 @@ fn request_tables_match_an_independent_computation() {
             format!("{}/{}/{}", a.sample, a.test, a.item)
         };
         e.0.insert(req.clone());
-        if a.status != "ok" && a.status != "request_failed" {
+        if a.status == "request_failed" {
+            e.3.insert(req);
+        } else if a.status != "ok" {
             e.1.insert(req);
             e.2 += 1;
         }
     }
+    let failed: usize = exp.values().map(|e| e.3.len()).sum();
+    assert_eq!(failed, 2, "the fixture's failed requests");
     assert_eq!(q.num_rows(), exp.len());
     for k in 0..q.num_rows() {
         let key = (
@@ -627,7 +632,11 @@ fn request_tables_match_an_independent_computation() {
             "{key:?}"
         );
         assert_eq!(i(q, "unreadable_items")[k], Some(e.2), "{key:?}");
-        assert_eq!(i(q, "failed_requests")[k], Some(0));
+        assert_eq!(
+            i(q, "failed_requests")[k],
+            Some(e.3.len() as i64),
+            "{key:?}"
+        );
     }
     let sp = (0..q.num_rows())
         .find(|k| s(q, "model")[*k] == "api-c" && s(q, "condition")[*k] == "SP")
@@ -868,13 +877,10 @@ fn params_from_config_take_each_inputs_headline_arm() {
 fn write_scores(dir: &Path, rows: &[FxScore], answers: &[FxAnswer]) {
     let sb = fixture::scores_batch(rows);
     let bb = fixture::by_rule_batch(&sb, "strict");
-    let ab = fixture::answers_batch(answers);
     let nb = fixture::norms_batch();
     protospread_core::write_parquet(&dir.join("scale_scores.parquet"), sb.schema(), &[sb]).unwrap();
-    protospread_core::write_parquet(&dir.join("parsed_answers.parquet"), ab.schema(), &[ab])
-        .unwrap();
     protospread_core::write_parquet(&dir.join("norms.parquet"), nb.schema(), &[nb]).unwrap();
-    let rb = fixture::reply_rules_batch();
+    let rb = fixture::reply_rules_batch(answers);
     protospread_core::write_parquet(&dir.join("reply_rules.parquet"), rb.schema(), &[rb]).unwrap();
     protospread_core::write_parquet(
         &dir.join("scale_scores_by_rule.parquet"),
@@ -901,13 +907,73 @@ fn reply_rules_pass_through_sorted_strict_first() {
             .values()
             .to_vec()
     };
-    assert_eq!(s("condition"), ["B0", "S0", "S0"]);
-    assert_eq!(s("rule"), ["strict", "strict", "lenient"]);
-    assert_eq!(s("mode"), ["whole", "single", "single"]);
-    assert_eq!(i("requests"), [1, 10, 10]);
-    assert_eq!(i("readable_replies"), [0, 7, 9]);
-    assert_eq!(i("items"), [50, 10, 10]);
-    assert_eq!(i("readable_items"), [49, 7, 9]);
+    let (source, model, arm, condition, mode, rule) = (
+        s("source"),
+        s("model"),
+        s("arm"),
+        s("condition"),
+        s("mode"),
+        s("rule"),
+    );
+    let (_, answers) = fixture::rows();
+    let keys: Vec<_> = (0..r.num_rows())
+        .map(|k| (&source[k], &model[k], &arm[k], &condition[k], &mode[k]))
+        .collect();
+    for k in 0..r.num_rows() {
+        // Sorted by source, model, arm, condition and mode; strict, then lenient, per key.
+        assert_eq!(rule[k], if k % 2 == 0 { "strict" } else { "lenient" });
+        if k % 2 == 1 {
+            assert_eq!(keys[k], keys[k - 1]);
+        } else if k > 0 {
+            assert!(keys[k] > keys[k - 1], "row {k}");
+        }
+        let of_key: Vec<&FxAnswer> = answers
+            .iter()
+            .filter(|a| {
+                (&a.source, &a.model, &a.arm, &a.condition, &a.mode)
+                    == (keys[k].0, keys[k].1, keys[k].2, keys[k].3, keys[k].4)
+            })
+            .collect();
+        assert_eq!(i("items")[k], of_key.len() as i64, "row {k}");
+        if rule[k] == "strict" {
+            let ok = of_key.iter().filter(|a| a.status == "ok").count();
+            assert_eq!(i("readable_items")[k], ok as i64, "row {k}");
+        }
+    }
+    // Every key of the parsed answers has its two rows.
+    let answer_keys: BTreeSet<_> = answers
+        .iter()
+        .map(|a| (&a.source, &a.model, &a.arm, &a.condition, &a.mode))
+        .collect();
+    assert_eq!(r.num_rows(), 2 * answer_keys.len());
+}
+
+/// `batch` with `column` of `row` set to `value` (a text, or an integer for Int32 columns).
+fn with_value(batch: &RecordBatch, row: usize, column: &str, value: &str) -> RecordBatch {
+    let i = batch.schema().index_of(column).unwrap();
+    let mut cols = batch.columns().to_vec();
+    let c = &cols[i];
+    cols[i] = if let Some(t) = c.as_any().downcast_ref::<StringArray>() {
+        Arc::new(
+            (0..t.len())
+                .map(|r| Some(if r == row { value } else { t.value(r) }))
+                .collect::<StringArray>(),
+        )
+    } else {
+        let n = c.as_any().downcast_ref::<Int32Array>().unwrap();
+        Arc::new(
+            (0..n.len())
+                .map(|r| {
+                    Some(if r == row {
+                        value.parse().unwrap()
+                    } else {
+                        n.value(r)
+                    })
+                })
+                .collect::<Int32Array>(),
+        )
+    };
+    RecordBatch::try_new(batch.schema(), cols).unwrap()
 }
 
 /// The error of computing the tables of the score folder `dir`, which must fail.
@@ -946,32 +1012,66 @@ fn bad_inputs_are_named() {
         e.contains("scale_scores.parquet") && e.contains("duplicate row"),
         "{e}"
     );
-    // Unknown status, in a single-item row and in a whole-test row, and an unknown mode: the
-    // first such row is named.
-    let whole = answers.iter().position(|a| a.mode == "whole").unwrap();
-    for (k, status, mode) in [
-        (3, "maybe", None),
-        (whole, "perhaps", None),
-        (whole, "ok", Some("both")),
+    // Request counts that do not add up, and an unknown mode, in one row of the strict rule's
+    // or the lenient rule's: the first such row is named.
+    let rules = fixture::reply_rules_batch(&answers);
+    let last = rules.num_rows() - 1;
+    for (row, column, value) in [
+        (0, "readable_replies", "1000"),
+        (last, "failed_items", "-1"),
+        (3, "requests", "0"),
+        (last, "mode", "both"),
     ] {
-        let mut bad = answers.clone();
-        bad[k].status = status.into();
-        if let Some(m) = mode {
-            bad[k].mode = m.into();
-        }
-        write_scores(dir.path(), &scores, &bad);
+        write_scores(dir.path(), &scores, &answers);
+        let bad = with_value(&rules, row, column, value);
+        protospread_core::write_parquet(
+            &dir.path().join("reply_rules.parquet"),
+            bad.schema(),
+            std::slice::from_ref(&bad),
+        )
+        .unwrap();
         let e = refusal(dir.path(), &p);
-        let named = format!("{:?}", mode.unwrap_or(status));
+        let model = bad
+            .column_by_name("model")
+            .unwrap()
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap()
+            .value(row)
+            .to_string();
         assert!(
-            e.contains("parsed_answers.parquet")
-                && e.contains("is not in the contract")
-                && e.contains(&named)
-                && e.contains(&format!("{:?}", bad[k].model)),
-            "row {k}: {e}"
+            e.contains("reply_rules.parquet")
+                && e.contains("the counts do not add up")
+                && e.contains(&format!("{model:?}")),
+            "{column} = {value} in row {row}: {e}"
+        );
+    }
+    // Another arm in one rule's row only (row 0 is a lenient row, row 1 a strict one): the
+    // side tables group each rule's requests by arm, so every rule's rows are checked.
+    for (row, rule) in [(0, "lenient"), (1, "strict")] {
+        let bad = with_value(&rules, row, "arm", "elsewhere");
+        let r = bad.column_by_name("rule").unwrap();
+        assert_eq!(
+            r.as_any().downcast_ref::<StringArray>().unwrap().value(row),
+            rule
+        );
+        write_scores(dir.path(), &scores, &answers);
+        protospread_core::write_parquet(
+            &dir.path().join("reply_rules.parquet"),
+            bad.schema(),
+            std::slice::from_ref(&bad),
+        )
+        .unwrap();
+        let e = refusal(dir.path(), &p);
+        assert!(
+            e.contains("reply_rules.parquet") && e.contains("has more than one label/arm/cohort"),
+            "arm of row {row} ({rule}): {e}"
         );
     }
     // A model of the parsed answers with a second arm, label or cohort in one row (a
-    // single-item row and a whole-test row): the scale scores agree, the answers do not.
+    // single-item row and a whole-test row): the scale scores agree, the request counts the
+    // score stage made from those answers do not.
+    let whole = answers.iter().position(|a| a.mode == "whole").unwrap();
     let last = answers.len() - 1;
     let single = answers.iter().position(|a| a.mode != "whole").unwrap();
     let with_cohort = answers
@@ -998,7 +1098,7 @@ fn bad_inputs_are_named() {
         };
         let e = e.to_string();
         assert!(
-            e.contains("parsed_answers.parquet")
+            e.contains("reply_rules.parquet")
                 && e.contains(&format!("model {:?}", bad[k].model))
                 && e.contains("has more than one label/arm/cohort"),
             "{edit} in row {k}: {e}"
@@ -1133,13 +1233,9 @@ fn failed_run_leaves_previous_outputs() {
     let (_d, _) = run_fixture(1);
     let out = _d.path().join("aggregate");
     let before = fs_err::read(out.join("cells.parquet")).unwrap();
-    fs_err::write(
-        _d.path().join("score/parsed_answers.parquet"),
-        b"not parquet",
-    )
-    .unwrap();
+    fs_err::write(_d.path().join("score/reply_rules.parquet"), b"not parquet").unwrap();
     let e =
         protospread_aggregate::run(&_d.path().join("score"), &out, &Params::default()).unwrap_err();
-    assert!(e.to_string().contains("parsed_answers.parquet"), "{e}");
+    assert!(e.to_string().contains("reply_rules.parquet"), "{e}");
     assert_eq!(fs_err::read(out.join("cells.parquet")).unwrap(), before);
 }

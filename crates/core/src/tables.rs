@@ -68,9 +68,10 @@ pub fn scale_scores_by_rule_schema() -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-/// Schema of `out/score/reply_rules.parquet`: one row per (source, model, condition, rule):
-/// requests and the replies and items each configured reply rule reads. Written by the score
-/// stage, passed through by the aggregate stage.
+/// Schema of `out/score/reply_rules.parquet`: one row per (source, model, condition, mode,
+/// rule): requests and the replies and items each configured reply rule reads, and the
+/// failed requests and their items (the same under every rule). Written by the score stage;
+/// the aggregate stage counts requests from the `strict` rows and passes the table through.
 pub fn reply_rules_schema() -> SchemaRef {
     let s = |n: &str| Field::new(n, DataType::Utf8, false);
     let i = |n: &str| Field::new(n, DataType::Int32, false);
@@ -79,12 +80,15 @@ pub fn reply_rules_schema() -> SchemaRef {
         s("label"),
         s("model"),
         s("arm"),
+        Field::new("cohort", DataType::Utf8, true),
         s("condition"),
         s("mode"),
         s("rule"),
         i("requests"),
+        i("failed_requests"),
         i("readable_replies"),
         i("items"),
+        i("failed_items"),
         i("readable_items"),
     ]))
 }

@@ -163,9 +163,9 @@ fn a_missing_listed_table_is_an_error_and_keeps_previous_outputs() {
 
 /// The fixture with its second source labelled `recorded` (as a real-model source is), scale
 /// scores under the strict and the lenient rule (lenient: one more complete SP administration
-/// is not needed; the same scores) and readable replies per rule for that source.
+/// is not needed; the same scores) and its requests per rule counted from its answers, three
+/// S0 replies of which only the lenient rule reads.
 fn build_recorded() -> tempfile::TempDir {
-    use arrow::array::{ArrayRef, Int32Array, StringArray};
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path();
     let score = out.join("score");
@@ -176,6 +176,10 @@ fn build_recorded() -> tempfile::TempDir {
     }
     for r in a.iter_mut().filter(|r| r.source == "rx") {
         r.label = "recorded".into();
+        // Three S0 replies the strict rule cannot read and the lenient one can.
+        if r.condition == "S0" && r.test == "big_five" && r.item % 2 == 0 {
+            r.status = "not_a_number".into();
+        }
     }
     let sb = fixture::scores_batch(&s);
     let both = [
@@ -194,40 +198,7 @@ fn build_recorded() -> tempfile::TempDir {
         &both,
     )
     .unwrap();
-    let ab = fixture::answers_batch(&a);
-    protospread_core::write_parquet(&score.join("parsed_answers.parquet"), ab.schema(), &[ab])
-        .unwrap();
-    // (condition, mode, rule, requests, readable_replies)
-    type Row = (&'static str, &'static str, &'static str, i32, i32);
-    let rows: [Row; 4] = [
-        ("S0", "single", "strict", 10, 3),
-        ("S0", "single", "lenient", 10, 9),
-        ("B0", "whole", "strict", 1, 0),
-        ("B0", "whole", "lenient", 1, 0),
-    ];
-    let text = |f: &dyn Fn(&Row) -> String| -> ArrayRef {
-        Arc::new(StringArray::from(rows.iter().map(f).collect::<Vec<_>>()))
-    };
-    let int = |f: &dyn Fn(&Row) -> i32| -> ArrayRef {
-        Arc::new(Int32Array::from(rows.iter().map(f).collect::<Vec<_>>()))
-    };
-    let rb = arrow::record_batch::RecordBatch::try_new(
-        protospread_core::reply_rules_schema(),
-        vec![
-            text(&|_| "rx".into()),
-            text(&|_| "recorded".into()),
-            text(&|_| "local-1".into()),
-            text(&|_| "local".into()),
-            text(&|r| r.0.into()),
-            text(&|r| r.1.into()),
-            text(&|r| r.2.into()),
-            int(&|r| r.3),
-            int(&|r| r.4),
-            int(&|r| if r.1 == "whole" { 50 * r.3 } else { r.3 }),
-            int(&|r| r.4),
-        ],
-    )
-    .unwrap();
+    let rb = fixture::reply_rules_batch(&a);
     protospread_core::write_parquet(&score.join("reply_rules.parquet"), rb.schema(), &[rb])
         .unwrap();
     protospread_aggregate::run(&score, &out.join("aggregate"), &Default::default()).unwrap();
@@ -255,7 +226,8 @@ fn recorded_section_matches_committed_snapshot() {
     assert!(html
         .contains("<h3>Under each reply rule: primary and secondary (single-item) analysis</h3>"));
     assert!(
-        html.contains("<title>S0 lenient rule: 9 of 10 readable</title>"),
+        html.contains("<title>S0 strict rule: 7 of 10 readable</title>")
+            && html.contains("<title>S0 lenient rule: 10 of 10 readable</title>"),
         "{html}"
     );
     // The simulated-like fixture source is not in the section.

@@ -519,31 +519,36 @@ fn plan_source(
     // Every request read by every configured rule; a whole-test reply is readable when each
     // shown position is read `ok`. `ord` keeps the configured order (strict first). Each
     // rule's requests are grouped on their own and the rule's name and position added after:
-    // two constant keys less in every request's grouping.
+    // two constant keys less in every request's grouping. Failed requests and their items
+    // (failed under every rule alike) ride along, so the aggregate stage counts requests from
+    // these rows instead of grouping every parsed answer again.
     let per_rule = rules
         .iter()
         .enumerate()
         .map(|(ord, r)| {
             format!(
-                "SELECT label, model, arm, condition, mode, {name} AS rule, {ord} AS ord, requests, \
-                        readable_replies, items, readable_items \
-                 FROM (SELECT label, model, arm, condition, mode, CAST(count(*) AS INT) AS requests, \
-                         CAST(sum(CASE WHEN get_field(c, 'readable_items') = get_field(c, 'items') \
+                "SELECT label, model, arm, cohort, condition, mode, {name} AS rule, {ord} AS ord, \
+                        requests, failed_requests, readable_replies, items, failed_items, readable_items \
+                 FROM (SELECT label, model, arm, cohort, condition, mode, CAST(count(*) AS INT) AS requests, \
+                         CAST(sum(CASE WHEN failed THEN 1 ELSE 0 END) AS INT) AS failed_requests, \
+                         CAST(sum(CASE WHEN NOT failed AND get_field(c, 'readable_items') = get_field(c, 'items') \
                               THEN 1 ELSE 0 END) AS INT) AS readable_replies, \
                          CAST(sum(get_field(c, 'items')) AS INT) AS items, \
+                         CAST(sum(CASE WHEN failed THEN get_field(c, 'items') ELSE 0 END) AS INT) AS failed_items, \
                          CAST(sum(get_field(c, 'readable_items')) AS INT) AS readable_items \
-                       FROM (SELECT {label} AS label, model, arm, condition, mode, \
+                       FROM (SELECT {label} AS label, model, arm, cohort, condition, mode, \
+                               error IS NOT NULL AS failed, \
                                reply_counts({name}, reply, error IS NOT NULL, item_order) AS c FROM raw) \
-                       GROUP BY label, model, arm, condition, mode)",
+                       GROUP BY label, model, arm, cohort, condition, mode)",
                 name = lit(r.as_str())
             )
         })
         .collect::<Vec<_>>()
         .join(" UNION ALL ");
     let rules = format!(
-        "SELECT {src} AS source, label, model, arm, condition, mode, rule, requests, \
-                readable_replies, items, readable_items \
-         FROM ({per_rule}) ORDER BY model, arm, condition, mode, ord, label",
+        "SELECT {src} AS source, label, model, arm, cohort, condition, mode, rule, requests, \
+                failed_requests, readable_replies, items, failed_items, readable_items \
+         FROM ({per_rule}) ORDER BY model, arm, condition, mode, ord, label, cohort NULLS FIRST",
         src = lit(source)
     );
     Ok(SourcePlans {
