@@ -524,8 +524,8 @@ pub(crate) fn request_views() -> Vec<(&'static str, String)> {
     // source, model, condition, mode and rule): grouping every parsed answer again here was
     // the largest plan of the stage (about 10 s of 30 at 10^8 answers). A request is failed,
     // readable (every shown position read `ok`) or unreadable; its items likewise.
-    // Label, arm and cohort: a model has one of each (`check_requests` refuses another), so
-    // the MIN is the model's. So do the counts add up (`check_requests`).
+    // Label, arm and cohort: a model has one of each (`check_labels` refuses another), so the
+    // MIN is the model's; `check_requests` refuses counts that do not add up.
     let req = format!(
         "SELECT source, MIN(label) AS label, model, MIN(arm) AS arm, MIN(cohort) AS cohort, condition, \
            SUM(requests) AS requests, SUM(failed_requests) AS failed_requests, \

@@ -374,26 +374,50 @@ impl Run<'_> {
         )
     }
 
-    /// The score stage's request counts (`reply_rules`): every count a number of requests or
-    /// items that the others cannot exceed, every mode one the contract names.
+    /// The score stage's request counts (`reply_rules`): every mode one the contract names,
+    /// and counts that add up (a request is failed, readable or unreadable, and shows at least
+    /// one item; so do its items). The first row that breaks a rule is named, with the rule.
     fn check_requests(&self) -> Result<(), AggregateError> {
+        let problems = [
+            (
+                "mode IS NULL OR mode NOT IN ('single', 'whole')",
+                "column `mode` is not single or whole",
+            ),
+            (
+                "requests < 0 OR failed_requests < 0 OR readable_replies < 0 OR items < 0 \
+                 OR failed_items < 0 OR readable_items < 0",
+                "a count is negative",
+            ),
+            (
+                "CAST(failed_requests AS BIGINT) + readable_replies > requests",
+                "failed_requests + readable_replies exceed requests",
+            ),
+            (
+                "CAST(failed_items AS BIGINT) + readable_items > items",
+                "failed_items + readable_items exceed items",
+            ),
+            (
+                "failed_requests > failed_items OR requests > items",
+                "more requests than items (failed_requests > failed_items or requests > items)",
+            ),
+        ];
+        let which: Vec<String> = problems
+            .iter()
+            .map(|(when, what)| format!("WHEN {when} THEN {}", plan::lit(what)))
+            .collect();
+        let any: Vec<String> = problems
+            .iter()
+            .map(|(when, _)| format!("({when})"))
+            .collect();
         self.refuse(
-            "SELECT source, model, condition, mode, rule FROM reply_rules \
-             WHERE mode IS NULL OR mode NOT IN ('single', 'whole') \
-               OR requests < 0 OR failed_requests < 0 OR readable_replies < 0 \
-               OR items < 0 OR failed_items < 0 OR readable_items < 0 \
-               OR CAST(failed_requests AS BIGINT) + readable_replies > requests \
-               OR CAST(failed_items AS BIGINT) + readable_items > items \
-               OR failed_requests > failed_items OR requests > items \
-             ORDER BY source, model, condition, mode, rule LIMIT 1",
+            &format!(
+                "SELECT source, model, condition, mode, rule, CASE {} END AS problem \
+                 FROM reply_rules WHERE {} ORDER BY source, model, condition, mode, rule LIMIT 1",
+                which.join(" "),
+                any.join(" OR ")
+            ),
             &self.files.rules,
-            |r| {
-                format!(
-                    "row {}: the mode is not single|whole, or the counts do not add up \
-                     (failed + readable <= requests and <= items, each request with an item)",
-                    describe(r, &[])
-                )
-            },
+            |r| format!("row {}: {}", describe(r, &["problem"]), get(r, "problem")),
         )?;
         self.check_labels()
     }

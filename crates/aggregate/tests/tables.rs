@@ -1016,11 +1016,36 @@ fn bad_inputs_are_named() {
     // or the lenient rule's: the first such row is named.
     let rules = fixture::reply_rules_batch(&answers);
     let last = rules.num_rows() - 1;
-    for (row, column, value) in [
-        (0, "readable_replies", "1000"),
-        (last, "failed_items", "-1"),
-        (3, "requests", "0"),
-        (last, "mode", "both"),
+    // A whole-test row (several items per request) given more requests than items.
+    let modes = rules.column_by_name("mode").unwrap();
+    let modes = modes.as_any().downcast_ref::<StringArray>().unwrap();
+    let whole_row = (0..rules.num_rows())
+        .find(|r| modes.value(*r) == "whole")
+        .unwrap();
+    let items = rules.column_by_name("items").unwrap();
+    let items = items.as_any().downcast_ref::<Int32Array>().unwrap();
+    let too_many = (items.value(whole_row) + 1).to_string();
+    for (row, column, value, problem) in [
+        (
+            0,
+            "readable_replies",
+            "1000",
+            "failed_requests + readable_replies exceed requests",
+        ),
+        (last, "failed_items", "-1", "a count is negative"),
+        (
+            3,
+            "items",
+            "0",
+            "failed_items + readable_items exceed items",
+        ),
+        (
+            whole_row,
+            "requests",
+            too_many.as_str(),
+            "more requests than items",
+        ),
+        (last, "mode", "both", "column `mode` is not single or whole"),
     ] {
         write_scores(dir.path(), &scores, &answers);
         let bad = with_value(&rules, row, column, value);
@@ -1041,8 +1066,8 @@ fn bad_inputs_are_named() {
             .to_string();
         assert!(
             e.contains("reply_rules.parquet")
-                && e.contains("the counts do not add up")
-                && e.contains(&format!("{model:?}")),
+                && e.contains(problem)
+                && e.contains(&format!("model={model:?}")),
             "{column} = {value} in row {row}: {e}"
         );
     }
