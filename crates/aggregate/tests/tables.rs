@@ -976,6 +976,25 @@ fn with_value(batch: &RecordBatch, row: usize, column: &str, value: &str) -> Rec
     RecordBatch::try_new(batch.schema(), cols).unwrap()
 }
 
+/// The error of computing the tables of the fixture's score folder with `rules` as its
+/// `reply_rules.parquet`, which must fail.
+fn refusal_of_rules(
+    dir: &Path,
+    scores: &[FxScore],
+    answers: &[FxAnswer],
+    rules: &RecordBatch,
+    p: &Params,
+) -> String {
+    write_scores(dir, scores, answers);
+    protospread_core::write_parquet(
+        &dir.join("reply_rules.parquet"),
+        rules.schema(),
+        std::slice::from_ref(rules),
+    )
+    .unwrap();
+    refusal(dir, p)
+}
+
 /// The error of computing the tables of the score folder `dir`, which must fail.
 fn refusal(dir: &Path, p: &Params) -> String {
     protospread_aggregate::compute_tables(dir, p)
@@ -1047,15 +1066,8 @@ fn bad_inputs_are_named() {
         ),
         (last, "mode", "both", "column `mode` is not single or whole"),
     ] {
-        write_scores(dir.path(), &scores, &answers);
         let bad = with_value(&rules, row, column, value);
-        protospread_core::write_parquet(
-            &dir.path().join("reply_rules.parquet"),
-            bad.schema(),
-            std::slice::from_ref(&bad),
-        )
-        .unwrap();
-        let e = refusal(dir.path(), &p);
+        let e = refusal_of_rules(dir.path(), &scores, &answers, &bad, &p);
         let model = bad
             .column_by_name("model")
             .unwrap()
@@ -1080,14 +1092,7 @@ fn bad_inputs_are_named() {
             r.as_any().downcast_ref::<StringArray>().unwrap().value(row),
             rule
         );
-        write_scores(dir.path(), &scores, &answers);
-        protospread_core::write_parquet(
-            &dir.path().join("reply_rules.parquet"),
-            bad.schema(),
-            std::slice::from_ref(&bad),
-        )
-        .unwrap();
-        let e = refusal(dir.path(), &p);
+        let e = refusal_of_rules(dir.path(), &scores, &answers, &bad, &p);
         assert!(
             e.contains("reply_rules.parquet") && e.contains("has more than one label/arm/cohort"),
             "arm of row {row} ({rule}): {e}"
