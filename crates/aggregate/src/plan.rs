@@ -517,16 +517,16 @@ pub(crate) fn group_tables(p: &Params) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// Views over the inputs for the request tables: `req` per (source, model, condition) from the
-/// strict rule's rows of `reply_rules`, and `adm` per administration from the scale scores.
-pub(crate) fn request_views() -> Vec<(&'static str, String)> {
+/// `req`, the request counts per (source, model, condition), from the strict rule's rows of
+/// `reply_rules`.
+pub(crate) fn request_view() -> String {
     // The score stage counts each request once, as it reads it (`reply_rules`, a row per
     // source, model, condition, mode and rule): grouping every parsed answer again here was
     // the largest plan of the stage (about 10 s of 30 at 10^8 answers). A request is failed,
     // readable (every shown position read `ok`) or unreadable; its items likewise.
     // Label, arm and cohort: a model has one of each (`check_labels` refuses another), so the
     // MIN is the model's; `check_requests` refuses counts that do not add up.
-    let req = format!(
+    format!(
         "SELECT source, MIN(label) AS label, model, MIN(arm) AS arm, MIN(cohort) AS cohort, condition, \
            SUM(requests) AS requests, SUM(failed_requests) AS failed_requests, \
            SUM(CAST(requests AS BIGINT) - failed_requests - readable_replies) AS unreadable_replies, \
@@ -534,8 +534,12 @@ pub(crate) fn request_views() -> Vec<(&'static str, String)> {
            SUM(CAST(items AS BIGINT) - failed_items - readable_items) AS unreadable_items \
          FROM reply_rules WHERE rule = {} GROUP BY source, model, condition",
         lit(STRICT)
-    );
-    vec![("req", req), ("adm", administrations("scores", "", ""))]
+    )
+}
+
+/// `adm`, one row per administration of the scale scores.
+pub(crate) fn administrations_view() -> String {
+    administrations("scores", "", "")
 }
 
 /// The study's own reply rule, which `[score] reply_rules` always lists first.

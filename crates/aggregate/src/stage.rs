@@ -217,6 +217,20 @@ fn describe(row: &[(String, String)], skip: &[&str]) -> String {
         .join(" ")
 }
 
+/// For checks of the form (condition, what it means): an expression naming the first
+/// condition a row meets, and one that is true when it meets any.
+fn first_problem(problems: &[(String, String)]) -> (String, String) {
+    let which: Vec<String> = problems
+        .iter()
+        .map(|(when, what)| format!("WHEN {when} THEN {}", plan::lit(what)))
+        .collect();
+    let any: Vec<String> = problems
+        .iter()
+        .map(|(when, _)| format!("({when})"))
+        .collect();
+    (format!("CASE {} END", which.join(" ")), any.join(" OR "))
+}
+
 fn get<'r>(row: &'r [(String, String)], name: &str) -> &'r str {
     row.iter()
         .find(|(k, _)| k == name)
@@ -283,20 +297,13 @@ impl Run<'_> {
         let path = &self.files.scores;
         let key = "source, model, condition, CAST(sample AS BIGINT) AS sample, test, dimension";
         let order = "ORDER BY source, model, condition, sample, test, dimension LIMIT 1";
-        let which: Vec<String> = SCORE_REQUIRED
+        let nulls: Vec<(String, String)> = SCORE_REQUIRED
             .iter()
-            .map(|c| format!("WHEN {c} IS NULL THEN '{c}'"))
+            .map(|c| (format!("{c} IS NULL"), c.to_string()))
             .collect();
-        let any: Vec<String> = SCORE_REQUIRED
-            .iter()
-            .map(|c| format!("{c} IS NULL"))
-            .collect();
+        let (which, any) = first_problem(&nulls);
         self.refuse(
-            &format!(
-                "SELECT {key}, CASE {} END AS null_column FROM scores WHERE {} {order}",
-                which.join(" "),
-                any.join(" OR ")
-            ),
+            &format!("SELECT {key}, {which} AS null_column FROM scores WHERE {any} {order}"),
             path,
             |r| {
                 format!(
@@ -378,7 +385,7 @@ impl Run<'_> {
     /// and counts that add up (a request is failed, readable or unreadable, and shows at least
     /// one item; so do its items). The first row that breaks a rule is named, with the rule.
     fn check_requests(&self) -> Result<(), AggregateError> {
-        let problems = [
+        let problems: Vec<(String, String)> = [
             (
                 "mode IS NULL OR mode NOT IN ('single', 'whole')",
                 "column `mode` is not single or whole",
@@ -400,21 +407,15 @@ impl Run<'_> {
                 "failed_requests > failed_items OR requests > items",
                 "more requests than items (failed_requests > failed_items or requests > items)",
             ),
-        ];
-        let which: Vec<String> = problems
-            .iter()
-            .map(|(when, what)| format!("WHEN {when} THEN {}", plan::lit(what)))
-            .collect();
-        let any: Vec<String> = problems
-            .iter()
-            .map(|(when, _)| format!("({when})"))
-            .collect();
+        ]
+        .into_iter()
+        .map(|(when, what)| (when.to_string(), what.to_string()))
+        .collect();
+        let (which, any) = first_problem(&problems);
         self.refuse(
             &format!(
-                "SELECT source, model, condition, mode, rule, CASE {} END AS problem \
-                 FROM reply_rules WHERE {} ORDER BY source, model, condition, mode, rule LIMIT 1",
-                which.join(" "),
-                any.join(" OR ")
+                "SELECT source, model, condition, mode, rule, {which} AS problem \
+                 FROM reply_rules WHERE {any} ORDER BY source, model, condition, mode, rule LIMIT 1"
             ),
             &self.files.rules,
             |r| format!("row {}: {}", describe(r, &["problem"]), get(r, "problem")),
@@ -672,14 +673,8 @@ impl Run<'_> {
 
     /// The request views (`req`, `adm`), the request counts' checks, `headline` and `norms_n`.
     fn request_tables_checked(&self, p: &Params) -> Result<(), AggregateError> {
-        for (name, sql) in plan::request_views() {
-            let from = if name == "adm" {
-                &self.files.scores
-            } else {
-                &self.files.rules
-            };
-            self.materialize(name, &sql, from)?;
-        }
+        self.materialize("req", &plan::request_view(), &self.files.rules)?;
+        self.materialize("adm", &plan::administrations_view(), &self.files.scores)?;
         self.check_requests()?;
         self.headline(p)?;
         self.view(

@@ -537,8 +537,8 @@ fn plan_source(
                          CAST(sum(CASE WHEN failed THEN get_field(c, 'items') ELSE 0 END) AS INT) AS failed_items, \
                          CAST(sum(get_field(c, 'readable_items')) AS INT) AS readable_items \
                        FROM (SELECT {label} AS label, model, arm, cohort, condition, mode, \
-                               error IS NOT NULL AS failed, \
-                               reply_counts({name}, reply, error IS NOT NULL, item_order) AS c FROM raw) \
+                               failed, reply_counts({name}, reply, failed, item_order) AS c \
+                             FROM (SELECT *, error IS NOT NULL AS failed FROM raw)) \
                        GROUP BY label, model, arm, cohort, condition, mode)",
                 name = lit(r.as_str())
             )
