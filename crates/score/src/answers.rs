@@ -4,7 +4,8 @@
 //!
 //! Every table is a plan over the fetched Parquet, with the rules registered as functions
 //! ([`crate::kernels`]): the strict reply rule, the expansion of a whole-test reply to one row
-//! per shown position, the scorer's value and the norms. Sums are of integer-valued points, so
+//! per shown position, the scorer's value and the norms; and as aggregates
+//! ([`crate::tally`]): an administration's scored readings and a group's request counts. Sums are of integer-valued points, so
 //! they are exact in any order; every output is sorted by its full key, so the bytes do not
 //! depend on the partition count. Batches stream from the plan into the Parquet writer: no
 //! stage holds the rows of a stored-answer set.
@@ -214,7 +215,7 @@ fn df_err(what: &str, e: datafusion::error::DataFusionError) -> ScoreError {
 /// max_points, raw_unit), from the scorer's own functions. `ix` numbers a test's dimensions in
 /// name order, from 0 (below [`crate::kernels::tally_slots`]), as the tallies' slots do
 /// ([`crate::kernels::dimension_slots`]); the items' points reach the plans through the
-/// tallies.
+/// administration's aggregate ([`crate::tally`]).
 fn register_key(ctx: &SessionContext, key: &ScoringKey) -> Result<(), ScoreError> {
     use arrow::array::{BooleanArray, Float64Array, Int32Array, StringArray};
     use arrow::datatypes::{DataType, Field, Schema};
@@ -281,15 +282,19 @@ pub(crate) fn session(
         target_partitions: 1,
         ..engine.clone()
     })?;
-    // The plans read many fields of one struct a function returns (`*_tallies`); these two
-    // rules push each field access down to the scan, where each became a call of the function
-    // of its own: 19 calls per request instead of one (10^7 answers: 6 s -> 17 s).
+    // The plans read many fields of one struct a function returns; these two rules push
+    // each field access down to the scan, where each became a call of the function of its
+    // own (with the per-request tallies this plan once had: 19 calls per request instead of
+    // one, 10^7 answers 6 s -> 17 s).
     for rule in ["extract_leaf_expressions", "push_down_leaf_projections"] {
         engine.context().remove_optimizer_rule(rule);
     }
     let points = Arc::new(crate::kernels::KeyPoints::new(key));
-    for f in crate::kernels::udfs(Arc::new(norms.clone()), points) {
+    for f in crate::kernels::udfs(Arc::new(norms.clone())) {
         engine.context().register_udf(f);
+    }
+    for f in crate::tally::udafs(points) {
+        engine.context().register_udaf(f);
     }
     register_key(engine.context(), key)?;
     Ok(engine)
@@ -417,39 +422,29 @@ fn plan_source(
     );
     // One pass over the stored answers, and no sort: the requests arrive in administration
     // order, and the grouping by administration streams (its input is sorted by its keys).
-    // Each request's readings are scored with the key where they are read (`*_tallies`: per
-    // dimension slot `ix`, by name, the items read `ok` and their points), so an
-    // administration is one row per request, not per item; its dimensions come out as one
-    // array of (ix, answered, points) in slot order, unnested and joined to `key_dims`: every
+    // Each request's readings are scored with the key where they are read and summed per
+    // administration by one aggregate (`*_administration`, crate::tally: per dimension slot
+    // `ix`, by name, the items read `ok` and their points), so an administration is one row
+    // per request, not per item, and one accumulator, not a sum per slot; its dimensions come
+    // out as one array of (ix, answered, points) in slot order, unnested and joined to `key_dims`: every
     // dimension of the test gets its row, also one with no answered item (incomplete), in
     // dimension order. The constant-answer flag is the administration's own aggregate.
-    let dims = (0..crate::kernels::tally_slots(key))
-        .map(|i| format!("sum(get_field(c, 'n_{i}')), sum(get_field(c, 'p_{i}'))"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    // The scale scores of one rule's tallies; `rule_col` is empty for `scale_scores` and
-    // `'<rule>' AS rule, ` for `scale_scores_by_rule` (one plan text for both tables).
     let scales_plan = |rule: ReplyRule, rule_col: &str| {
-        let tallies = match rule {
-            ReplyRule::Strict => "strict_tallies",
-            ReplyRule::Lenient => "lenient_tallies",
+        let administration = match rule {
+            ReplyRule::Strict => "strict_administration",
+            ReplyRule::Lenient => "lenient_administration",
         };
         format!(
         "WITH admins AS (SELECT model, condition, sample, test, min(study) AS study, min(arm) AS arm, \
                     min(cohort) AS cohort, min(label) AS label, min(temperature) AS temperature, \
-                    COALESCE(sum(get_field(c, 'opt_n')) >= 2 \
-                             AND min(get_field(c, 'opt_min')) = max(get_field(c, 'opt_max')), false) \
-                      AS constant_answers, \
-                    dimension_slots({dims}) AS per_dim \
-                    FROM (SELECT model, condition, sample, test, study, arm, cohort, label, temperature, \
-                            {tallies}(test, mode, item, reply, error IS NOT NULL, option_order, \
-                                      item_order) AS c \
-                          FROM raw) \
-                    GROUP BY model, condition, sample, test), \
+                    {administration}(test, mode, item, reply, error IS NOT NULL, option_order, \
+                                     item_order) AS t \
+                    FROM raw GROUP BY model, condition, sample, test), \
          per_dim AS (SELECT model, condition, sample, test, study, arm, cohort, label, temperature, \
                     constant_answers, get_field(x, 'ix') AS ix, get_field(x, 'n') AS n_answered, \
                     get_field(x, 'p') AS points \
-                    FROM (SELECT *, unnest(per_dim) AS x FROM admins)), \
+                    FROM (SELECT *, get_field(t, 'constant_answers') AS constant_answers, \
+                                 unnest(get_field(t, 'per_dim')) AS x FROM admins)), \
          scored AS (SELECT g.model, g.condition, g.sample, g.test, g.study, g.arm, g.cohort, \
                     g.label, g.temperature, d.dimension, d.n_items, \
                     CAST(g.n_answered AS INT) AS n_answered, \
@@ -529,17 +524,16 @@ fn plan_source(
             format!(
                 "SELECT label, model, arm, cohort, condition, mode, {name} AS rule, {ord} AS ord, \
                         requests, failed_requests, readable_replies, items, failed_items, readable_items \
-                 FROM (SELECT label, model, arm, cohort, condition, mode, CAST(count(*) AS INT) AS requests, \
-                         CAST(sum(CASE WHEN failed THEN 1 ELSE 0 END) AS INT) AS failed_requests, \
-                         CAST(sum(CASE WHEN NOT failed AND get_field(c, 'readable_items') = get_field(c, 'items') \
-                              THEN 1 ELSE 0 END) AS INT) AS readable_replies, \
-                         CAST(sum(get_field(c, 'items')) AS INT) AS items, \
-                         CAST(sum(CASE WHEN failed THEN get_field(c, 'items') ELSE 0 END) AS INT) AS failed_items, \
-                         CAST(sum(get_field(c, 'readable_items')) AS INT) AS readable_items \
+                 FROM (SELECT label, model, arm, cohort, condition, mode, \
+                         CAST(get_field(c, 'requests') AS INT) AS requests, \
+                         CAST(get_field(c, 'failed_requests') AS INT) AS failed_requests, \
+                         CAST(get_field(c, 'readable_replies') AS INT) AS readable_replies, \
+                         CAST(get_field(c, 'items') AS INT) AS items, \
+                         CAST(get_field(c, 'failed_items') AS INT) AS failed_items, \
+                         CAST(get_field(c, 'readable_items') AS INT) AS readable_items \
                        FROM (SELECT {label} AS label, model, arm, cohort, condition, mode, \
-                               failed, reply_counts({name}, reply, failed, item_order) AS c \
-                             FROM (SELECT *, error IS NOT NULL AS failed FROM raw)) \
-                       GROUP BY label, model, arm, cohort, condition, mode)",
+                               request_counts({name}, reply, error IS NOT NULL, item_order) AS c \
+                             FROM raw GROUP BY {label}, model, arm, cohort, condition, mode))",
                 name = lit(r.as_str())
             )
         })

@@ -5,9 +5,6 @@
 //! |---|---|---|
 //! | `strict_readings(mode, item, reply, failed, option_order, item_order)` | [`read_single`], [`read_whole`], [`option_to_value`] | list of struct `{item, shown_position, option, value, status}`, one per item shown, in item order (`shown_position` null for a single-item request) |
 //! | `lenient_readings` (same arguments) | the same with [`ReplyRule::Lenient`] | as above |
-//! | `strict_tallies(test, mode, item, reply, failed, option_order, item_order)`, `lenient_tallies` | the readings above and the scoring key ([`KeyPoints`]) | struct `{opt_n, opt_min, opt_max, n_0, p_0, n_1, p_1, ...}`: per dimension slot, the items read `ok` that the key scores and their points (0 when none); the count, least and greatest of their options |
-//! | `reply_counts(rule, reply, failed, item_order)` | [`ReplyRule::read_single`], [`ReplyRule::read_whole`] | struct `{items, readable_items}`: positions shown (1 for a single-item request) and those read `ok` |
-//! | `dimension_slots(n_0, p_0, n_1, p_1, ...)` | | list of struct `{ix, n, p}`, one per pair, in argument order |
 //! | `scale_value(points, max_points, raw_unit)` | [`crate::scorer::scale_value`] | f64 |
 //! | `norm_z(test, dimension, value)` | [`crate::norms::Norm::z`] | f64, null when not finite |
 //! | `norm_percentile(test, dimension, value)` | [`crate::norms::Norm::percentile`] | f64, null when not finite |
@@ -16,13 +13,13 @@
 //! read in place, other types cast once per batch; `failed` is a boolean (the request's `error`
 //! is not null).
 
-use crate::norms::Norms;
+use crate::norms::{Norm, Norms};
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Float64Array, Float64Builder, Int32Array, Int32Builder,
-    Int64Builder, ListArray, ListBuilder, StringBuilder, StructArray, StructBuilder,
+    ListArray, StringBuilder, StructArray,
 };
 use datafusion::arrow::buffer::OffsetBuffer;
-use datafusion::arrow::datatypes::{DataType, Field, Fields, Float64Type, Int32Type, Int64Type};
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Int32Type};
 use datafusion::common::{exec_err, Result};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
@@ -52,14 +49,10 @@ macro_rules! same_function_by_data {
 }
 
 /// Every function of this module, ready to register on a session.
-pub(crate) fn udfs(norms: Arc<Norms>, key: Arc<KeyPoints>) -> Vec<ScalarUDF> {
+pub(crate) fn udfs(norms: Arc<Norms>) -> Vec<ScalarUDF> {
     vec![
         ScalarUDF::from(Readings::new(ReplyRule::Strict)),
         ScalarUDF::from(Readings::new(ReplyRule::Lenient)),
-        ScalarUDF::from(Tallies::new(ReplyRule::Strict, key.clone())),
-        ScalarUDF::from(Tallies::new(ReplyRule::Lenient, key)),
-        ScalarUDF::from(ReplyCounts::new()),
-        ScalarUDF::from(DimensionSlots::new()),
         ScalarUDF::from(ScaleValue::new()),
         ScalarUDF::from(NormFn::new("norm_z", norms.clone())),
         ScalarUDF::from(NormFn::new("norm_percentile", norms)),
@@ -85,12 +78,17 @@ fn arrays(args: &ScalarFunctionArgs, types: &[DataType]) -> Result<Vec<ArrayRef>
     arrays
         .iter()
         .zip(types)
-        .map(|(a, t)| match (a.data_type(), t) {
-            // Read in place through [`Texts`]: a cast would copy every text of the batch.
-            (DataType::Utf8View, DataType::Utf8) => Ok(a.clone()),
-            _ => Ok(datafusion::arrow::compute::cast(a, t)?),
-        })
+        .map(|(a, t)| text_or_cast(a, t))
         .collect()
+}
+
+/// `a` as type `t`, except that string views stand for plain UTF-8: they are read in place
+/// through [`Texts`], where a cast would copy every text of the batch.
+pub(crate) fn text_or_cast(a: &ArrayRef, t: &DataType) -> Result<ArrayRef> {
+    match (a.data_type(), t) {
+        (DataType::Utf8View, DataType::Utf8) => Ok(a.clone()),
+        _ => Ok(datafusion::arrow::compute::cast(a, t)?),
+    }
 }
 
 /// A text argument as [`arrays`] hands it over: plain UTF-8, or string views read in place.
@@ -136,7 +134,7 @@ fn option_order(text: &str) -> Result<OptionOrder> {
 }
 
 /// The reading of one request's reply: the failed-request rule, then the reply rule.
-fn reading(rule: ReplyRule, reply: &str, failed: bool) -> Reading {
+pub(crate) fn reading(rule: ReplyRule, reply: &str, failed: bool) -> Reading {
     if failed {
         Reading {
             option: None,
@@ -148,7 +146,7 @@ fn reading(rule: ReplyRule, reply: &str, failed: bool) -> Reading {
 }
 
 /// The human items shown by a whole-test request, in shown order.
-fn shown_items(item_order: &str) -> Result<Vec<i32>> {
+pub(crate) fn shown_items(item_order: &str) -> Result<Vec<i32>> {
     // The usual text (item numbers of one to nine digits between semicolons) read byte by
     // byte: `str::split` and `parse` took 200 instructions per number, and every whole-test
     // request is read by three functions. Anything else takes the general path below, which
@@ -176,7 +174,7 @@ fn shown_items(item_order: &str) -> Result<Vec<i32>> {
 }
 
 /// The human value of a reading: only `ok` readings have one.
-fn value(r: &Reading, order: OptionOrder) -> Option<i32> {
+pub(crate) fn value(r: &Reading, order: OptionOrder) -> Option<i32> {
     match (r.status, r.option) {
         (Status::Ok, Some(o)) => option_to_value(o, order),
         _ => None,
@@ -185,8 +183,8 @@ fn value(r: &Reading, order: OptionOrder) -> Option<i32> {
 
 /// The types of the six arguments that say how a request was answered: `mode`, `item`,
 /// `reply`, `failed`, `option_order`, `item_order` (`strict_readings` takes exactly these;
-/// `strict_tallies` takes the test before them).
-fn reply_arg_types() -> [DataType; 6] {
+/// `strict_administration`, crate::tally, takes the test before them).
+pub(crate) fn reply_arg_types() -> [DataType; 6] {
     [
         DataType::Utf8,
         DataType::Int32,
@@ -199,7 +197,7 @@ fn reply_arg_types() -> [DataType; 6] {
 
 /// Those six arguments, cast by [`arrays`] to [`reply_arg_types`].
 #[derive(Clone, Copy)]
-struct ReplyArgs<'a> {
+pub(crate) struct ReplyArgs<'a> {
     mode: Texts<'a>,
     item: &'a datafusion::arrow::array::Int32Array,
     reply: Texts<'a>,
@@ -209,7 +207,7 @@ struct ReplyArgs<'a> {
 }
 
 impl<'a> ReplyArgs<'a> {
-    fn of(a: &'a [ArrayRef]) -> Self {
+    pub(crate) fn of(a: &'a [ArrayRef]) -> Self {
         ReplyArgs {
             mode: Texts::of(&a[0]),
             item: a[1].as_primitive::<Int32Type>(),
@@ -225,7 +223,7 @@ impl<'a> ReplyArgs<'a> {
 /// order: the one definition of a request's readings that every function reading replies
 /// uses. `texts` are the mode, reply, option order and item order columns. Returns the
 /// request's option order.
-fn request_readings(
+pub(crate) fn request_readings(
     rule: ReplyRule,
     name: &str,
     i: usize,
@@ -367,9 +365,9 @@ impl ScalarUDFImpl for Readings {
 
 /// A test's items by number: (dimension slot, points of each human value), `None` for a number
 /// the key does not score.
-type ItemPoints = Vec<Option<(usize, Vec<f64>)>>;
+pub(crate) type ItemPoints = Vec<Option<(usize, Vec<f64>)>>;
 
-/// The scoring key as [`Tallies`] reads it: for each test, each item's dimension slot (the
+/// The scoring key as the administration's tallies read it ([`crate::tally`]): for each test, each item's dimension slot (the
 /// dimension's rank by name within its test, the `ix` of the key tables) and its points for
 /// each human value.
 #[derive(Debug)]
@@ -401,6 +399,16 @@ impl KeyPoints {
             slots: tally_slots(key),
         }
     }
+
+    /// Slots of every tally ([`tally_slots`]).
+    pub(crate) fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// The items of `test`, if the key scores it.
+    pub(crate) fn items(&self, test: &str) -> Option<&ItemPoints> {
+        self.tests.get(test)
+    }
 }
 
 /// The slots of every tally: the most dimensions a test of `key` has, at least one. The
@@ -429,304 +437,12 @@ pub(crate) fn dimension_slots(tk: &crate::key::TestKey) -> Vec<usize> {
         .collect()
 }
 
-fn tally_fields(slots: usize) -> Fields {
-    let mut f = vec![
-        Field::new("opt_n", DataType::Int64, false),
-        Field::new("opt_min", DataType::Int32, true),
-        Field::new("opt_max", DataType::Int32, true),
-    ];
-    for i in 0..slots {
-        f.push(Field::new(format!("n_{i}"), DataType::Int64, false));
-        f.push(Field::new(format!("p_{i}"), DataType::Float64, false));
-    }
-    Fields::from(f)
-}
-
-/// `strict_tallies(test, mode, item, reply, failed, option_order, item_order)`
-/// (`lenient_tallies` for the lenient rule): one request's readings (those of
-/// `strict_readings`) scored with the key, as the sums a scale score is made of. Only a
-/// reading `ok` of an item the key scores counts: `n_<ix>` such items of dimension slot `ix`
-/// and `p_<ix>` their points (summed from 0 in item order, so that an administration's sum of
-/// its requests' tallies is, bit for bit, the sum over its items in item order; 0 when none,
-/// not null: a sum that starts at +0 is never -0, so adding +0 changes no bit of it, and a
-/// null costs a validity bit in the function and in every sum), `opt_n`, `opt_min` and
-/// `opt_max` over the options replied (for the constant-answer flag).
-///
-/// The scale-score plans group these per administration: a whole-test administration is one
-/// request, so its items are summed here instead of as a row each.
-#[derive(Debug)]
-struct Tallies {
-    rule: ReplyRule,
-    key: Arc<KeyPoints>,
-    signature: Signature,
-}
-
-impl Tallies {
-    fn new(rule: ReplyRule, key: Arc<KeyPoints>) -> Self {
-        Tallies {
-            rule,
-            key,
-            signature: Signature::any(7, Volatility::Immutable),
-        }
-    }
-}
-
-same_function_by_data!(Tallies, rule, key);
-
-impl ScalarUDFImpl for Tallies {
-    fn name(&self) -> &str {
-        match self.rule {
-            ReplyRule::Strict => "strict_tallies",
-            ReplyRule::Lenient => "lenient_tallies",
-        }
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Struct(tally_fields(self.key.slots)))
-    }
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let mut types = vec![DataType::Utf8];
-        types.extend(reply_arg_types());
-        let a = arrays(&args, &types)?;
-        let (test, request) = (Texts::of(&a[0]), ReplyArgs::of(&a[1..]));
-        let rows = request.reply.len();
-        let slots = self.key.slots;
-        let mut opt_n = Int64Builder::with_capacity(rows);
-        let (mut opt_min, mut opt_max) = (
-            Int32Builder::with_capacity(rows),
-            Int32Builder::with_capacity(rows),
-        );
-        let mut n: Vec<Int64Builder> = (0..slots)
-            .map(|_| Int64Builder::with_capacity(rows))
-            .collect();
-        let mut p: Vec<Float64Builder> = (0..slots)
-            .map(|_| Float64Builder::with_capacity(rows))
-            .collect();
-        let mut shown: Vec<(i32, Option<i32>, Reading)> = Vec::new();
-        let (mut cn, mut cp) = (vec![0i64; slots], vec![0.0f64; slots]);
-        let mut keyed: Option<(&str, &ItemPoints)> = None;
-        for i in 0..rows {
-            let oo = request_readings(self.rule, self.name(), i, &request, &mut shown)?;
-            if test.is_null(i) {
-                return exec_err!("{}: null test in row {i}", self.name());
-            }
-            let t = test.value(i);
-            let items = match keyed {
-                Some((k, items)) if k == t => items,
-                _ => match self.key.tests.get(t) {
-                    Some(items) => {
-                        keyed = Some((t, items));
-                        items
-                    }
-                    None => return exec_err!("{}: test {t:?} is not in the key", self.name()),
-                },
-            };
-            cn.fill(0);
-            cp.fill(0.0);
-            let (mut on, mut omin, mut omax) = (0i64, None::<i32>, None::<i32>);
-            for (it, _, r) in &shown {
-                let Some(v) = value(r, oo) else { continue };
-                let Some(Some((ix, points))) = usize::try_from(*it).ok().and_then(|x| items.get(x))
-                else {
-                    continue;
-                };
-                cn[*ix] += 1;
-                cp[*ix] += points[v as usize];
-                if let Some(o) = r.option {
-                    on += 1;
-                    omin = Some(omin.map_or(o, |m| m.min(o)));
-                    omax = Some(omax.map_or(o, |m| m.max(o)));
-                }
-            }
-            opt_n.append_value(on);
-            opt_min.append_option(omin);
-            opt_max.append_option(omax);
-            for k in 0..slots {
-                n[k].append_value(cn[k]);
-                p[k].append_value(cp[k]);
-            }
-        }
-        let mut cols: Vec<ArrayRef> = vec![
-            Arc::new(opt_n.finish()),
-            Arc::new(opt_min.finish()),
-            Arc::new(opt_max.finish()),
-        ];
-        for (nk, pk) in n.iter_mut().zip(p.iter_mut()) {
-            cols.push(Arc::new(nk.finish()));
-            cols.push(Arc::new(pk.finish()));
-        }
-        let s = StructArray::try_new(tally_fields(slots), cols, None)?;
-        Ok(ColumnarValue::Array(Arc::new(s)))
-    }
-}
-
-fn count_fields() -> Fields {
-    Fields::from(vec![
-        Field::new("items", DataType::Int32, false),
-        Field::new("readable_items", DataType::Int32, false),
-    ])
-}
-
-/// `reply_counts(rule, reply, failed, item_order)`: how many items a request shows (1 for a
-/// single-item request, whose `item_order` is null) and how many of them the rule reads `ok`.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct ReplyCounts {
-    signature: Signature,
-}
-
-impl ReplyCounts {
-    fn new() -> Self {
-        ReplyCounts {
-            signature: Signature::any(4, Volatility::Immutable),
-        }
-    }
-}
-
-impl ScalarUDFImpl for ReplyCounts {
-    fn name(&self) -> &str {
-        "reply_counts"
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Struct(count_fields()))
-    }
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let a = arrays(
-            &args,
-            &[
-                DataType::Utf8,
-                DataType::Utf8,
-                DataType::Boolean,
-                DataType::Utf8,
-            ],
-        )?;
-        let (rule, reply, failed, item_order) = (
-            Texts::of(&a[0]),
-            Texts::of(&a[1]),
-            a[2].as_boolean(),
-            Texts::of(&a[3]),
-        );
-        let n = reply.len();
-        let (mut items, mut readable) = (
-            Int32Builder::with_capacity(n),
-            Int32Builder::with_capacity(n),
-        );
-        for i in 0..n {
-            if rule.is_null(i) || reply.is_null(i) || failed.is_null(i) {
-                return exec_err!("reply_counts: null argument in row {i}");
-            }
-            let Some(r) = ReplyRule::parse(rule.value(i)) else {
-                return exec_err!("reply_counts: unknown reply rule {:?}", rule.value(i));
-            };
-            // Counted without a vector of readings per request; a failed request's items
-            // all have `reading`'s failed reading.
-            let failed_ok = || usize::from(reading(r, "", true).status == Status::Ok);
-            let (shown, ok) = match (failed.value(i), item_order.is_null(i)) {
-                (true, true) => (1, failed_ok()),
-                (true, false) => {
-                    let n = shown_items(item_order.value(i))?.len();
-                    (n, n * failed_ok())
-                }
-                (false, true) => (
-                    1,
-                    usize::from(r.read_single(reply.value(i)).status == Status::Ok),
-                ),
-                (false, false) => {
-                    let readings =
-                        r.read_whole(reply.value(i), shown_items(item_order.value(i))?.len());
-                    let ok = readings.iter().filter(|x| x.status == Status::Ok).count();
-                    (readings.len(), ok)
-                }
-            };
-            items.append_value(shown as i32);
-            readable.append_value(ok as i32);
-        }
-        let s = StructArray::try_new(
-            count_fields(),
-            vec![Arc::new(items.finish()), Arc::new(readable.finish())],
-            None,
-        )?;
-        Ok(ColumnarValue::Array(Arc::new(s)))
-    }
-}
-
-fn slot_fields() -> Fields {
+pub(crate) fn slot_fields() -> Fields {
     Fields::from(vec![
         Field::new("ix", DataType::Int32, false),
         Field::new("n", DataType::Int64, false),
         Field::new("p", DataType::Float64, true),
     ])
-}
-
-/// `dimension_slots(n_0, p_0, n_1, p_1, ...)`: an administration's per-dimension tallies (items
-/// answered, points) as one list of struct `{ix, n, p}` in slot order, for `unnest`: the
-/// dimensions of a test come out as rows in the order of their `ix` without a sort.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct DimensionSlots {
-    signature: Signature,
-}
-
-impl DimensionSlots {
-    fn new() -> Self {
-        DimensionSlots {
-            signature: Signature::variadic_any(Volatility::Immutable),
-        }
-    }
-}
-
-impl ScalarUDFImpl for DimensionSlots {
-    fn name(&self) -> &str {
-        "dimension_slots"
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(DataType::new_list(DataType::Struct(slot_fields()), true))
-    }
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let slots = args.args.len() / 2;
-        if slots == 0 || !args.args.len().is_multiple_of(2) {
-            return exec_err!(
-                "dimension_slots: expected pairs (n, p), got {} arguments",
-                args.args.len()
-            );
-        }
-        let types: Vec<DataType> = (0..slots)
-            .flat_map(|_| [DataType::Int64, DataType::Float64])
-            .collect();
-        let a = arrays(&args, &types)?;
-        let fields = slot_fields();
-        let mut list = ListBuilder::new(StructBuilder::from_fields(fields.clone(), 0)).with_field(
-            Arc::new(Field::new_list_field(DataType::Struct(fields), true)),
-        );
-        for row in 0..a[0].len() {
-            let s = list.values();
-            for slot in 0..slots {
-                let n = a[2 * slot].as_primitive::<Int64Type>();
-                let p = a[2 * slot + 1].as_primitive::<Float64Type>();
-                if n.is_null(row) {
-                    return exec_err!("dimension_slots: null count in row {row}");
-                }
-                s.field_builder::<Int32Builder>(0)
-                    .expect("ix")
-                    .append_value(slot as i32);
-                s.field_builder::<Int64Builder>(1)
-                    .expect("n")
-                    .append_value(n.value(row));
-                s.field_builder::<Float64Builder>(2)
-                    .expect("p")
-                    .append_option((!p.is_null(row)).then(|| p.value(row)));
-                s.append(true);
-            }
-            list.append(true);
-        }
-        Ok(ColumnarValue::Array(Arc::new(list.finish())))
-    }
 }
 
 /// `scale_value(points, max_points, raw_unit)`: the scorer's value of a complete dimension.
@@ -807,13 +523,22 @@ impl ScalarUDFImpl for NormFn {
         let (test, dim) = (Texts::of(&a[0]), Texts::of(&a[1]));
         let v = a[2].as_primitive::<datafusion::arrow::datatypes::Float64Type>();
         let mut out = Float64Builder::with_capacity(v.len());
+        // The norms of the last test seen by dimension: rows come an administration at a time
+        // (one test, its dimensions in turn), and `Norms::get` builds its key's strings.
+        let mut of_test: Option<(&str, Vec<(&str, &Norm)>)> = None;
         for i in 0..v.len() {
             let x = if test.is_null(i) || dim.is_null(i) || v.is_null(i) {
                 None
             } else {
-                self.norms
-                    .get(test.value(i), dim.value(i))
-                    .map(|nm| match self.name {
+                let t = test.value(i);
+                if of_test.as_ref().is_none_or(|(k, _)| *k != t) {
+                    of_test = Some((t, self.norms.of_test(t).collect()));
+                }
+                let d = dim.value(i);
+                of_test
+                    .as_ref()
+                    .and_then(|(_, dims)| dims.iter().find(|(k, _)| *k == d))
+                    .map(|(_, nm)| match self.name {
                         "norm_z" => nm.z(v.value(i)),
                         _ => nm.percentile(v.value(i)),
                     })

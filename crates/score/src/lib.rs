@@ -37,6 +37,7 @@ mod reruns;
 mod scorer;
 mod stage;
 mod tables;
+mod tally;
 
 pub use answers::{
     parse_and_score, parsed_rows, scale_rows, score_in_memory, AnswerSourceSummary, AnswersSummary,

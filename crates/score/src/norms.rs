@@ -199,6 +199,17 @@ impl Norms {
         self.norms.get(&(test.to_string(), dim.to_string()))
     }
 
+    /// The norms of a test's dimensions, by dimension name.
+    pub(crate) fn of_test<'a>(
+        &'a self,
+        test: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a Norm)> {
+        self.norms
+            .iter()
+            .filter(move |((t, _), _)| t == test)
+            .map(|((_, d), n)| (d.as_str(), n))
+    }
+
     /// Load from the score stage's output folder (`out/score`), reading `norm_values.parquet`
     /// (columns test, dimension, value, count) and recomputing mean and SD exactly as
     /// [`Norm::from_values`] does.
