@@ -93,17 +93,7 @@ impl Administration {
     }
 
     fn groups(&self) -> AdministrationGroups {
-        AdministrationGroups {
-            rule: self.rule,
-            name: self.name().to_string(),
-            key: self.key.clone(),
-            slots: self.key.slots(),
-            opt_n: Vec::new(),
-            opt_min: Vec::new(),
-            opt_max: Vec::new(),
-            n: Vec::new(),
-            p: Vec::new(),
-        }
+        AdministrationGroups::new(self.rule, self.name(), self.key.clone())
     }
 }
 
@@ -185,6 +175,21 @@ struct AdministrationGroups {
 }
 
 impl AdministrationGroups {
+    /// No groups yet.
+    fn new(rule: ReplyRule, name: &str, key: Arc<KeyPoints>) -> Self {
+        AdministrationGroups {
+            rule,
+            name: name.to_string(),
+            slots: key.slots(),
+            key,
+            opt_n: Vec::new(),
+            opt_min: Vec::new(),
+            opt_max: Vec::new(),
+            n: Vec::new(),
+            p: Vec::new(),
+        }
+    }
+
     fn resize(&mut self, groups: usize) {
         self.opt_n.resize(groups, 0);
         self.opt_min.resize(groups, None);
@@ -380,17 +385,7 @@ impl GroupsAccumulator for AdministrationGroups {
         values: &[ArrayRef],
         opt_filter: Option<&BooleanArray>,
     ) -> Result<Vec<ArrayRef>> {
-        let mut each = AdministrationGroups {
-            rule: self.rule,
-            name: self.name.clone(),
-            key: self.key.clone(),
-            slots: self.slots,
-            opt_n: Vec::new(),
-            opt_min: Vec::new(),
-            opt_max: Vec::new(),
-            n: Vec::new(),
-            p: Vec::new(),
-        };
+        let mut each = AdministrationGroups::new(self.rule, &self.name, self.key.clone());
         each_row_a_group(&mut each, values, opt_filter)
     }
 
