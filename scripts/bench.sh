@@ -18,10 +18,14 @@ if [ ! -x /usr/bin/time ]; then
     echo "installing GNU time (Debian package 'time') for peak RSS" >&2
     if [ "$(id -u)" = 0 ]; then apt-get install -y -q time >/dev/null; else sudo apt-get install -y -q time >/dev/null; fi
 fi
-if [ ! -x "$VENV/bin/python" ]; then
-    python3 -m venv "$VENV"
-    "$VENV/bin/pip" install -q duckdb
+# The peer's version is pinned so that ratios measured on different days compare against the
+# same DuckDB; a venv holding another version is brought to this one.
+DUCKDB=2.0.1
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+if [ "$("$VENV/bin/python" -c 'import duckdb; print(duckdb.__version__)' 2>/dev/null)" != "$DUCKDB" ]; then
+    "$VENV/bin/pip" install -q "duckdb==$DUCKDB"
 fi
+echo "DuckDB $DUCKDB (PyPI), venv $VENV"
 (cd "$ROOT" && cargo build --release -q -j 2)
 
 ANSWERS="$WORK/bulk_answers.parquet"
