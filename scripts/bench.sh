@@ -21,10 +21,9 @@ fi
 # The peer's version is pinned so that ratios measured on different days compare against the
 # same DuckDB; a venv holding another version is brought to this one.
 DUCKDB=2.0.1
-[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-if [ "$("$VENV/bin/python" -c 'import duckdb; print(duckdb.__version__)' 2>/dev/null)" != "$DUCKDB" ]; then
-    "$VENV/bin/pip" install -q "duckdb==$DUCKDB"
-fi
+# shellcheck source=scripts/pinned-venv.sh
+. "$ROOT/scripts/pinned-venv.sh"
+pinned_venv "$VENV" duckdb "$DUCKDB"
 echo "DuckDB $DUCKDB (PyPI), venv $VENV"
 (cd "$ROOT" && cargo build --release -q -j 2)
 

@@ -10,16 +10,10 @@ if ! command -v "$py" >/dev/null 2>&1; then
     echo "setup-test-tools: $py is not installed; install python3 (with venv and pip) first" >&2
     exit 1
 fi
+# shellcheck source=scripts/pinned-venv.sh
+. "$root/scripts/pinned-venv.sh"
 bagit_venv="${BAGIT_VENV:-$root/target/bagit-venv}"
-if [ ! -x "$bagit_venv/bin/bagit.py" ]; then
-    "$py" -m venv "$bagit_venv"
-    "$bagit_venv/bin/pip" install --quiet --no-compile --disable-pip-version-check "bagit==1.9.0"
-fi
+pinned_venv "$bagit_venv" bagit 1.9.0 --no-compile
 lm_venv="${LM_EVAL_VENV:-$root/target/lm-eval-venv}"
-if [ ! -x "$lm_venv/bin/python" ]; then
-    "$py" -m venv "$lm_venv"
-fi
-if ! "$lm_venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(0 if m.version('lm_eval') == '0.4.13' else 1)" 2>/dev/null; then
-    "$lm_venv/bin/pip" install --quiet --no-compile --disable-pip-version-check "lm-eval==0.4.13"
-fi
+pinned_venv "$lm_venv" lm_eval 0.4.13 --no-compile
 echo "setup-test-tools: bagit 1.9.0 in $bagit_venv, lm-eval 0.4.13 in $lm_venv"
