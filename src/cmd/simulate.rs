@@ -2,11 +2,11 @@
 
 use crate::Ctx;
 use anyhow::Context;
-use protospread_answers::{
+use protospread_score::ScoringKey;
+use protospread_simulate::{
     item_map, simulate, write_simulation, SIMULATED_ANSWERS_FILE, SIMULATED_LABEL,
     SIMULATED_TRUTH_FILE,
 };
-use protospread_score::ScoringKey;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -39,7 +39,7 @@ pub(crate) struct Args {
 
 pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     if let (Some(n), Some(file)) = (args.answers, &args.parquet) {
-        let s = protospread_answers::write_bulk(file, n, args.seed)
+        let s = protospread_simulate::write_bulk(file, n, args.seed)
             .context("writing the bulk answers")?;
         if ctx.json {
             ctx.emit(

@@ -1,11 +1,11 @@
 //! Stored answers: the strict reply rule, the option mapping, import errors, and recovery of
 //! the planted effects of the committed simulated study (issue 4).
 
-use protospread_answers::{import_file, read_records};
-use protospread_answers::{option_to_value, read_single, read_whole, Reading, Status};
-use protospread_answers::{ItemInfo, SIMULATED_ANSWERS_FILE, SIMULATED_TRUTH_FILE};
-use protospread_answers::{OptionOrder, StoredRecord, Vocabulary};
+use protospread_fetch::{import_file, read_records};
+use protospread_format::{option_to_value, OptionOrder, StoredRecord, Vocabulary};
 use protospread_score::{parse_and_score, Norms, ParsedRow, ScaleRow, ScoringKey};
+use protospread_score::{read_single, read_whole, Reading, Status};
+use protospread_simulate::{ItemInfo, SIMULATED_ANSWERS_FILE, SIMULATED_TRUTH_FILE};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -419,9 +419,9 @@ fn sorted_files_skip_the_sort_and_break_rules_with_the_same_errors() {
     // The same in Parquet, whose batches the column checks accept whole: in order, out of
     // order after a first batch already handed on (the import starts over), and a rule
     // broken in the second batch.
-    let parquet = |recs: &[protospread_answers::StoredRecord], name: &str| {
+    let parquet = |recs: &[protospread_format::StoredRecord], name: &str| {
         let p = dir.path().join(name);
-        let b = protospread_answers::to_batch(recs).unwrap();
+        let b = protospread_format::to_batch(recs).unwrap();
         protospread_core::write_parquet(&p, b.schema(), &[b]).unwrap();
         p
     };
@@ -433,7 +433,7 @@ fn sorted_files_skip_the_sort_and_break_rules_with_the_same_errors() {
     assert_eq!(read_records(&p, &Vocabulary::default()).unwrap(), a);
     // Texts stored as dictionaries and whole numbers as 64-bit integers, as other writers store
     // them: read as the same records.
-    let b = protospread_answers::to_batch(&a).unwrap();
+    let b = protospread_format::to_batch(&a).unwrap();
     let cols: Vec<arrow::array::ArrayRef> = b
         .columns()
         .iter()
@@ -457,7 +457,7 @@ fn sorted_files_skip_the_sort_and_break_rules_with_the_same_errors() {
     protospread_core::write_parquet(&p, typed.schema(), &[typed]).unwrap();
     assert_eq!(read_records(&p, &Vocabulary::default()).unwrap(), a);
     let mut arm = a;
-    arm[9001].arm = protospread_answers::Arm::Cli;
+    arm[9001].arm = protospread_format::Arm::Cli;
     let e = import_file(&parquet(&arm, "arm.parquet"))
         .unwrap_err()
         .to_string();
@@ -476,7 +476,8 @@ fn sorted_files_skip_the_sort_and_break_rules_with_the_same_errors() {
 /// record (the import names it), another column type, a CSV file.
 #[test]
 fn files_already_in_the_output_form_are_recognised_and_copied() {
-    use protospread_answers::{already_imported, to_batch, StoredRecord};
+    use protospread_fetch::already_imported;
+    use protospread_format::{to_batch, StoredRecord};
     let dir = tempfile::tempdir().unwrap();
     let vocab = Vocabulary::default();
     let csv = write(dir.path(), "sorted.csv", &csv_of(&sorted_rows(600)));
@@ -505,7 +506,7 @@ fn files_already_in_the_output_form_are_recognised_and_copied() {
     let bytes = protospread_core::copy_parquet_chunks(
         &good,
         fs_err::read(&good).unwrap(),
-        protospread_answers::stored_schema(),
+        protospread_core::STORED_ANSWERS.schema(),
     )
     .unwrap();
     fs_err::write(&copied, &bytes).unwrap();
@@ -533,7 +534,7 @@ fn files_already_in_the_output_form_are_recognised_and_copied() {
         protospread_core::copy_parquet_chunks(
             &good,
             fs_err::read(&good).unwrap(),
-            protospread_answers::stored_schema()
+            protospread_core::STORED_ANSWERS.schema()
         )
         .unwrap(),
         bytes
@@ -580,7 +581,7 @@ fn files_already_in_the_output_form_are_recognised_and_copied() {
     assert_eq!(read_records(&p, &vocab).unwrap()[7000].cohort, None);
     // An invalid record: left to the import, which names it.
     let mut arm = a;
-    arm[9001].arm = protospread_answers::Arm::Cli;
+    arm[9001].arm = protospread_format::Arm::Cli;
     let p = parquet(&arm, "arm.parquet");
     assert_eq!(already_imported(&p, &vocab), None);
     let e = import_file(&p).unwrap_err().to_string();
@@ -596,7 +597,7 @@ fn files_already_in_the_output_form_are_recognised_and_copied() {
     assert!(protospread_core::copy_parquet_chunks(
         &p,
         fs_err::read(&p).unwrap(),
-        protospread_answers::stored_schema()
+        protospread_core::STORED_ANSWERS.schema()
     )
     .is_err());
 
@@ -664,7 +665,7 @@ fn load_sim() -> Sim {
         parsed,
         scales,
         truth,
-        items: protospread_answers::item_map(&key).unwrap(),
+        items: protospread_simulate::item_map(&key).unwrap(),
     }
 }
 
@@ -1316,12 +1317,12 @@ fn parsing_table_through_the_plan() {
             format_version: 1,
             study: "t".into(),
             model: "m".into(),
-            arm: protospread_answers::Arm::Api,
+            arm: protospread_format::Arm::Api,
             cohort: None,
             condition: "S0".into(),
             sample: 1,
             test: "riasec".into(),
-            mode: protospread_answers::Mode::Single,
+            mode: protospread_format::Mode::Single,
             item: Some(k as i32 + 1),
             item_order: None,
             order_seed: None,

@@ -11,6 +11,7 @@ mod administer;
 mod aggregate_fixture;
 mod answers;
 mod cli_json;
+mod contracts;
 mod fetch;
 mod reliability;
 mod report;

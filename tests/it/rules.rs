@@ -3,11 +3,11 @@
 
 use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::Int32Type;
-use protospread_answers::{
-    read_single, read_single_lenient, read_whole, read_whole_lenient, Arm, Mode, OptionOrder,
-    Reading, ReplyRule, Status, StoredRecord, Vocabulary,
-};
+use protospread_format::{Arm, Mode, OptionOrder, StoredRecord, Vocabulary};
 use protospread_score::{parsed_rows, score_in_memory, Norms, ScoredInMemory, ScoringKey};
+use protospread_score::{
+    read_single, read_single_lenient, read_whole, read_whole_lenient, Reading, ReplyRule, Status,
+};
 use std::path::PathBuf;
 
 use Status::*;
@@ -338,7 +338,7 @@ fn reply_rule_table_counts_requests_replies_and_items() {
 #[test]
 fn recorded_replies_under_both_rules() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let records = protospread_answers::read_records(
+    let records = protospread_fetch::read_records(
         &root.join("data/recorded/smollm2-135m-instruct.jsonl"),
         &Vocabulary::default(),
     )
@@ -382,7 +382,7 @@ mod tallies {
     use super::*;
     use arrow::array::{Array, BooleanArray, Float64Array};
     use proptest::prelude::*;
-    use protospread_answers::option_to_value;
+    use protospread_format::option_to_value;
 
     const ITEMS: i32 = 18;
 

@@ -5,11 +5,10 @@
 //! answers built here are scored by the score stage's plans and aggregated by the aggregate
 //! stage's plans, from a real score folder.
 
-use arrow::array::{ArrayRef, AsArray, Float64Array, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::array::{AsArray, RecordBatch, StringArray};
 use protospread_aggregate::{compute_tables, AggregateError, Params, Table};
-use protospread_answers::{Arm, Mode, OptionOrder, StoredRecord, Vocabulary};
 use protospread_core::AggregateSection;
+use protospread_format::{Arm, Mode, OptionOrder, StoredRecord, Vocabulary};
 use protospread_score::{score_in_memory, Norms, ScoringKey};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -102,22 +101,9 @@ fn human_norms() -> Norms {
 
 /// `norms.parquet`'s rows: mean 50 and SD 30 per big_five dimension.
 fn norms_table() -> RecordBatch {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("test", DataType::Utf8, false),
-        Field::new("dimension", DataType::Utf8, false),
-        Field::new("mean", DataType::Float64, false),
-        Field::new("sd", DataType::Float64, false),
-    ]));
-    RecordBatch::try_new(
-        schema,
-        vec![
-            Arc::new(StringArray::from(vec!["big_five"; 5])) as ArrayRef,
-            Arc::new(StringArray::from(DIMS.to_vec())),
-            Arc::new(Float64Array::from(vec![50.0; 5])),
-            Arc::new(Float64Array::from(vec![30.0; 5])),
-        ],
-    )
-    .unwrap()
+    let rows: Vec<(&str, &str, f64, f64)> =
+        DIMS.iter().map(|d| ("big_five", *d, 50.0, 30.0)).collect();
+    crate::aggregate_fixture::norms_batch_of(&rows)
 }
 
 /// A score folder of `records` (source `rec`, label `recorded`) as the score stage writes it,
@@ -141,17 +127,17 @@ fn score_dir(records: &[StoredRecord], rules: &[&str]) -> tempfile::TempDir {
     };
     write(
         "scale_scores.parquet",
-        protospread_core::scale_scores_schema(),
+        protospread_core::SCALE_SCORES.schema(),
         &m.scales,
     );
     write(
         "reply_rules.parquet",
-        protospread_core::reply_rules_schema(),
+        protospread_core::REPLY_RULE_COUNTS.schema(),
         &only_rules(&m.rules, rules),
     );
     write(
         "scale_scores_by_rule.parquet",
-        protospread_core::scale_scores_by_rule_schema(),
+        protospread_core::SCALE_SCORES_BY_RULE.schema(),
         &only_rules(&m.by_rule, rules),
     );
     let nb = norms_table();
@@ -612,17 +598,17 @@ fn each_combination_is_the_study_of_its_rule_and_protocol_set() {
         s.extend(only_rules(&by_rule, &names[1..]));
         write(
             "scale_scores.parquet",
-            protospread_core::scale_scores_schema(),
+            protospread_core::SCALE_SCORES.schema(),
             &scales,
         );
         write(
             "reply_rules.parquet",
-            protospread_core::reply_rules_schema(),
+            protospread_core::REPLY_RULE_COUNTS.schema(),
             &r,
         );
         write(
             "scale_scores_by_rule.parquet",
-            protospread_core::scale_scores_by_rule_schema(),
+            protospread_core::SCALE_SCORES_BY_RULE.schema(),
             &s,
         );
         write(

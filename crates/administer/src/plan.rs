@@ -12,9 +12,9 @@ use serde::Serialize;
 // The stored-answer format owns the vocabulary; the writer uses the reader's definitions so
 // the two cannot drift apart.
 /// One item per request or the whole test in one request.
-pub(crate) use protospread_answers::Mode;
+pub(crate) use protospread_format::Mode;
 /// The built-in conditions in the study's order.
-pub(crate) use protospread_answers::CONDITIONS as BUILTIN;
+pub(crate) use protospread_format::CONDITIONS as BUILTIN;
 
 /// How a condition administers a test.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,83 +4,16 @@
 use crate::plan;
 use crate::table::Table;
 use crate::{AggregateError, Params};
-use arrow::datatypes::DataType;
 use arrow::record_batch::RecordBatch;
 use arrow::util::display::array_value_to_string;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use protospread_core::AggregateSection;
+use protospread_core::{
+    AggregateSection, TableContract, NORMS, REPLY_RULE_COUNTS, SCALE_SCORES, SCALE_SCORES_BY_RULE,
+};
 use protospread_engine::{Engine, EngineOptions};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// Column kinds the input contract uses.
-#[derive(Clone, Copy, Debug)]
-enum Kind {
-    Str,
-    Int,
-    Float,
-    Bool,
-}
-
-const SCORE_COLUMNS: &[(&str, Kind)] = &[
-    ("source", Kind::Str),
-    ("label", Kind::Str),
-    ("study", Kind::Str),
-    ("model", Kind::Str),
-    ("arm", Kind::Str),
-    ("cohort", Kind::Str),
-    ("condition", Kind::Str),
-    ("sample", Kind::Int),
-    ("test", Kind::Str),
-    ("dimension", Kind::Str),
-    ("score", Kind::Float),
-    ("complete", Kind::Bool),
-    ("z", Kind::Float),
-    ("constant_answers", Kind::Bool),
-];
-
-/// Columns of `scale_scores.parquet` that the contract says are never null.
-const SCORE_REQUIRED: &[&str] = &[
-    "source",
-    "label",
-    "study",
-    "model",
-    "arm",
-    "condition",
-    "sample",
-    "test",
-    "dimension",
-    "complete",
-    "constant_answers",
-];
-
-const RULE_COLUMNS: &[(&str, Kind)] = &[
-    ("source", Kind::Str),
-    ("label", Kind::Str),
-    ("model", Kind::Str),
-    ("arm", Kind::Str),
-    ("cohort", Kind::Str),
-    ("condition", Kind::Str),
-    ("mode", Kind::Str),
-    ("rule", Kind::Str),
-    ("requests", Kind::Int),
-    ("failed_requests", Kind::Int),
-    ("readable_replies", Kind::Int),
-    ("items", Kind::Int),
-    ("failed_items", Kind::Int),
-    ("readable_items", Kind::Int),
-];
-
-const NORM_COLUMNS: &[(&str, Kind)] = &[
-    ("test", Kind::Str),
-    ("dimension", Kind::Str),
-    ("mean", Kind::Float),
-    ("sd", Kind::Float),
-];
-
-/// A scale score's key within its source (and rule): the order the score stage writes.
-const SCORE_KEY: [&str; 5] = ["model", "condition", "sample", "test", "dimension"];
 
 fn input_err(path: &Path, message: impl Into<String>) -> AggregateError {
     AggregateError::Input {
@@ -89,39 +22,14 @@ fn input_err(path: &Path, message: impl Into<String>) -> AggregateError {
     }
 }
 
-/// Check that `path` exists and has every contract column with a usable type.
-fn check_schema(path: &Path, columns: &[(&str, Kind)]) -> Result<(), AggregateError> {
+/// Check that `path` exists and has every column of its contract with a usable type.
+fn check_schema(path: &Path, table: &TableContract) -> Result<(), AggregateError> {
     let f = fs_err::File::open(path).map_err(protospread_core::CoreError::Fs)?;
     let b = ParquetRecordBatchReaderBuilder::try_new(f.into_parts().0)
         .map_err(|e| input_err(path, format!("not a readable Parquet file: {e}")))?;
-    let schema = b.schema();
-    for (name, kind) in columns {
-        let field = schema
-            .field_with_name(name)
-            .map_err(|_| input_err(path, format!("column `{name}` is missing")))?;
-        let ok = match kind {
-            Kind::Str => matches!(
-                field.data_type(),
-                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-            ),
-            Kind::Int => matches!(
-                field.data_type(),
-                DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
-            ),
-            Kind::Float => matches!(field.data_type(), DataType::Float32 | DataType::Float64),
-            Kind::Bool => matches!(field.data_type(), DataType::Boolean),
-        };
-        if !ok {
-            return Err(input_err(
-                path,
-                format!(
-                    "column `{name}` has type {}, expected {kind:?}",
-                    field.data_type()
-                ),
-            ));
-        }
-    }
-    Ok(())
+    table
+        .check_schema(b.schema())
+        .map_err(|e| input_err(path, e.to_string()))
 }
 
 /// The arm the verdict of `source` uses, given the arms the source has (docs/statistics.md,
@@ -297,7 +205,8 @@ impl Run<'_> {
         let path = &self.files.scores;
         let key = "source, model, condition, CAST(sample AS BIGINT) AS sample, test, dimension";
         let order = "ORDER BY source, model, condition, sample, test, dimension LIMIT 1";
-        let nulls: Vec<(String, String)> = SCORE_REQUIRED
+        let nulls: Vec<(String, String)> = SCALE_SCORES
+            .required()
             .iter()
             .map(|c| (format!("{c} IS NULL"), c.to_string()))
             .collect();
@@ -314,7 +223,11 @@ impl Run<'_> {
             },
         )?;
         // The grouping only when the file's order does not already prove the keys unique.
-        if !crate::unique::unique_in_runs(path, &["source"], &SCORE_KEY)? {
+        if !crate::unique::unique_in_runs(
+            path,
+            &SCALE_SCORES.sort_key[..1],
+            &SCALE_SCORES.sort_key[1..],
+        )? {
             self.refuse(
                 &format!(
                     "SELECT {key} FROM scores GROUP BY source, model, condition, sample, test, dimension \
@@ -546,8 +459,8 @@ impl Run<'_> {
             sources.push(source.clone());
         }
         let schema = Arc::new(arrow::datatypes::Schema::new(vec![
-            arrow::datatypes::Field::new("source", DataType::Utf8, false),
-            arrow::datatypes::Field::new("arm", DataType::Utf8, false),
+            arrow::datatypes::Field::new("source", arrow::datatypes::DataType::Utf8, false),
+            arrow::datatypes::Field::new("arm", arrow::datatypes::DataType::Utf8, false),
         ]));
         let batch = RecordBatch::try_new(
             schema.clone(),
@@ -759,7 +672,11 @@ impl Run<'_> {
     fn side_jobs(&self, p: &Params) -> Result<Vec<plan::Branch>, AggregateError> {
         let f = self.files;
         let path = &f.by_rule;
-        if !crate::unique::unique_in_runs(path, &["source", "rule"], &SCORE_KEY)? {
+        if !crate::unique::unique_in_runs(
+            path,
+            &SCALE_SCORES_BY_RULE.sort_key[..2],
+            &SCALE_SCORES_BY_RULE.sort_key[2..],
+        )? {
             self.refuse(
                 "SELECT rule, source, model, condition, CAST(sample AS BIGINT) AS sample, test, dimension \
                  FROM scores_by_rule GROUP BY rule, source, model, condition, sample, test, dimension \
@@ -919,16 +836,15 @@ pub(crate) fn compute(
     emit: Emit<'_>,
 ) -> Result<(), AggregateError> {
     let files = Files {
-        scores: score_dir.join("scale_scores.parquet"),
-        norms: score_dir.join("norms.parquet"),
-        rules: score_dir.join("reply_rules.parquet"),
-        by_rule: score_dir.join("scale_scores_by_rule.parquet"),
+        scores: score_dir.join(SCALE_SCORES.file_name()),
+        norms: score_dir.join(NORMS.file_name()),
+        rules: score_dir.join(REPLY_RULE_COUNTS.file_name()),
+        by_rule: score_dir.join(SCALE_SCORES_BY_RULE.file_name()),
     };
-    check_schema(&files.scores, SCORE_COLUMNS)?;
-    check_schema(&files.norms, NORM_COLUMNS)?;
-    check_schema(&files.rules, RULE_COLUMNS)?;
-    check_schema(&files.by_rule, SCORE_COLUMNS)?;
-    check_schema(&files.by_rule, &[("rule", Kind::Str)])?;
+    check_schema(&files.scores, &SCALE_SCORES)?;
+    check_schema(&files.norms, &NORMS)?;
+    check_schema(&files.rules, &REPLY_RULE_COUNTS)?;
+    check_schema(&files.by_rule, &SCALE_SCORES_BY_RULE)?;
     let opts = EngineOptions {
         target_partitions: params.aggregate.target_partitions,
         ..engine.clone()

@@ -19,12 +19,15 @@
 //!   writer for large tables sorted by their keys that encodes their text and 32-bit integer
 //!   columns as runs
 //!   ([`TableWriter`]), and reading ([`read_parquet`]).
-//! - Inter-stage tables: schemas of the Parquet tables passed between stages, defined once
-//!   ([`parsed_answers_schema`], [`scale_scores_schema`], [`scale_scores_by_rule_schema`],
-//!   [`reply_rules_schema`], [`reply_reruns_schema`]).
+//! - Inter-stage tables: every table passed between stages declared once as a
+//!   [`TableContract`] (name, columns with type and nullability, sort key), from which its
+//!   schema, plan projection and input check derive ([`STORED_ANSWERS`], [`PARSED_ANSWERS`],
+//!   [`SCALE_SCORES`], [`SCALE_SCORES_BY_RULE`], [`REPLY_RULE_COUNTS`], [`REPLY_RERUNS`],
+//!   [`NORMS`]; all in [`CONTRACTS`]).
 
 mod atomic;
 mod config;
+mod contract;
 mod hash;
 mod instruments;
 mod limits;
@@ -39,6 +42,7 @@ pub use config::{
     AnswersSection, ByteSize, Config, EngineSection, FetchSection, HfSource, Input, InputRole,
     InputSource, ReportSection, ScoreSection, Study, SweepSection, SweepVariant, REPLY_RULES,
 };
+pub use contract::{Column, ColumnType, ContractError, TableContract};
 pub use hash::{
     is_sha256_hex, rel_path, sha256_file, sha256_hex, write_manifest, Manifest, ManifestDiff,
     MANIFEST_NAME,
@@ -58,8 +62,8 @@ pub use pq::{
 };
 pub use table_writer::TableWriter;
 pub use tables::{
-    parsed_answers_schema, reply_reruns_schema, reply_rules_schema, scale_scores_by_rule_schema,
-    scale_scores_schema,
+    CONTRACTS, NORMS, PARSED_ANSWERS, REPLY_RERUNS, REPLY_RULE_COUNTS, SCALE_SCORES,
+    SCALE_SCORES_BY_RULE, STORED_ANSWERS,
 };
 
 use std::path::PathBuf;

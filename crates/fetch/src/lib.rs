@@ -9,7 +9,7 @@
 //!   used without any network access.
 //! - `role = "human"` inputs become `out/fetch/human/<instrument>.parquet` with the explicit
 //!   schema of [`protospread_core::instrument_schema`] ([`import_human_csv`]);
-//!   `role = "answers"` inputs are imported by `protospread_answers::import_into` (validated,
+//!   `role = "answers"` inputs are imported by [`import_into`] (validated,
 //!   normalized, sorted) and become `out/fetch/answers/<name>.parquet` (a Parquet file
 //!   already in that form is checked, then its column chunks are copied, not encoded again);
 //!   `role = "other"` inputs are copied verbatim to `out/fetch/other/<name>`.
@@ -21,10 +21,14 @@
 mod cells;
 mod http;
 mod human;
+mod import;
 
 pub use human::{
     import_human_csv, import_human_csv_reporting, import_human_csv_stream, CsvError, CsvPlace,
     ExcludedRow, HumanImport, HumanStream, HumanStreamError, HUMAN_BATCH_ROWS,
+};
+pub use import::{
+    already_imported, import_file, import_into, read_records, ImportError, RecordSink,
 };
 
 use fs_err as fs;
@@ -138,7 +142,7 @@ pub enum FetchError {
         input: String,
         /// The importer's error.
         #[source]
-        error: Box<protospread_answers::AnswersError>,
+        error: Box<ImportError>,
     },
     /// Writing outputs or the manifest.
     #[error("{0}")]
@@ -600,7 +604,7 @@ fn engine_options(cfg: &Config, opts: &Options) -> protospread_engine::EngineOpt
 /// Import one verified stored-answer file with the `[answers]` declarations of `cfg`: the
 /// validated, sorted records stream in batches into Parquet bytes for `dest` (pinned writer
 /// settings), or, for a Parquet file already in that form
-/// ([`protospread_answers::already_imported`]), its column chunks are copied under a footer
+/// ([`already_imported`]), its column chunks are copied under a footer
 /// with the pinned settings ([`protospread_core::copy_parquet_chunks`]). Returns the bytes
 /// and the number of records.
 pub fn import_answers_input(
@@ -615,25 +619,25 @@ pub fn import_answers_input(
         error: Box::new(error),
     };
     let engine = engine_options(cfg, opts);
-    let vocab = protospread_answers::Vocabulary::from_section(&cfg.answers);
+    let vocab = protospread_format::Vocabulary::from_section(&cfg.answers);
     // A file already in the output form (typically one written by `protospread simulate` or
     // by an earlier fetch) is checked like any other, then its column chunks are copied
     // under a footer of our own instead of being encoded again: the same table. The chunks
     // are copied from bytes read and hashed again, so a file changed since it was verified
     // is refused, never copied.
-    if let Some(rows) = protospread_answers::already_imported(&verified.path, &vocab) {
+    if let Some(rows) = already_imported(&verified.path, &vocab) {
         let src = read_verified(input, verified)?;
         let bytes = protospread_core::copy_parquet_chunks(
             &verified.path,
             src,
-            protospread_answers::stored_schema(),
+            protospread_core::STORED_ANSWERS.schema(),
         )
         .map_err(|e| wrap(e.into()))?;
         return Ok((bytes, rows));
     }
     let (bytes, rows) = std::thread::scope(|scope| {
         let mut sink = BytesSink::spawn(scope, dest);
-        let rows = protospread_answers::import_into(&verified.path, &vocab, &engine, &mut sink)?;
+        let rows = import_into(&verified.path, &vocab, &engine, &mut sink)?;
         Ok((sink.finish()?, rows))
     })
     .map_err(wrap)?;
@@ -658,12 +662,11 @@ impl<'a> BytesSink<'a> {
             let writer = || {
                 // A row per request: statistics only where they can prune a read, on the
                 // sort key (docs/fetch.md, "Parquet writer settings").
-                let key = protospread_answers::SORTED_BY.map(|(c, _)| c);
                 parquet::arrow::ArrowWriter::try_new(
                     Vec::new(),
-                    protospread_answers::stored_schema(),
+                    protospread_core::STORED_ANSWERS.schema(),
                     Some(protospread_core::parquet_writer_properties_with_statistics(
-                        &key,
+                        protospread_core::STORED_ANSWERS.sort_key,
                     )),
                 )
             };
@@ -683,10 +686,7 @@ impl<'a> BytesSink<'a> {
         }
     }
 
-    fn send(
-        &mut self,
-        msg: Option<arrow::array::RecordBatch>,
-    ) -> Result<(), protospread_answers::AnswersError> {
+    fn send(&mut self, msg: Option<arrow::array::RecordBatch>) -> Result<(), ImportError> {
         let sent = self.tx.as_ref().map(|tx| tx.send(msg).is_ok());
         if sent == Some(true) {
             return Ok(());
@@ -699,7 +699,7 @@ impl<'a> BytesSink<'a> {
     }
 
     /// The file's bytes, once every batch sent is encoded.
-    fn finish(&mut self) -> Result<Vec<u8>, protospread_answers::AnswersError> {
+    fn finish(&mut self) -> Result<Vec<u8>, ImportError> {
         self.tx = None;
         let encoder = self
             .encoder
@@ -711,23 +711,20 @@ impl<'a> BytesSink<'a> {
         }
     }
 
-    fn error(&self, message: String) -> protospread_answers::AnswersError {
-        protospread_answers::AnswersError::File {
+    fn error(&self, message: String) -> ImportError {
+        ImportError::Format(protospread_format::FormatError::File {
             file: self.dest.to_path_buf(),
             message: format!("writing Parquet: {message}"),
-        }
+        })
     }
 }
 
-impl protospread_answers::RecordSink for BytesSink<'_> {
-    fn write(
-        &mut self,
-        batch: arrow::array::RecordBatch,
-    ) -> Result<(), protospread_answers::AnswersError> {
+impl RecordSink for BytesSink<'_> {
+    fn write(&mut self, batch: arrow::array::RecordBatch) -> Result<(), ImportError> {
         self.send(Some(batch))
     }
 
-    fn restart(&mut self) -> Result<(), protospread_answers::AnswersError> {
+    fn restart(&mut self) -> Result<(), ImportError> {
         self.send(None)
     }
 }

@@ -17,31 +17,21 @@
 
 use crate::kernels::Texts;
 use crate::norms::Norms;
-use crate::reruns::RERUNS_FILE;
+use crate::rules::{ReplyRule, Status};
 use crate::{ScoreError, ScoringKey};
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::SchemaRef;
 use datafusion::datasource::MemTable;
 use datafusion::prelude::{DataFrame, SessionContext};
-use protospread_answers::{ReplyRule, Status};
-use protospread_answers::{StoredRecord, Vocabulary};
 use protospread_core::{
-    parsed_answers_schema, reply_reruns_schema, reply_rules_schema, scale_scores_by_rule_schema,
-    scale_scores_schema, Config, InputRole, Staged,
+    Config, InputRole, Staged, TableContract, PARSED_ANSWERS, REPLY_RERUNS, REPLY_RULE_COUNTS,
+    SCALE_SCORES, SCALE_SCORES_BY_RULE, STORED_ANSWERS,
 };
 use protospread_engine::{Engine, EngineOptions, KeyOrder};
+use protospread_format::{StoredRecord, Vocabulary};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// File names written into the score stage's folder.
-pub(crate) const PARSED_FILE: &str = "parsed_answers.parquet";
-/// File name of the scale-score table.
-pub(crate) const SCALES_FILE: &str = "scale_scores.parquet";
-/// File name of the reply-rule table (readable replies under each configured rule).
-pub(crate) const RULES_FILE: &str = "reply_rules.parquet";
-/// File name of the scale scores under each configured reply rule (column `rule`).
-pub(crate) const BY_RULE_FILE: &str = "scale_scores_by_rule.parquet";
 
 /// One row of `parsed_answers.parquet`.
 #[derive(Debug, Clone, PartialEq)]
@@ -414,11 +404,10 @@ fn plan_source(
     // One row per item, read by the study's strict rule (`parsed_answers`).
     let readings = readings_sql(ReplyRule::Strict);
     let label = format!("COALESCE(label, {})", lit(input_label.unwrap_or("")));
+    let src = lit(source);
     let parsed = format!(
-        "SELECT {src} AS source, {label} AS label, study, model, arm, cohort, condition, sample, \
-                test, mode, item, shown_position, option_replied, value, status \
-         FROM ({readings}) ORDER BY {ADMIN_ORDER}",
-        src = lit(source)
+        "SELECT {} FROM ({readings}) ORDER BY {ADMIN_ORDER}",
+        PARSED_ANSWERS.projection(&[("source", &src), ("label", &label)])
     );
     // One pass over the stored answers, and no sort: the requests arrive in administration
     // order, and the grouping by administration streams (its input is sorted by its keys).
@@ -429,10 +418,24 @@ fn plan_source(
     // out as one array of (ix, answered, points) in slot order, unnested and joined to `key_dims`: every
     // dimension of the test gets its row, also one with no answered item (incomplete), in
     // dimension order. The constant-answer flag is the administration's own aggregate.
-    let scales_plan = |rule: ReplyRule, rule_col: &str| {
+    let scales_plan = |rule: ReplyRule, by_rule: bool| {
         let administration = match rule {
             ReplyRule::Strict => "strict_administration",
             ReplyRule::Lenient => "lenient_administration",
+        };
+        let exprs = [
+            ("source", src.as_str()),
+            ("label", label.as_str()),
+            ("z", "norm_z(test, dimension, score)"),
+            ("percentile", "norm_percentile(test, dimension, score)"),
+        ];
+        let rule_name = lit(rule.as_str());
+        let projection = if by_rule {
+            let mut with_rule = exprs.to_vec();
+            with_rule.push(("rule", &rule_name));
+            SCALE_SCORES_BY_RULE.projection(&with_rule)
+        } else {
+            SCALE_SCORES.projection(&exprs)
         };
         format!(
         "WITH admins AS (SELECT model, condition, sample, test, min(study) AS study, min(arm) AS arm, \
@@ -454,21 +457,16 @@ fn plan_source(
                     FROM key_dims d JOIN per_dim g ON g.test = d.test AND g.ix = d.ix), \
          valued AS (SELECT *, CASE WHEN complete THEN scale_value(points, max_points, raw_unit) END \
                     AS score FROM scored) \
-         SELECT {rule_col}{src} AS source, {label} AS label, study, model, arm, cohort, condition, sample, \
-                test, dimension, temperature, score, complete, n_items, n_answered, \
-                norm_z(test, dimension, score) AS z, \
-                norm_percentile(test, dimension, score) AS percentile, constant_answers \
-         FROM valued ORDER BY {ADMIN_ORDER}",
-        src = lit(source)
+         SELECT {projection} FROM valued ORDER BY {ADMIN_ORDER}",
         )
     };
-    let scales = scales_plan(ReplyRule::Strict, "");
+    let scales = scales_plan(ReplyRule::Strict, false);
     // The strict rule's rows of `scale_scores_by_rule` are `scale_scores` itself, written from
     // the same stream (see `score_registered`); only the other rules need a plan.
     let by_rule = rules
         .iter()
         .filter(|r| **r != ReplyRule::Strict)
-        .map(|r| scales_plan(*r, &format!("{} AS rule, ", lit(r.as_str()))))
+        .map(|r| scales_plan(*r, true))
         .collect();
     let reruns = if pairs.is_empty() {
         None
@@ -497,18 +495,22 @@ fn plan_source(
             .map(|[a, b]| one(a, b))
             .collect::<Vec<_>>()
             .join(" UNION ALL ");
+        let projection = REPLY_RERUNS.projection(&[
+            ("source", &src),
+            ("label", &lit(input_label.unwrap_or(""))),
+            (
+                "temperature0_honoured",
+                "compared > 0 AND identical = compared",
+            ),
+        ]);
         Some(format!(
-                "SELECT {src} AS source, {lab} AS label, model, test, \"first\", rerun, compared, \
-                        identical, unmatched, \
-                        compared > 0 AND identical = compared AS temperature0_honoured \
+                "SELECT {projection} \
                  FROM (SELECT model, test, \"first\", rerun, \
                        CAST(sum(CASE WHEN both_ok THEN 1 ELSE 0 END) AS INT) AS compared, \
                        CAST(sum(CASE WHEN both_ok AND same THEN 1 ELSE 0 END) AS INT) AS identical, \
                        CAST(sum(CASE WHEN both_ok THEN 0 ELSE 1 END) AS INT) AS unmatched \
                        FROM ({union}) GROUP BY model, test, \"first\", rerun) \
-                 ORDER BY model, test, \"first\", rerun",
-                src = lit(source),
-                lab = lit(input_label.unwrap_or(""))
+                 ORDER BY model, test, \"first\", rerun"
         ))
     };
     // Every request read by every configured rule; a whole-test reply is readable when each
@@ -540,10 +542,9 @@ fn plan_source(
         .collect::<Vec<_>>()
         .join(" UNION ALL ");
     let rules = format!(
-        "SELECT {src} AS source, label, model, arm, cohort, condition, mode, rule, requests, \
-                failed_requests, readable_replies, items, failed_items, readable_items \
+        "SELECT {} \
          FROM ({per_rule}) ORDER BY model, arm, condition, mode, ord, label, cohort NULLS FIRST",
-        src = lit(source)
+        REPLY_RULE_COUNTS.projection(&[("source", &src)])
     );
     Ok(SourcePlans {
         parsed,
@@ -603,20 +604,21 @@ struct Sink {
 }
 
 impl Sink {
-    fn parquet(path: PathBuf, schema: SchemaRef, staged: &mut Staged) -> Result<Self, ScoreError> {
+    fn parquet(dir: &Path, table: &TableContract, staged: &mut Staged) -> Result<Self, ScoreError> {
         Self::parquet_with(
-            path,
-            schema,
+            dir,
+            table,
             staged,
             protospread_core::parquet_writer_properties(),
         )
     }
     fn parquet_with(
-        path: PathBuf,
-        schema: SchemaRef,
+        dir: &Path,
+        table: &TableContract,
         staged: &mut Staged,
         properties: parquet::file::properties::WriterProperties,
     ) -> Result<Self, ScoreError> {
+        let (path, schema) = (dir.join(table.file_name()), table.schema());
         let file = fs_err::File::create(staged.file(&path)?).map_err(|e| ScoreError::File {
             path: path.clone(),
             message: e.to_string(),
@@ -633,10 +635,10 @@ impl Sink {
             kept: Vec::new(),
         })
     }
-    fn memory(name: &str, schema: SchemaRef) -> Self {
+    fn memory(table: &TableContract) -> Self {
         Sink {
-            path: PathBuf::from(name),
-            schema,
+            path: PathBuf::from(table.file_name()),
+            schema: table.schema(),
             writer: None,
             kept: Vec::new(),
         }
@@ -746,8 +748,8 @@ pub(crate) fn fetched_path(out: &Path, name: &str) -> PathBuf {
 }
 
 /// Parse and score every `role = "answers"` input of `cfg` (inputs in name order) from
-/// `out/fetch/answers/`, and stage [`PARSED_FILE`], [`SCALES_FILE`],
-/// [`RERUNS_FILE`] and [`RULES_FILE`] (the rules of `[score] reply_rules`) into
+/// `out/fetch/answers/`, and stage the tables [`PARSED_ANSWERS`], [`SCALE_SCORES`],
+/// [`REPLY_RERUNS`] and [`REPLY_RULE_COUNTS`] (the rules of `[score] reply_rules`) into
 /// `score_dir` through `staged`. With no answer inputs,
 /// the files are written empty (with their schemas), so that downstream stages always find
 /// them.
@@ -787,22 +789,21 @@ pub(crate) fn run_answers(
     let d = score_dir;
     // A row per answer: statistics only where they can prune a read, on the sort key.
     let mut parsed = Sink::parquet_with(
-        d.join(PARSED_FILE),
-        parsed_answers_schema(),
+        d,
+        &PARSED_ANSWERS,
         staged,
         protospread_core::parquet_writer_properties_with_statistics(&PARSED_KEY),
     )?;
-    let mut scales = Sink::parquet(d.join(SCALES_FILE), scale_scores_schema(), staged)?;
-    let mut reruns = Sink::parquet(d.join(RERUNS_FILE), reply_reruns_schema(), staged)?;
-    let mut rule_sink = Sink::parquet(d.join(RULES_FILE), reply_rules_schema(), staged)?;
-    let by_rule_schema = scale_scores_by_rule_schema();
-    let mut by_rule = Sink::parquet(d.join(BY_RULE_FILE), by_rule_schema, staged)?;
+    let mut scales = Sink::parquet(d, &SCALE_SCORES, staged)?;
+    let mut reruns = Sink::parquet(d, &REPLY_RERUNS, staged)?;
+    let mut rule_sink = Sink::parquet(d, &REPLY_RULE_COUNTS, staged)?;
+    let mut by_rule = Sink::parquet(d, &SCALE_SCORES_BY_RULE, staged)?;
     let mut summary = AnswersSummary::default();
     for input in &inputs {
         let p = fetched_path(out, &input.name);
         let what = p.display().to_string();
         engine
-            .register_sorted_parquet("raw", &what, &protospread_answers::SORTED_BY)
+            .register_sorted_parquet("raw", &what, &STORED_ANSWERS.sorted_by())
             .map_err(|e| df_err(&what, e))?;
         let sum = score_registered(
             &engine,
@@ -1070,20 +1071,20 @@ pub fn score_in_memory(
     pairs: &[[String; 2]],
 ) -> Result<ScoredInMemory, ScoreError> {
     let engine = session(&EngineOptions::default(), key, norms)?;
-    let batch = protospread_answers::to_batch(records)?;
+    let batch = protospread_format::to_batch(records)?;
     engine
         .register_sorted_batches(
             "raw",
             batch.schema(),
             vec![batch],
-            &protospread_answers::SORTED_BY,
+            &STORED_ANSWERS.sorted_by(),
         )
         .map_err(|e| df_err(source, e))?;
-    let mut parsed = Sink::memory(PARSED_FILE, parsed_answers_schema());
-    let mut scales = Sink::memory(SCALES_FILE, scale_scores_schema());
-    let mut reruns = Sink::memory(RERUNS_FILE, reply_reruns_schema());
-    let mut rules = Sink::memory(RULES_FILE, reply_rules_schema());
-    let mut by_rule = Sink::memory(BY_RULE_FILE, scale_scores_by_rule_schema());
+    let mut parsed = Sink::memory(&PARSED_ANSWERS);
+    let mut scales = Sink::memory(&SCALE_SCORES);
+    let mut reruns = Sink::memory(&REPLY_RERUNS);
+    let mut rules = Sink::memory(&REPLY_RULE_COUNTS);
+    let mut by_rule = Sink::memory(&SCALE_SCORES_BY_RULE);
     let summary = score_registered(
         &engine,
         source,

@@ -14,6 +14,7 @@
 //! is not null).
 
 use crate::norms::{Norm, Norms};
+use crate::rules::{Reading, ReplyRule, Status};
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Float64Array, Float64Builder, Int32Array, Int32Builder,
     ListArray, StringBuilder, StructArray,
@@ -24,8 +25,7 @@ use datafusion::common::{exec_err, Result};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
-use protospread_answers::OptionOrder;
-use protospread_answers::{option_to_value, Reading, ReplyRule, Status};
+use protospread_format::{option_to_value, OptionOrder};
 use std::sync::Arc;
 
 /// `PartialEq`, `Eq` and `Hash` for a function that holds shared data (the key, the norms):
@@ -387,7 +387,7 @@ impl KeyPoints {
             let mut items = vec![None; top + 1];
             for k in &tk.items {
                 let ix = slots[k.dim];
-                let points = (0..protospread_answers::OPTIONS)
+                let points = (0..protospread_format::OPTIONS)
                     .map(|v| crate::scorer::item_points(k, v))
                     .collect();
                 items[k.item] = Some((ix, points));

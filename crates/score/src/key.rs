@@ -88,20 +88,6 @@ pub struct ScoringKey {
     pub tests: BTreeMap<String, TestKey>,
 }
 
-/// The simulation reads dimensions and reverse flags from the key through this trait, so that
-/// the stored-answer crate does not depend on this one.
-impl protospread_answers::ItemKey for ScoringKey {
-    fn test_items(&self, test: &str) -> Option<Vec<(i32, String, bool)>> {
-        let tk = self.test(test)?;
-        Some(
-            tk.items
-                .iter()
-                .map(|k| (k.item as i32, tk.dims[k.dim].name.clone(), k.reverse))
-                .collect(),
-        )
-    }
-}
-
 /// A single-item change of a key, for the mutation check.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Mutation {

@@ -15,6 +15,10 @@
 //! - Norms: human norms ([`Norms`]: mean, SD with n-1, mid-rank percentiles).
 //! - Evidence: alternative scoring rules the data rejects, counted row by row
 //!   ([`evidence_table`], [`ScoringRule`], [`alternative_rules`]; `score --evidence`).
+//! - Reply rules: which reply texts count as an answer, the study's strict rule
+//!   ([`read_single`], [`read_whole`]) and a lenient one reported beside it
+//!   ([`read_single_lenient`], [`read_whole_lenient`]); [`ReplyRule`] names them, [`Reading`]
+//!   and [`Status`] are what a rule makes of a reply (docs/stored-answers.md).
 //! - Stored answers: fetched stored answers to `parsed_answers.parquet` and
 //!   `scale_scores.parquet` by DataFusion plans with the reply rule, the scorer's value and
 //!   the norms registered as functions ([`score_in_memory`] runs the same plans on records in
@@ -34,6 +38,7 @@ mod key;
 mod norms;
 mod parity;
 mod reruns;
+mod rules;
 mod scorer;
 mod stage;
 mod tables;
@@ -55,6 +60,9 @@ pub use parity::{
     MUTATION_WEIGHT_FACTOR, REASON_CURRENT, REASON_INCONSISTENT, REASON_UNKNOWN,
 };
 pub use reruns::{rerun_rows, RerunRow, RERUNS_FILE};
+pub use rules::{
+    read_single, read_single_lenient, read_whole, read_whole_lenient, Reading, ReplyRule, Status,
+};
 pub use scorer::{score, DimScore, ScaleScores};
 pub use stage::{
     mutate_item, not_allowlisted, run_parity, run_parity_streaming, run_stage, HumanInput,
@@ -121,9 +129,9 @@ pub enum ScoreError {
     /// The engine could not be set up or failed (memory limit, spilling).
     #[error(transparent)]
     Engine(#[from] protospread_engine::EngineError),
-    /// A stored-answer file or record is invalid (names file, row and column).
+    /// A stored-answer record is invalid (names file, row and column).
     #[error(transparent)]
-    Answers(#[from] protospread_answers::AnswersError),
+    Format(#[from] protospread_format::FormatError),
 }
 
 impl From<arrow::error::ArrowError> for ScoreError {

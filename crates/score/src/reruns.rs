@@ -40,7 +40,7 @@ pub struct RerunRow {
 }
 
 /// Rows of batches of [`RERUNS_FILE`] (schema
-/// [`protospread_core::reply_reruns_schema`]).
+/// [`protospread_core::REPLY_RERUNS`]).
 pub fn rerun_rows(batches: &[RecordBatch]) -> Vec<RerunRow> {
     let mut out = Vec::new();
     for b in batches {
@@ -69,7 +69,7 @@ pub fn rerun_rows(batches: &[RecordBatch]) -> Vec<RerunRow> {
 mod tests {
     use super::*;
     use crate::{score_in_memory, Norms, ScoringKey};
-    use protospread_answers::{Arm, Mode, OptionOrder, StoredRecord, Vocabulary};
+    use protospread_format::{Arm, Mode, OptionOrder, StoredRecord, Vocabulary};
 
     fn rec(cond: &str, item: i32, reply: &str, error: Option<&str>) -> StoredRecord {
         StoredRecord {

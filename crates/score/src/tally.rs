@@ -16,6 +16,7 @@ use crate::kernels::{
     reading, reply_arg_types, request_readings, shown_items, slot_fields, text_or_cast, value,
     ItemPoints, KeyPoints, ReplyArgs, Texts,
 };
+use crate::rules::{Reading, ReplyRule, Status};
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int32Array, Int64Array, ListArray,
     StructArray,
@@ -29,7 +30,6 @@ use datafusion::logical_expr::utils::format_state_name;
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, Signature, Volatility,
 };
-use protospread_answers::{Reading, ReplyRule, Status};
 use std::sync::Arc;
 
 /// Every aggregate function of this module, ready to register on a session.

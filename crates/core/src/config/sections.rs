@@ -51,7 +51,7 @@ pub struct ScoreSection {
     pub reply_rules: Vec<String>,
 }
 
-/// Names of the reply rules `[score] reply_rules` may list, as `protospread_answers::parse::
+/// Names of the reply rules `[score] reply_rules` may list, as `protospread_score::
 /// ReplyRule::as_str` spells them (a test there checks that the two lists agree).
 pub const REPLY_RULES: [&str; 2] = ["strict", "lenient"];
 

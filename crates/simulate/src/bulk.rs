@@ -9,12 +9,13 @@
 //! and records are written in batches of at most [`BATCH_ROWS`] rows: memory stays bounded for
 //! any N. The same seed and N always give the same bytes.
 
-use crate::format::{stored_schema, CONDITIONS, TESTS};
-use crate::AnswersError;
+use crate::SimulateError;
 use arrow::array::{ArrayRef, Float64Builder, Int32Builder, Int64Builder, StringBuilder};
 use arrow::compute::cast;
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::ArrowWriter;
+use protospread_core::STORED_ANSWERS;
+use protospread_format::{CONDITIONS, TESTS};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -115,8 +116,8 @@ impl Cols {
     }
 
     /// The batch so far in the stored-answer schema; the builders start empty again.
-    fn finish(&mut self) -> Result<RecordBatch, AnswersError> {
-        let schema = stored_schema();
+    fn finish(&mut self) -> Result<RecordBatch, SimulateError> {
+        let schema = STORED_ANSWERS.schema();
         let arrays: Vec<ArrayRef> = vec![
             Arc::new(self.format_version.finish()),
             Arc::new(self.study.finish()),
@@ -143,9 +144,8 @@ impl Cols {
             .iter()
             .zip(schema.fields())
             .map(|(a, f)| cast(a, f.data_type()))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| AnswersError::Arrow(e.to_string()))?;
-        RecordBatch::try_new(schema, arrays).map_err(|e| AnswersError::Arrow(e.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(RecordBatch::try_new(schema, arrays)?)
     }
 }
 
@@ -210,23 +210,23 @@ fn option(seed: u64, m: u64, ci: u64, sample: i32, ti: u64, item: u32) -> u32 {
 
 /// Write `n_answers` item answers (rounded up to whole models) as a stored-answer Parquet file
 /// (format v1), atomically (temporary file, then rename).
-pub fn write_bulk(path: &Path, n_answers: u64, seed: u64) -> Result<BulkSummary, AnswersError> {
+pub fn write_bulk(path: &Path, n_answers: u64, seed: u64) -> Result<BulkSummary, SimulateError> {
     if n_answers == 0 {
-        return Err(AnswersError::File {
+        return Err(SimulateError::File {
             file: path.to_path_buf(),
             message: "the number of item answers must be positive".into(),
         });
     }
     let models = n_answers.div_ceil(ITEMS_PER_MODEL);
     let tmp = path.with_extension("parquet.tmp");
-    let file = fs_err::File::create(&tmp).map_err(AnswersError::Fs)?;
-    let perr = |e: parquet::errors::ParquetError| AnswersError::File {
+    let file = fs_err::File::create(&tmp).map_err(SimulateError::Fs)?;
+    let perr = |source: parquet::errors::ParquetError| SimulateError::Parquet {
         file: tmp.clone(),
-        message: e.to_string(),
+        source,
     };
     let mut w = ArrowWriter::try_new(
         file,
-        stored_schema(),
+        STORED_ANSWERS.schema(),
         Some(protospread_core::parquet_writer_properties()),
     )
     .map_err(perr)?;
@@ -319,7 +319,7 @@ pub fn write_bulk(path: &Path, n_answers: u64, seed: u64) -> Result<BulkSummary,
         w.write(&cols.finish()?).map_err(perr)?;
     }
     w.close().map_err(perr)?;
-    fs_err::rename(&tmp, path).map_err(AnswersError::Fs)?;
+    fs_err::rename(&tmp, path).map_err(SimulateError::Fs)?;
     Ok(BulkSummary {
         models,
         requests,

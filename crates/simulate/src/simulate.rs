@@ -7,9 +7,9 @@
 //! function whose last bit could differ between machines), records and truth serialized from
 //! structs and `BTreeMap`s, floats rounded to 6 decimals.
 
-use crate::format::{OptionOrder, CONDITIONS, FORMAT_VERSION, TESTS};
-use crate::parse::Status;
-use crate::AnswersError;
+use crate::SimulateError;
+use protospread_format::{option_to_value, OptionOrder, CONDITIONS, FORMAT_VERSION, TESTS};
+use protospread_score::{ScoringKey, Status};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use serde::Serialize;
@@ -67,31 +67,26 @@ pub struct ItemInfo {
     pub reverse: bool,
 }
 
-/// What the simulation needs from a scoring key: each item's dimension and reverse flag.
-/// Implemented by the score crate's `ScoringKey`, so that this crate does not depend on it.
-pub trait ItemKey {
-    /// `(item, dimension, reverse)` for every item of `test`, or `None` if the key lacks it.
-    fn test_items(&self, test: &str) -> Option<Vec<(i32, String, bool)>>;
-}
-
 /// The item map of the four study tests from the scoring key (dimension names and reverse
 /// flags), in (test, item) order. Every item 1..=N of each test must be in the key.
-pub fn item_map(key: &impl ItemKey) -> Result<Vec<ItemInfo>, AnswersError> {
+pub fn item_map(key: &ScoringKey) -> Result<Vec<ItemInfo>, SimulateError> {
     let mut out = Vec::new();
     for (t, n) in TESTS {
-        let err = |m: String| AnswersError::Score {
-            what: format!("simulation item map, test {t}"),
+        let err = |m: String| SimulateError::Key {
+            test: t.to_string(),
             message: m,
         };
-        let mut items: Vec<ItemInfo> = key
-            .test_items(t)
-            .ok_or_else(|| err("not in the scoring key".into()))?
-            .into_iter()
-            .map(|(item, dimension, reverse)| ItemInfo {
+        let tk = key
+            .test(t)
+            .ok_or_else(|| err("not in the scoring key".into()))?;
+        let mut items: Vec<ItemInfo> = tk
+            .items
+            .iter()
+            .map(|k| ItemInfo {
                 test: t.to_string(),
-                item,
-                dimension,
-                reverse,
+                item: k.item as i32,
+                dimension: tk.dims[k.dim].name.clone(),
+                reverse: k.reverse,
             })
             .collect();
         items.sort_by_key(|x| x.item);
@@ -301,7 +296,7 @@ const VALUE_WORDS: [&str; 5] = [
 ];
 
 /// Generate the simulated study for `seed` over the items of `items`.
-pub fn simulate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, AnswersError> {
+pub fn simulate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, SimulateError> {
     let mut out = Vec::<u8>::new();
     let mut models = Vec::new();
     let mut scales = Vec::new();
@@ -509,7 +504,7 @@ pub fn simulate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, AnswersError
                                 });
                             };
                             if cond == "SP" && unreadable_sp.contains(&(t, it.item)) {
-                                let v = crate::parse::option_to_value(opt, order)
+                                let v = option_to_value(opt, order)
                                     .expect("generated options are 1..=5");
                                 rec.reply = VALUE_WORDS[v as usize].to_string();
                                 plant(Status::NotANumber);
@@ -618,8 +613,10 @@ pub fn simulate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, AnswersError
         planted_counts,
         records: n_records,
     };
-    let mut truth_json = serde_json::to_vec_pretty(&truth)
-        .map_err(|e| AnswersError::Arrow(format!("truth serialization: {e}")))?;
+    let mut truth_json = serde_json::to_vec_pretty(&truth).map_err(|e| SimulateError::Json {
+        what: "truth",
+        source: e,
+    })?;
     truth_json.push(b'\n');
     Ok(SimOutput {
         answers_jsonl: out,
@@ -628,9 +625,11 @@ pub fn simulate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, AnswersError
     })
 }
 
-fn emit(out: &mut Vec<u8>, rec: &OutRecord) -> Result<(), AnswersError> {
-    serde_json::to_writer(&mut *out, rec)
-        .map_err(|e| AnswersError::Arrow(format!("record serialization: {e}")))?;
+fn emit(out: &mut Vec<u8>, rec: &OutRecord) -> Result<(), SimulateError> {
+    serde_json::to_writer(&mut *out, rec).map_err(|e| SimulateError::Json {
+        what: "record",
+        source: e,
+    })?;
     out.push(b'\n');
     Ok(())
 }
@@ -686,7 +685,7 @@ fn whole_reply(
 }
 
 /// Write the answers and the truth file into `dir` (created if needed), atomically.
-pub fn write_simulation(dir: &Path, sim: &SimOutput) -> Result<(), AnswersError> {
+pub fn write_simulation(dir: &Path, sim: &SimOutput) -> Result<(), SimulateError> {
     let mut staged = protospread_core::Staged::new();
     staged.put(&dir.join(SIMULATED_ANSWERS_FILE), &sim.answers_jsonl)?;
     staged.put(&dir.join(SIMULATED_TRUTH_FILE), &sim.truth_json)?;

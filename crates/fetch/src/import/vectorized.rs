@@ -12,13 +12,13 @@
 //! and every message, comes from the one set of rules, and a batch accepted here is exactly
 //! what the row rules would have made of it (a property test in `import` compares the two).
 
-use crate::format::{Arm, Mode, OptionOrder, Vocabulary, COLUMNS, FORMAT_VERSION};
 use arrow::array::{
     new_null_array, Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int32Array, Int64Array,
     RecordBatch, StringArray, UInt64Array,
 };
 use arrow::compute::{cast, nullif};
 use arrow::datatypes::{DataType, Float64Type, Int64Type, SchemaRef};
+use protospread_format::{Arm, Mode, OptionOrder, Vocabulary, COLUMNS, FORMAT_VERSION};
 use std::sync::Arc;
 
 /// The index of a column of [`COLUMNS`].

@@ -1,22 +1,20 @@
 //! Import of stored-answer files: CSV, JSONL or Parquet (chosen by extension) to normalized,
-//! validated, sorted records with the fixed schema of [`crate::format::stored_schema`].
+//! validated, sorted records with the fixed schema of the table contract
+//! [`protospread_core::STORED_ANSWERS`].
 //!
 //! Every cell goes through one text rule set whatever the file format (a Parquet column is
 //! cast to text first, a JSON number is read by its decimal text), so a record means the same
 //! thing in every format; a Parquet batch of the format's own types may be accepted a column
-//! at a time instead (`crate::vectorized`), with the same result. The first invalid record
+//! at a time instead (`vectorized`), with the same result. The first invalid record
 //! stops the import with an error naming the file, the row and the column. Records travel in
 //! column batches ([`BATCH_ROWS`] rows). A file in the output order is checked between
-//! neighbours as it streams (`crate::sorted`); for any other file the checks across records
+//! neighbours as it streams (`sorted`); for any other file the checks across records
 //! and the sort are DataFusion plans over a temporary Parquet file of the validated records,
 //! which is removed when the import ends.
 
-use crate::format::{
-    from_batches, stored_schema, Arm, Mode, OptionOrder, StoredRecord, Vocabulary, COLUMNS,
-    FORMAT_VERSION,
-};
-use crate::sorted::InOrder;
-use crate::AnswersError;
+mod sorted;
+mod vectorized;
+
 use arrow::array::{
     Array, ArrayRef, AsArray, Float64Builder, Int32Builder, Int64Builder, RecordBatch, StringArray,
     StringBuilder, UInt64Builder,
@@ -24,13 +22,56 @@ use arrow::array::{
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
-use protospread_core::AnswersSection;
+use protospread_core::{AnswersSection, STORED_ANSWERS};
 use protospread_engine::Engine;
 use protospread_engine::EngineOptions;
+use protospread_format::{
+    from_batches, Arm, FormatError, Mode, OptionOrder, StoredRecord, Vocabulary, COLUMNS,
+    FORMAT_VERSION,
+};
+use sorted::InOrder;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// Errors of the import. Record errors name file, row and column.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// An I/O error whose message does not name its path (a raw OS error: a temporary file).
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or folder concerned.
+        path: PathBuf,
+        /// The underlying I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file-system error from `fs_err`, whose message names the path.
+    #[error(transparent)]
+    Fs(#[from] std::io::Error),
+    /// One record (or cell) is invalid, or the file as a whole is unusable.
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    /// Error from the shared layer (Parquet, atomic writes, manifests).
+    #[error(transparent)]
+    Core(#[from] protospread_core::CoreError),
+    /// Arrow array construction failed (a bug, not bad input).
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow::error::ArrowError),
+    /// The engine that runs the checks across records could not be set up.
+    #[error(transparent)]
+    Engine(#[from] protospread_engine::EngineError),
+}
+
+impl ImportError {
+    fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        ImportError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
 
 /// Columns every file must have (optional columns may be left out entirely).
 pub(crate) const REQUIRED_COLUMNS: [&str; 11] = [
@@ -64,7 +105,7 @@ pub(crate) enum FileKind {
 
 impl FileKind {
     /// `.csv`, `.jsonl` (or `.ndjson`), `.parquet`; anything else is refused.
-    pub(crate) fn of(path: &Path) -> Result<Self, AnswersError> {
+    pub(crate) fn of(path: &Path) -> Result<Self, ImportError> {
         let ext = path
             .extension()
             .map(|e| e.to_string_lossy().to_ascii_lowercase())
@@ -73,12 +114,12 @@ impl FileKind {
             "csv" => Ok(FileKind::Csv),
             "jsonl" | "ndjson" => Ok(FileKind::Jsonl),
             "parquet" => Ok(FileKind::Parquet),
-            _ => Err(AnswersError::File {
+            _ => Err(ImportError::from(FormatError::File {
                 file: path.to_path_buf(),
                 message: format!(
                     "unknown stored-answer file type '.{ext}': use .csv, .jsonl or .parquet"
                 ),
-            }),
+            })),
         }
     }
 }
@@ -121,10 +162,10 @@ const fn col(name: &str) -> usize {
 pub(crate) const BATCH_ROWS: usize = 8192;
 
 /// Receives each raw record; the answer says whether to go on reading.
-type RowSink<'a> = dyn for<'r> FnMut(RawRow<'r>) -> Result<bool, AnswersError> + 'a;
+type RowSink<'a> = dyn for<'r> FnMut(RawRow<'r>) -> Result<bool, ImportError> + 'a;
 
 /// Column builders of one batch of validated records: the columns of
-/// [`stored_schema`] plus the record's `_row` and `_line` in the file, which the cross-record
+/// [`STORED_ANSWERS`] plus the record's `_row` and `_line` in the file, which the cross-record
 /// checks need to name a row.
 struct Builders {
     format_version: Int32Builder,
@@ -178,7 +219,7 @@ impl Builders {
     }
 
     /// The batch so far, in [`staging_schema`]; the builders start over.
-    fn finish(&mut self) -> Result<RecordBatch, AnswersError> {
+    fn finish(&mut self) -> Result<RecordBatch, ImportError> {
         self.len = 0;
         let cols: Vec<ArrayRef> = vec![
             Arc::new(self.format_version.finish()),
@@ -221,10 +262,11 @@ fn staging_properties() -> parquet::file::properties::WriterProperties {
     b.build()
 }
 
-/// [`stored_schema`] plus `_row` (data record number from 1) and `_line` (line in the file,
+/// [`STORED_ANSWERS`] plus `_row` (data record number from 1) and `_line` (line in the file,
 /// when known).
 fn staging_schema() -> SchemaRef {
-    let mut fields: Vec<Field> = stored_schema()
+    let mut fields: Vec<Field> = STORED_ANSWERS
+        .schema()
         .fields()
         .iter()
         .map(|f| f.as_ref().clone())
@@ -235,7 +277,7 @@ fn staging_schema() -> SchemaRef {
 }
 
 /// Read, validate and normalize a stored-answer file with the built-in vocabularies.
-pub fn import_file(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), AnswersError> {
+pub fn import_file(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), ImportError> {
     import_file_with(path, &AnswersSection::default())
 }
 
@@ -244,44 +286,44 @@ pub fn import_file(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), Answers
 pub(crate) fn import_file_with(
     path: &Path,
     section: &AnswersSection,
-) -> Result<(SchemaRef, Vec<RecordBatch>), AnswersError> {
+) -> Result<(SchemaRef, Vec<RecordBatch>), ImportError> {
     let mut out = Vec::new();
     let vocab = Vocabulary::from_section(section);
     import_into(path, &vocab, &EngineOptions::default(), &mut out)?;
-    Ok((stored_schema(), out))
+    Ok((STORED_ANSWERS.schema(), out))
 }
 
 /// Where [`import_into`] delivers the records.
 pub trait RecordSink {
-    /// The next batch of records, in [`stored_schema`].
-    fn write(&mut self, batch: RecordBatch) -> Result<(), AnswersError>;
+    /// The next batch of records, in [`STORED_ANSWERS`].
+    fn write(&mut self, batch: RecordBatch) -> Result<(), ImportError>;
     /// Forget every batch written so far: the import starts over, because the file turned
     /// out not to be in the output order (the batches already written were in order, but the
     /// rest of the file must be sorted in with them).
-    fn restart(&mut self) -> Result<(), AnswersError>;
+    fn restart(&mut self) -> Result<(), ImportError>;
 }
 
 /// Collects the batches.
 impl RecordSink for Vec<RecordBatch> {
-    fn write(&mut self, batch: RecordBatch) -> Result<(), AnswersError> {
+    fn write(&mut self, batch: RecordBatch) -> Result<(), ImportError> {
         self.push(batch);
         Ok(())
     }
-    fn restart(&mut self) -> Result<(), AnswersError> {
+    fn restart(&mut self) -> Result<(), ImportError> {
         self.clear();
         Ok(())
     }
 }
 
 /// Read, validate and normalize a stored-answer file, handing the records to `sink` in
-/// batches of [`stored_schema`], sorted by (model, condition, sample, test, item) with the
+/// batches of [`STORED_ANSWERS`], sorted by (model, condition, sample, test, item) with the
 /// whole-test record (no item) first. Returns the number of records.
 ///
 /// Each record is checked on its own while the file streams past (the first invalid record in
 /// file order stops the import). Then the checks across records (unique requests, one arm and
 /// cohort per model, one set of settings per administration) and the sort:
 ///
-/// - A file whose records already come in the output order (`crate::sorted`) is checked
+/// - A file whose records already come in the output order (`sorted`) is checked
 ///   between neighbours as it streams, and its batches go to `sink` at once: one pass.
 /// - Otherwise, at the first record out of order (or breaking a rule between neighbours),
 ///   `sink` is told to [`RecordSink::restart`] and the file is read again into a temporary
@@ -296,7 +338,7 @@ pub fn import_into(
     vocab: &Vocabulary,
     engine: &EngineOptions,
     sink: &mut dyn RecordSink,
-) -> Result<usize, AnswersError> {
+) -> Result<usize, ImportError> {
     let kind = FileKind::of(path)?;
     let mut in_order = InOrder::new(ADMIN_SETTINGS.iter().map(|(c, _)| *c).collect());
     let stored: Vec<usize> = (0..COLUMNS.len()).collect();
@@ -317,7 +359,7 @@ pub fn import_into(
 
 /// Validated records in staging batches ([`staging_schema`], at most [`BATCH_ROWS`] rows),
 /// handed on in file order; the answer says whether to go on reading.
-type StagedSink<'a> = dyn FnMut(RecordBatch) -> Result<bool, AnswersError> + 'a;
+type StagedSink<'a> = dyn FnMut(RecordBatch) -> Result<bool, ImportError> + 'a;
 
 /// Read and validate every record of `path` (the first invalid one stops with its error),
 /// handing them to `out` in staging batches. The number of records, or `None` when `out`
@@ -327,13 +369,13 @@ fn read_validated(
     kind: FileKind,
     vocab: &Vocabulary,
     out: &mut StagedSink,
-) -> Result<Option<usize>, AnswersError> {
+) -> Result<Option<usize>, ImportError> {
     let mut builders = Builders::new();
     let mut records = 0usize;
     let finished = match kind {
         FileKind::Parquet => read_parquet(path, vocab, &mut builders, &mut records, out)?,
         FileKind::Csv | FileKind::Jsonl => {
-            let mut f = |raw: RawRow<'_>| -> Result<bool, AnswersError> {
+            let mut f = |raw: RawRow<'_>| -> Result<bool, ImportError> {
                 validate(path, &raw, vocab, &mut builders)?;
                 records += 1;
                 if builders.len >= BATCH_ROWS {
@@ -362,14 +404,14 @@ fn import_staged(
     vocab: &Vocabulary,
     engine: &EngineOptions,
     sink: &mut dyn RecordSink,
-) -> Result<usize, AnswersError> {
+) -> Result<usize, ImportError> {
     let tmp = tempfile::Builder::new()
         .prefix("protospread-import-")
         .tempdir()
-        .map_err(|e| AnswersError::io(std::env::temp_dir(), e))?;
+        .map_err(|e| ImportError::io(std::env::temp_dir(), e))?;
     let staged = tmp.path().join("validated.parquet");
     let pq_err = |e: parquet::errors::ParquetError| file_err(&staged, e.to_string());
-    let file = fs_err::File::create(&staged).map_err(AnswersError::Fs)?;
+    let file = fs_err::File::create(&staged).map_err(ImportError::Fs)?;
     let mut writer =
         ArrowWriter::try_new(file, staging_schema(), Some(staging_properties())).map_err(pq_err)?;
     let records = read_validated(path, kind, vocab, &mut |b| {
@@ -385,12 +427,13 @@ fn import_staged(
     check_across_records(&engine, path)?;
     let df = engine
         .sql(&format!(
-            "SELECT {} FROM staged ORDER BY {SORT_KEY}",
-            COLUMNS.join(", ")
+            "SELECT {} FROM staged ORDER BY {}",
+            COLUMNS.join(", "),
+            STORED_ANSWERS.order_by()
         ))
         .map_err(|e| engine_err(path, e))?;
     for b in engine
-        .stream_for_writing(df, stored_schema())
+        .stream_for_writing(df, STORED_ANSWERS.schema())
         .map_err(|e| engine_err(path, e))?
     {
         sink.write(b.map_err(|e| engine_err(path, e))?)?;
@@ -398,40 +441,27 @@ fn import_staged(
     Ok(records)
 }
 
-/// The order of normalized stored answers: [`StoredRecord::sort_key`].
-const SORT_KEY: &str = "model, condition, sample, test, item NULLS FIRST";
-
-/// [`SORT_KEY`] as (column, nulls first) pairs: the order the fetch stage writes stored answers
-/// in, which the score stage declares to the planner.
-pub const SORTED_BY: [(&str, bool); 5] = [
-    ("model", false),
-    ("condition", false),
-    ("sample", false),
-    ("test", false),
-    ("item", true),
-];
-
-fn engine_err(path: &Path, e: datafusion::error::DataFusionError) -> AnswersError {
+fn engine_err(path: &Path, e: datafusion::error::DataFusionError) -> ImportError {
     file_err(path, format!("checking records: {e}"))
 }
 
 /// Read, validate and normalize a stored-answer file to records sorted by
 /// [`StoredRecord::sort_key`] (for tests and small tools: the pipeline stays in columns).
-pub fn read_records(path: &Path, vocab: &Vocabulary) -> Result<Vec<StoredRecord>, AnswersError> {
+pub fn read_records(path: &Path, vocab: &Vocabulary) -> Result<Vec<StoredRecord>, ImportError> {
     let mut batches = Vec::new();
     import_into(path, vocab, &EngineOptions::default(), &mut batches)?;
-    from_batches(&batches, path)
+    Ok(from_batches(&batches, path)?)
 }
 
-fn file_err(path: &Path, message: impl Into<String>) -> AnswersError {
-    AnswersError::File {
+fn file_err(path: &Path, message: impl Into<String>) -> ImportError {
+    ImportError::from(FormatError::File {
         file: path.to_path_buf(),
         message: message.into(),
-    }
+    })
 }
 
 /// Map header names to column slots; unknown non-extension columns and duplicates are errors.
-fn header_map(path: &Path, names: &[String]) -> Result<Vec<Option<usize>>, AnswersError> {
+fn header_map(path: &Path, names: &[String]) -> Result<Vec<Option<usize>>, ImportError> {
     let mut seen = BTreeMap::new();
     let mut map = Vec::with_capacity(names.len());
     for (i, n) in names.iter().enumerate() {
@@ -470,8 +500,8 @@ fn empty_cells<'a>() -> [Option<Cow<'a, str>>; COLUMNS.len()] {
     Default::default()
 }
 
-fn read_csv(path: &Path, f: &mut RowSink) -> Result<bool, AnswersError> {
-    let file = fs_err::File::open(path).map_err(AnswersError::Fs)?;
+fn read_csv(path: &Path, f: &mut RowSink) -> Result<bool, ImportError> {
+    let file = fs_err::File::open(path).map_err(ImportError::Fs)?;
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(false)
@@ -490,7 +520,7 @@ fn read_csv(path: &Path, f: &mut RowSink) -> Result<bool, AnswersError> {
         let row = i + 1;
         let rec = rec.map_err(|e| {
             let line = e.position().map(|p| p.line() as usize);
-            AnswersError::Record {
+            ImportError::from(FormatError::Record {
                 file: path.to_path_buf(),
                 row,
                 line,
@@ -504,7 +534,7 @@ fn read_csv(path: &Path, f: &mut RowSink) -> Result<bool, AnswersError> {
                     }
                     _ => e.to_string(),
                 },
-            }
+            })
         })?;
         let mut cells = empty_cells();
         for (j, v) in rec.iter().enumerate() {
@@ -577,9 +607,9 @@ impl<'de> serde::Deserialize<'de> for JsonLine {
     }
 }
 
-fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<bool, AnswersError> {
+fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<bool, ImportError> {
     use std::io::BufRead;
-    let file = fs_err::File::open(path).map_err(AnswersError::Fs)?;
+    let file = fs_err::File::open(path).map_err(ImportError::Fs)?;
     let mut reader = std::io::BufReader::new(file);
     let mut rows = 0usize;
     let mut buf = Vec::new();
@@ -588,7 +618,7 @@ fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<bool, AnswersError> {
         buf.clear();
         let n = reader
             .read_until(b'\n', &mut buf)
-            .map_err(AnswersError::Fs)?;
+            .map_err(ImportError::Fs)?;
         if n == 0 {
             break;
         }
@@ -600,12 +630,14 @@ fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<bool, AnswersError> {
         }
         rows += 1;
         let row = rows;
-        let err = |column: &str, message: String| AnswersError::Record {
-            file: path.to_path_buf(),
-            row,
-            line: Some(lineno),
-            column: column.to_string(),
-            message,
+        let err = |column: &str, message: String| {
+            ImportError::from(FormatError::Record {
+                file: path.to_path_buf(),
+                row,
+                line: Some(lineno),
+                column: column.to_string(),
+                message,
+            })
         };
         let line = std::str::from_utf8(bytes).map_err(|e| {
             err(
@@ -667,10 +699,10 @@ fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<bool, AnswersError> {
 
 /// The number of records of `path` when it is a stored-answer Parquet file already in the
 /// form the import writes: each column of the type, repetition and path the writer gives the
-/// same column of [`stored_schema`] (no other column), every record valid and already
+/// same column of [`STORED_ANSWERS`] (no other column), every record valid and already
 /// normalized (each batch accepted by the column checks, `crate::vectorized`, unchanged), and
 /// the records in the output order with the rules between neighbours holding
-/// (`crate::sorted`). Then what [`import_into`] would write is the file's own table, so its
+/// (`sorted`). Then what [`import_into`] would write is the file's own table, so its
 /// encoded column chunks can be copied instead of encoded again
 /// (`protospread_core::copy_parquet_chunks`; at 10^8 answers the encoding was half of the
 /// fetch stage's work). `None` as soon as anything else shows, also an unreadable file or
@@ -684,7 +716,7 @@ pub fn already_imported(path: &Path, vocab: &Vocabulary) -> Option<usize> {
         ParquetRecordBatchReaderBuilder::try_new(file.into_parts().0).ok()
     };
     let builder = open()?;
-    let stored = stored_schema();
+    let stored = STORED_ANSWERS.schema();
     let ours = parquet::arrow::ArrowSchemaConverter::new()
         .convert(&stored)
         .ok()?;
@@ -764,7 +796,7 @@ fn already_imported_run(
     let mut first = None;
     for b in reader {
         let b = b.ok()?;
-        let staged = crate::vectorized::accept(&b, &map, vocab, first_row + records, &staging)?;
+        let staged = vectorized::accept(&b, &map, vocab, first_row + records, &staging)?;
         // Unchanged: the same arrays (the checks keep a column's buffers when they change
         // nothing), or equal values.
         let unchanged = (0..COLUMNS.len()).all(|i| {
@@ -786,7 +818,7 @@ fn already_imported_run(
     Some((records, in_order, first))
 }
 
-/// Read a Parquet file batch by batch: a batch that [`crate::vectorized::accept`] vouches for
+/// Read a Parquet file batch by batch: a batch that [`vectorized::accept`] vouches for
 /// goes on as it is; any other batch goes through the row rules, a record at a time, as text.
 /// Returns whether the file was read to the end (`out` may stop it).
 fn read_parquet(
@@ -795,10 +827,10 @@ fn read_parquet(
     builders: &mut Builders,
     records: &mut usize,
     out: &mut StagedSink,
-) -> Result<bool, AnswersError> {
+) -> Result<bool, ImportError> {
     let perr =
         |e: parquet::errors::ParquetError| file_err(path, format!("not a Parquet file: {e}"));
-    let file = fs_err::File::open(path).map_err(AnswersError::Fs)?;
+    let file = fs_err::File::open(path).map_err(ImportError::Fs)?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file.into_parts().0).map_err(perr)?;
     let names: Vec<String> = builder
         .schema()
@@ -810,7 +842,7 @@ fn read_parquet(
     let schema = staging_schema();
     for b in builder.with_batch_size(BATCH_ROWS).build().map_err(perr)? {
         let b = b.map_err(|e| file_err(path, format!("reading Parquet: {e}")))?;
-        let staged = match crate::vectorized::accept(&b, &map, vocab, *records + 1, &schema) {
+        let staged = match vectorized::accept(&b, &map, vocab, *records + 1, &schema) {
             Some(staged) => {
                 *records += b.num_rows();
                 staged
@@ -837,7 +869,7 @@ fn by_row(
     vocab: &Vocabulary,
     builders: &mut Builders,
     records: &mut usize,
-) -> Result<(), AnswersError> {
+) -> Result<(), ImportError> {
     let mut texts: Vec<Option<StringArray>> = Vec::with_capacity(map.len());
     for (j, slot) in map.iter().enumerate() {
         texts.push(match slot {
@@ -890,17 +922,19 @@ fn validate(
     r: &RawRow,
     vocab: &Vocabulary,
     out: &mut Builders,
-) -> Result<(), AnswersError> {
-    let err = |column: &str, message: String| AnswersError::Record {
-        file: path.to_path_buf(),
-        row: r.row,
-        line: r.line,
-        column: column.to_string(),
-        message,
+) -> Result<(), ImportError> {
+    let err = |column: &str, message: String| {
+        ImportError::from(FormatError::Record {
+            file: path.to_path_buf(),
+            row: r.row,
+            line: r.line,
+            column: column.to_string(),
+            message,
+        })
     };
     let cell = |i: usize| r.cells[i].as_deref();
     let need = |i: usize| cell(i).ok_or_else(|| err(COLUMNS[i], "missing value".into()));
-    let int_in = |i: usize, max: u64| -> Result<Option<u64>, AnswersError> {
+    let int_in = |i: usize, max: u64| -> Result<Option<u64>, ImportError> {
         let name = COLUMNS[i];
         match cell(i) {
             None => Ok(None),
@@ -1091,7 +1125,7 @@ const ADMIN_SETTINGS: [(&str, &str); 7] = [
 ];
 
 /// The first row of a query's answer, if any.
-fn first_row(engine: &Engine, path: &Path, sql: &str) -> Result<Option<RecordBatch>, AnswersError> {
+fn first_row(engine: &Engine, path: &Path, sql: &str) -> Result<Option<RecordBatch>, ImportError> {
     engine.first_row(sql).map_err(|e| engine_err(path, e))
 }
 
@@ -1118,7 +1152,7 @@ fn num_at(b: &RecordBatch, i: usize) -> Option<usize> {
 /// Each rule is first asked as a grouping that only says whether any violation exists; the
 /// query that finds the row to blame (windows over every row, many times slower) runs only
 /// when one does. A valid file, the common case, pays for the groupings alone.
-fn check_across_records(engine: &Engine, path: &Path) -> Result<(), AnswersError> {
+fn check_across_records(engine: &Engine, path: &Path) -> Result<(), ImportError> {
     let any = |sql: &str| first_row(engine, path, sql).map(|b| b.is_some());
     let settings_differ: Vec<String> = ADMIN_SETTINGS
         .iter()
@@ -1143,15 +1177,16 @@ fn check_across_records(engine: &Engine, path: &Path) -> Result<(), AnswersError
             Ok(None)
         }
     };
-    let err =
-        |row: usize, line: Option<usize>, column: &str, message: String| AnswersError::Record {
+    let err = |row: usize, line: Option<usize>, column: &str, message: String| {
+        ImportError::from(FormatError::Record {
             file: PathBuf::from(path),
             row,
             line,
             column: column.to_string(),
             message,
-        };
-    let order = format!("{SORT_KEY}, _row");
+        })
+    };
+    let order = format!("{}, _row", STORED_ANSWERS.order_by());
     let q = format!(
         "SELECT model, arm, arm0, cohort IS NOT DISTINCT FROM cohort0, _row, _line, row0 FROM ( \
            SELECT model, arm, cohort, condition, sample, test, item, _row, _line, \
@@ -1424,7 +1459,7 @@ mod tests {
 
     fn fast(b: &RecordBatch, first_row: usize) -> Option<RecordBatch> {
         let map: Vec<Option<usize>> = (0..COLUMNS.len()).map(Some).collect();
-        crate::vectorized::accept(
+        vectorized::accept(
             b,
             &map,
             &Vocabulary::default(),

@@ -37,7 +37,7 @@
 //! Options are shown numbered 1..=5. With `option_order = human`, option k is human value
 //! k-1; with `reversed`, option k is human value 5-k.
 
-use crate::format::{OptionOrder, OPTIONS};
+use protospread_format::OPTIONS;
 
 /// Outcome of reading one item's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -197,29 +197,6 @@ pub fn read_single_lenient(reply: &str) -> Reading {
     number(&t[..digits])
 }
 
-/// The human value (0..=4) shown as option `option` (1..=5); `None` outside 1..=5.
-pub fn option_to_value(option: i32, order: OptionOrder) -> Option<i32> {
-    if !(1..=OPTIONS as i32).contains(&option) {
-        return None;
-    }
-    Some(match order {
-        OptionOrder::Human => option - 1,
-        OptionOrder::Reversed => OPTIONS as i32 - option,
-    })
-}
-
-/// The option number (1..=5) that shows human value `value` (0..=4); inverse of
-/// [`option_to_value`].
-pub fn value_to_option(value: i32, order: OptionOrder) -> Option<i32> {
-    if !(0..OPTIONS as i32).contains(&value) {
-        return None;
-    }
-    Some(match order {
-        OptionOrder::Human => value + 1,
-        OptionOrder::Reversed => OPTIONS as i32 - value,
-    })
-}
-
 /// If `line` is an answer line, its shown position and the rest after the separator.
 fn answer_line(line: &str) -> Option<(u64, &str)> {
     let t = line.trim();
@@ -282,24 +259,6 @@ mod tests {
     }
     fn st(s: Status) -> Reading {
         Reading::status(s)
-    }
-
-    #[test]
-    fn reversed_and_human_mapping_every_option() {
-        let expect_h = [(1, 0), (2, 1), (3, 2), (4, 3), (5, 4)];
-        let expect_r = [(1, 4), (2, 3), (3, 2), (4, 1), (5, 0)];
-        for (o, v) in expect_h {
-            assert_eq!(option_to_value(o, OptionOrder::Human), Some(v));
-            assert_eq!(value_to_option(v, OptionOrder::Human), Some(o));
-        }
-        for (o, v) in expect_r {
-            assert_eq!(option_to_value(o, OptionOrder::Reversed), Some(v));
-            assert_eq!(value_to_option(v, OptionOrder::Reversed), Some(o));
-        }
-        for bad in [0, 6, -1, 99] {
-            assert_eq!(option_to_value(bad, OptionOrder::Human), None);
-            assert_eq!(option_to_value(bad, OptionOrder::Reversed), None);
-        }
     }
 
     #[test]

@@ -2,17 +2,16 @@
 //!
 //! The normative description is docs/stored-answers.md; this module is its implementation.
 
-use crate::AnswersError;
+use crate::FormatError;
 use arrow::array::{
     Array, ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
 };
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use protospread_core::AnswersSection;
+use protospread_core::{AnswersSection, STORED_ANSWERS};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The only format version this build reads and writes.
-pub(crate) const FORMAT_VERSION: i32 = 1;
+pub const FORMAT_VERSION: i32 = 1;
 
 /// The eleven conditions of the study, in the study's order.
 pub const CONDITIONS: [&str; 11] = [
@@ -25,7 +24,7 @@ pub const PROTOCOL_CONDITIONS: [&str; 10] = [
 ];
 
 /// The four tests of the study with their item counts (168 items).
-pub(crate) const TESTS: [(&str, u32); 4] = [
+pub const TESTS: [(&str, u32); 4] = [
     ("big_five", 50),
     ("riasec", 60),
     ("dark_triad", 18),
@@ -33,32 +32,19 @@ pub(crate) const TESTS: [(&str, u32); 4] = [
 ];
 
 /// The two instructions of the study (P2 is a paraphrase of P1).
-pub(crate) const INSTRUCTIONS: [&str; 2] = ["P1", "P2"];
+pub const INSTRUCTIONS: [&str; 2] = ["P1", "P2"];
 
-/// Number of answer options shown for every item (five-point scales, shown as 1..=5).
-pub const OPTIONS: u8 = 5;
-
-/// Column names of the stored-answer format, in schema order.
-pub(crate) const COLUMNS: [&str; 18] = [
-    "format_version",
-    "study",
-    "model",
-    "arm",
-    "cohort",
-    "condition",
-    "sample",
-    "test",
-    "mode",
-    "item",
-    "item_order",
-    "order_seed",
-    "option_order",
-    "instruction",
-    "temperature",
-    "reply",
-    "error",
-    "label",
-];
+/// Column names of the stored-answer format, in schema order: those of the table contract
+/// [`STORED_ANSWERS`], as an array the import can index at compile time.
+pub const COLUMNS: [&str; STORED_ANSWERS.own.len()] = {
+    let mut out = [""; STORED_ANSWERS.own.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = STORED_ANSWERS.own[i].name;
+        i += 1;
+    }
+    out
+};
 
 /// How the model was reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -256,33 +242,8 @@ impl StoredRecord {
     }
 }
 
-/// The fixed Arrow schema of normalized stored answers (out/fetch/answers/*.parquet).
-pub fn stored_schema() -> SchemaRef {
-    let s = |n: &str, null: bool| Field::new(n, DataType::Utf8, null);
-    Arc::new(Schema::new(vec![
-        Field::new("format_version", DataType::Int32, false),
-        s("study", false),
-        s("model", false),
-        s("arm", false),
-        s("cohort", true),
-        s("condition", false),
-        Field::new("sample", DataType::Int32, false),
-        s("test", false),
-        s("mode", false),
-        Field::new("item", DataType::Int32, true),
-        s("item_order", true),
-        Field::new("order_seed", DataType::Int64, true),
-        s("option_order", false),
-        s("instruction", false),
-        Field::new("temperature", DataType::Float64, true),
-        s("reply", false),
-        s("error", true),
-        s("label", true),
-    ]))
-}
-
-/// Records to one batch of [`stored_schema`].
-pub fn to_batch(records: &[StoredRecord]) -> Result<RecordBatch, AnswersError> {
+/// Records to one batch of the [`STORED_ANSWERS`] schema.
+pub fn to_batch(records: &[StoredRecord]) -> Result<RecordBatch, FormatError> {
     let strs = |f: &dyn Fn(&StoredRecord) -> Option<String>| -> ArrayRef {
         Arc::new(records.iter().map(f).collect::<StringArray>())
     };
@@ -321,29 +282,29 @@ pub fn to_batch(records: &[StoredRecord]) -> Result<RecordBatch, AnswersError> {
         strs(&|r| r.error.clone()),
         strs(&|r| r.label.clone()),
     ];
-    Ok(RecordBatch::try_new(stored_schema(), cols)?)
+    Ok(RecordBatch::try_new(STORED_ANSWERS.schema(), cols)?)
 }
 
 /// Column `name` of `batch` downcast to `T`, or a file error naming the column.
-pub(crate) fn column<'a, T: 'static>(
+pub fn column<'a, T: 'static>(
     batch: &'a RecordBatch,
     name: &str,
     file: &std::path::Path,
-) -> Result<&'a T, AnswersError> {
+) -> Result<&'a T, FormatError> {
     batch
         .column_by_name(name)
         .and_then(|c| c.as_any().downcast_ref::<T>())
-        .ok_or_else(|| AnswersError::File {
+        .ok_or_else(|| FormatError::File {
             file: file.to_path_buf(),
             message: format!("column {name} is missing or has the wrong type"),
         })
 }
 
-/// Read records back from batches of [`stored_schema`] (as written by the fetch stage).
-pub(crate) fn from_batches(
+/// Read records back from batches of [`STORED_ANSWERS`] (as written by the fetch stage).
+pub fn from_batches(
     batches: &[RecordBatch],
     file: &std::path::Path,
-) -> Result<Vec<StoredRecord>, AnswersError> {
+) -> Result<Vec<StoredRecord>, FormatError> {
     let mut out = Vec::new();
     for b in batches {
         let fv = column::<Int32Array>(b, "format_version", file)?;
@@ -365,7 +326,7 @@ pub(crate) fn from_batches(
         let (reply, error, label) = (st("reply")?, st("error")?, st("label")?);
         let opt_s = |a: &StringArray, i: usize| (!a.is_null(i)).then(|| a.value(i).to_string());
         for i in 0..b.num_rows() {
-            let bad = |col: &str| AnswersError::Record {
+            let bad = |col: &str| FormatError::Record {
                 file: file.to_path_buf(),
                 row: out.len() + 1,
                 line: None,

@@ -16,8 +16,8 @@ use arrow::compute::kernels::boolean::{and, not, or};
 use arrow::compute::kernels::cmp::not_distinct;
 use arrow::error::ArrowError;
 
-/// Columns of the output order (the import's `SORT_KEY`): item with nulls first.
-const KEY: [&str; 5] = ["model", "condition", "sample", "test", "item"];
+/// Columns of the output order (the stored answers' sort key): item with nulls first.
+const KEY: &[&str] = protospread_core::STORED_ANSWERS.sort_key;
 /// How many leading key columns make an administration (the key without the item).
 const ADMIN: usize = 4;
 /// Columns that must agree across a model's records.
