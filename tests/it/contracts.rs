@@ -149,10 +149,10 @@ fn an_unsorted_table_is_caught() {
         "t",
         "score",
         1,
-        &[protospread_core::Column::required(
+        &[&[protospread_core::Column::required(
             "model",
             protospread_core::ColumnType::Text,
-        )],
+        )]],
         &["model"],
     );
     let batch = RecordBatch::try_new(

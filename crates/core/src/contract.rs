@@ -109,12 +109,9 @@ pub struct TableContract {
     pub stage: &'static str,
     /// Version of the layout: raised whenever a column is added, removed or changes type.
     pub version: u32,
-    /// Columns that come before those of `extends` (e.g. the `rule` of a by-rule table).
-    pub prefix: &'static [Column],
-    /// Another contract whose columns follow `prefix`, or `None`.
-    pub extends: Option<&'static TableContract>,
-    /// Columns after those of `extends`.
-    pub own: &'static [Column],
+    /// The columns in file order, as consecutive groups: tables that share a run of columns
+    /// (the keys of an administration, all of another table) list the same group.
+    pub parts: &'static [&'static [Column]],
     /// The columns rows are sorted by, in order (within one source where a table has many).
     pub sort_key: &'static [&'static str],
 }
@@ -149,23 +146,49 @@ pub enum ContractError {
 }
 
 impl TableContract {
-    /// A contract of `own` columns only.
+    /// A contract whose columns are the `parts` in order.
     pub const fn new(
         name: &'static str,
         stage: &'static str,
         version: u32,
-        own: &'static [Column],
+        parts: &'static [&'static [Column]],
         sort_key: &'static [&'static str],
     ) -> TableContract {
         TableContract {
             name,
             stage,
             version,
-            prefix: &[],
-            extends: None,
-            own,
+            parts,
             sort_key,
         }
+    }
+
+    /// The number of columns (usable in constants, e.g. an array's length).
+    pub const fn len(&self) -> usize {
+        let (mut n, mut i) = (0, 0);
+        while i < self.parts.len() {
+            n += self.parts[i].len();
+            i += 1;
+        }
+        n
+    }
+
+    /// Whether the contract has no column.
+    pub const fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The name of column `i` in file order (usable in constants). Panics past the end.
+    pub const fn name_at(&self, mut i: usize) -> &'static str {
+        let mut p = 0;
+        while p < self.parts.len() {
+            if i < self.parts[p].len() {
+                return self.parts[p][i].name;
+            }
+            i -= self.parts[p].len();
+            p += 1;
+        }
+        panic!("column index past the end of the contract")
     }
 
     /// The file name, `<name>.parquet`.
@@ -175,12 +198,7 @@ impl TableContract {
 
     /// Every column in file order.
     pub fn columns(&self) -> Vec<Column> {
-        let mut out = self.prefix.to_vec();
-        if let Some(base) = self.extends {
-            out.extend(base.columns());
-        }
-        out.extend_from_slice(self.own);
-        out
+        self.parts.concat()
     }
 
     /// The column names in file order.
@@ -284,25 +302,25 @@ mod tests {
     use super::*;
     use ColumnType::{Int32, Text};
 
-    const BASE: TableContract = TableContract::new(
-        "base",
+    const AB: &[Column] = &[Column::required("a", Text), Column::optional("b", Int32)];
+    const BASE: TableContract = TableContract::new("base", "score", 1, &[AB], &["a"]);
+    const BY: TableContract = TableContract::new(
+        "by",
         "score",
         1,
-        &[Column::required("a", Text), Column::optional("b", Int32)],
-        &["a"],
+        &[&[Column::required("rule", Text)], AB],
+        &["rule", "a"],
     );
-    const BY: TableContract = TableContract {
-        prefix: &[Column::required("rule", Text)],
-        extends: Some(&BASE),
-        ..TableContract::new("by", "score", 1, &[], &["rule", "a"])
-    };
 
     #[test]
-    fn an_extending_contract_puts_its_prefix_first() {
+    fn parts_make_the_columns_in_order() {
         assert_eq!(BY.names(), ["rule", "a", "b"]);
         assert_eq!(BY.required(), ["rule", "a"]);
         let s = BY.schema();
         assert!(!s.field(0).is_nullable() && s.field(2).is_nullable());
+        const N: usize = BY.len();
+        const LAST: &str = BY.name_at(N - 1);
+        assert_eq!((N, LAST), (3, "b"));
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub const STORED_ANSWERS: TableContract = TableContract::new(
     "answers",
     "fetch",
     1,
-    &[
+    &[&[
         req("format_version", Int32),
         req("study", Text),
         req("model", Text),
@@ -40,9 +40,23 @@ pub const STORED_ANSWERS: TableContract = TableContract::new(
         req("reply", Text),
         opt("error", Text),
         opt("label", Text),
-    ],
+    ]],
     &["model", "condition", "sample", "test", "item"],
 );
+
+/// The columns that name one administration of a test in a source: the leading columns of
+/// [`PARSED_ANSWERS`] and [`SCALE_SCORES`].
+const ADMINISTRATION: &[Column] = &[
+    req("source", Text),
+    req("label", Text),
+    req("study", Text),
+    req("model", Text),
+    req("arm", Text),
+    opt("cohort", Text),
+    req("condition", Text),
+    req("sample", Int32),
+    req("test", Text),
+];
 
 /// `out/score/parsed_answers.parquet`: one row per (source, model, condition, sample, test,
 /// item), each item as the study's strict rule reads it.
@@ -51,24 +65,31 @@ pub const PARSED_ANSWERS: TableContract = TableContract::new(
     "score",
     1,
     &[
-        req("source", Text),
-        req("label", Text),
-        req("study", Text),
-        req("model", Text),
-        req("arm", Text),
-        opt("cohort", Text),
-        req("condition", Text),
-        req("sample", Int32),
-        req("test", Text),
-        req("mode", Text),
-        req("item", Int32),
-        opt("shown_position", Int32),
-        opt("option_replied", Int32),
-        opt("value", Int32),
-        req("status", Text),
+        ADMINISTRATION,
+        &[
+            req("mode", Text),
+            req("item", Int32),
+            opt("shown_position", Int32),
+            opt("option_replied", Int32),
+            opt("value", Int32),
+            req("status", Text),
+        ],
     ],
     &["source", "model", "condition", "sample", "test", "item"],
 );
+
+/// What [`SCALE_SCORES`] holds after [`ADMINISTRATION`]: a dimension's score.
+const SCALE_SCORE: &[Column] = &[
+    req("dimension", Text),
+    opt("temperature", Float64),
+    opt("score", Float64),
+    req("complete", Boolean),
+    req("n_items", Int32),
+    req("n_answered", Int32),
+    opt("z", Float64),
+    opt("percentile", Float64),
+    req("constant_answers", Boolean),
+];
 
 /// `out/score/scale_scores.parquet`: one row per (source, model, condition, sample, test,
 /// dimension) under the strict rule. Read by the aggregate stage.
@@ -76,26 +97,7 @@ pub const SCALE_SCORES: TableContract = TableContract::new(
     "scale_scores",
     "score",
     1,
-    &[
-        req("source", Text),
-        req("label", Text),
-        req("study", Text),
-        req("model", Text),
-        req("arm", Text),
-        opt("cohort", Text),
-        req("condition", Text),
-        req("sample", Int32),
-        req("test", Text),
-        req("dimension", Text),
-        opt("temperature", Float64),
-        opt("score", Float64),
-        req("complete", Boolean),
-        req("n_items", Int32),
-        req("n_answered", Int32),
-        opt("z", Float64),
-        opt("percentile", Float64),
-        req("constant_answers", Boolean),
-    ],
+    &[ADMINISTRATION, SCALE_SCORE],
     &[
         "source",
         "model",
@@ -108,26 +110,22 @@ pub const SCALE_SCORES: TableContract = TableContract::new(
 
 /// `out/score/scale_scores_by_rule.parquet`: `rule`, then the columns of [`SCALE_SCORES`]:
 /// the scale scores as each rule of `[score] reply_rules` reads the replies (the `strict` rows
-/// equal `scale_scores.parquet`).
-pub const SCALE_SCORES_BY_RULE: TableContract = TableContract {
-    prefix: &[req("rule", Text)],
-    extends: Some(&SCALE_SCORES),
-    ..TableContract::new(
-        "scale_scores_by_rule",
-        "score",
-        1,
-        &[],
-        &[
-            "source",
-            "rule",
-            "model",
-            "condition",
-            "sample",
-            "test",
-            "dimension",
-        ],
-    )
-};
+/// equal `scale_scores.parquet`). Within a source the rules come in their configured order.
+pub const SCALE_SCORES_BY_RULE: TableContract = TableContract::new(
+    "scale_scores_by_rule",
+    "score",
+    1,
+    &[&[req("rule", Text)], ADMINISTRATION, SCALE_SCORE],
+    &[
+        "source",
+        "rule",
+        "model",
+        "condition",
+        "sample",
+        "test",
+        "dimension",
+    ],
+);
 
 /// `out/score/reply_rules.parquet`: one row per (source, model, condition, mode, rule):
 /// requests, the replies and items each configured reply rule reads, and the failed requests
@@ -138,7 +136,7 @@ pub const REPLY_RULE_COUNTS: TableContract = TableContract::new(
     "reply_rules",
     "score",
     1,
-    &[
+    &[&[
         req("source", Text),
         req("label", Text),
         req("model", Text),
@@ -153,7 +151,7 @@ pub const REPLY_RULE_COUNTS: TableContract = TableContract::new(
         req("items", Int32),
         req("failed_items", Int32),
         req("readable_items", Int32),
-    ],
+    ]],
     &["source", "model", "arm", "condition", "mode", "rule"],
 );
 
@@ -163,7 +161,7 @@ pub const REPLY_RERUNS: TableContract = TableContract::new(
     "reply_reruns",
     "score",
     1,
-    &[
+    &[&[
         req("source", Text),
         req("label", Text),
         req("model", Text),
@@ -174,7 +172,7 @@ pub const REPLY_RERUNS: TableContract = TableContract::new(
         req("identical", Int32),
         req("unmatched", Int32),
         req("temperature0_honoured", Boolean),
-    ],
+    ]],
     &["source", "model", "test", "first", "rerun"],
 );
 
@@ -184,7 +182,7 @@ pub const NORMS: TableContract = TableContract::new(
     "norms",
     "score",
     1,
-    &[
+    &[&[
         req("test", Text),
         req("dimension", Text),
         req("n", Int64),
@@ -195,7 +193,7 @@ pub const NORMS: TableContract = TableContract::new(
         req("max", Float64),
         req("rows_reproduced", Int64),
         req("rows_duplicate", Int64),
-    ],
+    ]],
     &["test", "dimension"],
 );
 

@@ -6,13 +6,17 @@
 //!   the vocabularies a record may name ([`Vocabulary`], [`CONDITIONS`], [`TESTS`],
 //!   [`INSTRUCTIONS`]) and the columns in file order ([`COLUMNS`], from the table contract
 //!   [`protospread_core::STORED_ANSWERS`]).
-//! - Records to and from Arrow batches ([`to_batch`], [`from_batches`], [`column`]).
+//! - Records to and from Arrow batches: a record at a time ([`RecordBuilder`] of
+//!   [`RecordValues`]), from and to [`StoredRecord`]s ([`to_batch`], [`from_batches`],
+//!   [`column`]).
 //! - Options: the mapping of a shown option number to the human 0..4 scale and back
 //!   ([`option_to_value`], [`value_to_option`], [`OPTIONS`]).
 
+mod builder;
 mod options;
 mod record;
 
+pub use builder::{RecordBuilder, RecordValues};
 pub use options::{option_to_value, value_to_option, OPTIONS};
 pub use record::{
     column, from_batches, to_batch, Arm, Mode, OptionOrder, StoredRecord, Vocabulary, COLUMNS,

@@ -3,12 +3,9 @@
 //! The normative description is docs/stored-answers.md; this module is its implementation.
 
 use crate::FormatError;
-use arrow::array::{
-    Array, ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
-};
+use arrow::array::{Array, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray};
 use protospread_core::{AnswersSection, STORED_ANSWERS};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// The only format version this build reads and writes.
 pub const FORMAT_VERSION: i32 = 1;
@@ -36,11 +33,11 @@ pub const INSTRUCTIONS: [&str; 2] = ["P1", "P2"];
 
 /// Column names of the stored-answer format, in schema order: those of the table contract
 /// [`STORED_ANSWERS`], as an array the import can index at compile time.
-pub const COLUMNS: [&str; STORED_ANSWERS.own.len()] = {
-    let mut out = [""; STORED_ANSWERS.own.len()];
+pub const COLUMNS: [&str; STORED_ANSWERS.len()] = {
+    let mut out = [""; STORED_ANSWERS.len()];
     let mut i = 0;
     while i < out.len() {
-        out[i] = STORED_ANSWERS.own[i].name;
+        out[i] = STORED_ANSWERS.name_at(i);
         i += 1;
     }
     out
@@ -244,45 +241,31 @@ impl StoredRecord {
 
 /// Records to one batch of the [`STORED_ANSWERS`] schema.
 pub fn to_batch(records: &[StoredRecord]) -> Result<RecordBatch, FormatError> {
-    let strs = |f: &dyn Fn(&StoredRecord) -> Option<String>| -> ArrayRef {
-        Arc::new(records.iter().map(f).collect::<StringArray>())
-    };
-    let cols: Vec<ArrayRef> = vec![
-        Arc::new(
-            records
-                .iter()
-                .map(|r| Some(r.format_version))
-                .collect::<Int32Array>(),
-        ),
-        strs(&|r| Some(r.study.clone())),
-        strs(&|r| Some(r.model.clone())),
-        strs(&|r| Some(r.arm.as_str().to_string())),
-        strs(&|r| r.cohort.clone()),
-        strs(&|r| Some(r.condition.clone())),
-        Arc::new(
-            records
-                .iter()
-                .map(|r| Some(r.sample))
-                .collect::<Int32Array>(),
-        ),
-        strs(&|r| Some(r.test.clone())),
-        strs(&|r| Some(r.mode.as_str().to_string())),
-        Arc::new(records.iter().map(|r| r.item).collect::<Int32Array>()),
-        strs(&|r| r.item_order_text()),
-        Arc::new(records.iter().map(|r| r.order_seed).collect::<Int64Array>()),
-        strs(&|r| Some(r.option_order.as_str().to_string())),
-        strs(&|r| Some(r.instruction.clone())),
-        Arc::new(
-            records
-                .iter()
-                .map(|r| r.temperature)
-                .collect::<Float64Array>(),
-        ),
-        strs(&|r| Some(r.reply.clone())),
-        strs(&|r| r.error.clone()),
-        strs(&|r| r.label.clone()),
-    ];
-    Ok(RecordBatch::try_new(STORED_ANSWERS.schema(), cols)?)
+    let mut b = crate::RecordBuilder::new();
+    for r in records {
+        let item_order = r.item_order_text();
+        b.append(&crate::RecordValues {
+            format_version: r.format_version,
+            study: &r.study,
+            model: &r.model,
+            arm: r.arm,
+            cohort: r.cohort.as_deref(),
+            condition: &r.condition,
+            sample: r.sample,
+            test: &r.test,
+            mode: r.mode,
+            item: r.item,
+            item_order: item_order.as_deref(),
+            order_seed: r.order_seed,
+            option_order: r.option_order,
+            instruction: &r.instruction,
+            temperature: r.temperature,
+            reply: &r.reply,
+            error: r.error.as_deref(),
+            label: r.label.as_deref(),
+        });
+    }
+    Ok(b.finish()?)
 }
 
 /// Column `name` of `batch` downcast to `T`, or a file error naming the column.

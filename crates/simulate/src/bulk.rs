@@ -10,14 +10,12 @@
 //! any N. The same seed and N always give the same bytes.
 
 use crate::SimulateError;
-use arrow::array::{ArrayRef, Float64Builder, Int32Builder, Int64Builder, StringBuilder};
-use arrow::compute::cast;
-use arrow::record_batch::RecordBatch;
 use parquet::arrow::ArrowWriter;
 use protospread_core::STORED_ANSWERS;
-use protospread_format::{CONDITIONS, TESTS};
+use protospread_format::{
+    Arm, Mode, OptionOrder, RecordBuilder, RecordValues, CONDITIONS, FORMAT_VERSION, TESTS,
+};
 use std::path::Path;
-use std::sync::Arc;
 
 /// Records per written batch.
 pub(crate) const BATCH_ROWS: usize = 65_536;
@@ -68,87 +66,6 @@ fn item_order(n: u32, order_seed: Option<i64>) -> Vec<u32> {
     v
 }
 
-struct Cols {
-    format_version: Int32Builder,
-    study: StringBuilder,
-    model: StringBuilder,
-    arm: StringBuilder,
-    cohort: StringBuilder,
-    condition: StringBuilder,
-    sample: Int32Builder,
-    test: StringBuilder,
-    mode: StringBuilder,
-    item: Int32Builder,
-    item_order: StringBuilder,
-    order_seed: Int64Builder,
-    option_order: StringBuilder,
-    instruction: StringBuilder,
-    temperature: Float64Builder,
-    reply: StringBuilder,
-    error: StringBuilder,
-    label: StringBuilder,
-    rows: usize,
-}
-
-impl Cols {
-    fn new() -> Cols {
-        Cols {
-            format_version: Int32Builder::new(),
-            study: StringBuilder::new(),
-            model: StringBuilder::new(),
-            arm: StringBuilder::new(),
-            cohort: StringBuilder::new(),
-            condition: StringBuilder::new(),
-            sample: Int32Builder::new(),
-            test: StringBuilder::new(),
-            mode: StringBuilder::new(),
-            item: Int32Builder::new(),
-            item_order: StringBuilder::new(),
-            order_seed: Int64Builder::new(),
-            option_order: StringBuilder::new(),
-            instruction: StringBuilder::new(),
-            temperature: Float64Builder::new(),
-            reply: StringBuilder::new(),
-            error: StringBuilder::new(),
-            label: StringBuilder::new(),
-            rows: 0,
-        }
-    }
-
-    /// The batch so far in the stored-answer schema; the builders start empty again.
-    fn finish(&mut self) -> Result<RecordBatch, SimulateError> {
-        let schema = STORED_ANSWERS.schema();
-        let arrays: Vec<ArrayRef> = vec![
-            Arc::new(self.format_version.finish()),
-            Arc::new(self.study.finish()),
-            Arc::new(self.model.finish()),
-            Arc::new(self.arm.finish()),
-            Arc::new(self.cohort.finish()),
-            Arc::new(self.condition.finish()),
-            Arc::new(self.sample.finish()),
-            Arc::new(self.test.finish()),
-            Arc::new(self.mode.finish()),
-            Arc::new(self.item.finish()),
-            Arc::new(self.item_order.finish()),
-            Arc::new(self.order_seed.finish()),
-            Arc::new(self.option_order.finish()),
-            Arc::new(self.instruction.finish()),
-            Arc::new(self.temperature.finish()),
-            Arc::new(self.reply.finish()),
-            Arc::new(self.error.finish()),
-            Arc::new(self.label.finish()),
-        ];
-        self.rows = 0;
-        // Cast to the schema's types, whatever encoding the format crate declares.
-        let arrays = arrays
-            .iter()
-            .zip(schema.fields())
-            .map(|(a, f)| cast(a, f.data_type()))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(RecordBatch::try_new(schema, arrays)?)
-    }
-}
-
 /// One request of a model.
 struct Request<'a> {
     model: &'a str,
@@ -163,35 +80,36 @@ struct Request<'a> {
     error: Option<&'a str>,
 }
 
-impl Cols {
-    fn push(&mut self, r: Request<'_>) {
-        self.format_version.append_value(1);
-        self.study.append_value(BULK_STUDY);
-        self.model.append_value(r.model);
-        self.arm.append_value("api");
-        self.cohort.append_value(r.cohort);
-        self.condition.append_value(r.condition);
-        self.sample.append_value(r.sample);
-        self.test.append_value(r.test);
-        self.mode
-            .append_value(if r.item.is_some() { "single" } else { "whole" });
-        self.item.append_option(r.item.map(|i| i as i32));
-        self.item_order.append_option(r.item_order);
-        self.order_seed.append_option(r.order_seed);
-        self.option_order.append_value(if r.condition == "SR" {
-            "reversed"
+/// Append one request to the batch, with the settings its condition implies.
+fn push(b: &mut RecordBuilder, r: Request<'_>) {
+    b.append(&RecordValues {
+        format_version: FORMAT_VERSION,
+        study: BULK_STUDY,
+        model: r.model,
+        arm: Arm::Api,
+        cohort: Some(r.cohort),
+        condition: r.condition,
+        sample: r.sample,
+        test: r.test,
+        mode: if r.item.is_some() {
+            Mode::Single
         } else {
-            "human"
-        });
-        self.instruction
-            .append_value(if r.condition == "SP" { "P2" } else { "P1" });
-        self.temperature
-            .append_value(if r.condition == "ST1" { 1.0 } else { 0.0 });
-        self.reply.append_value(r.reply);
-        self.error.append_option(r.error);
-        self.label.append_value(BULK_LABEL);
-        self.rows += 1;
-    }
+            Mode::Whole
+        },
+        item: r.item.map(|i| i as i32),
+        item_order: r.item_order.as_deref(),
+        order_seed: r.order_seed,
+        option_order: if r.condition == "SR" {
+            OptionOrder::Reversed
+        } else {
+            OptionOrder::Human
+        },
+        instruction: if r.condition == "SP" { "P2" } else { "P1" },
+        temperature: Some(if r.condition == "ST1" { 1.0 } else { 0.0 }),
+        reply: &r.reply,
+        error: r.error,
+        label: Some(BULK_LABEL),
+    });
 }
 
 /// The option number (1..5) a model shows for an item: its trait level on the test, a shift per
@@ -230,7 +148,7 @@ pub fn write_bulk(path: &Path, n_answers: u64, seed: u64) -> Result<BulkSummary,
         Some(protospread_core::parquet_writer_properties()),
     )
     .map_err(perr)?;
-    let mut cols = Cols::new();
+    let mut cols = RecordBuilder::new();
     let mut requests = 0u64;
     // Conditions in byte order, so records come sorted by (model, condition, sample, test, item).
     let mut conds: Vec<(usize, &str)> = CONDITIONS.iter().copied().enumerate().collect();
@@ -266,18 +184,21 @@ pub fn write_bulk(path: &Path, n_answers: u64, seed: u64) -> Result<BulkSummary,
                             reply.push_str(&format!("{pos}: {o}\n"));
                         }
                         let text: Vec<String> = order.iter().map(|i| i.to_string()).collect();
-                        cols.push(Request {
-                            model: &model,
-                            cohort,
-                            condition: cond,
-                            sample,
-                            test,
-                            item: None,
-                            item_order: Some(text.join(";")),
-                            order_seed,
-                            reply: if failed { String::new() } else { reply },
-                            error: failed.then_some("timeout"),
-                        });
+                        push(
+                            &mut cols,
+                            Request {
+                                model: &model,
+                                cohort,
+                                condition: cond,
+                                sample,
+                                test,
+                                item: None,
+                                item_order: Some(text.join(";")),
+                                order_seed,
+                                reply: if failed { String::new() } else { reply },
+                                error: failed.then_some("timeout"),
+                            },
+                        );
                         requests += 1;
                     } else {
                         for item in 1..=n {
@@ -293,29 +214,32 @@ pub fn write_bulk(path: &Path, n_answers: u64, seed: u64) -> Result<BulkSummary,
                                 let shown = if cond == "SR" { 6 - o } else { o };
                                 shown.to_string()
                             };
-                            cols.push(Request {
-                                model: &model,
-                                cohort,
-                                condition: cond,
-                                sample,
-                                test,
-                                item: Some(item),
-                                item_order: None,
-                                order_seed: None,
-                                reply,
-                                error: failed.then_some("timeout"),
-                            });
+                            push(
+                                &mut cols,
+                                Request {
+                                    model: &model,
+                                    cohort,
+                                    condition: cond,
+                                    sample,
+                                    test,
+                                    item: Some(item),
+                                    item_order: None,
+                                    order_seed: None,
+                                    reply,
+                                    error: failed.then_some("timeout"),
+                                },
+                            );
                             requests += 1;
                         }
                     }
                 }
             }
-            if cols.rows >= BATCH_ROWS {
+            if cols.len() >= BATCH_ROWS {
                 w.write(&cols.finish()?).map_err(perr)?;
             }
         }
     }
-    if cols.rows > 0 {
+    if !cols.is_empty() {
         w.write(&cols.finish()?).map_err(perr)?;
     }
     w.close().map_err(perr)?;

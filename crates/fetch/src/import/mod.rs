@@ -15,10 +15,7 @@
 mod sorted;
 mod vectorized;
 
-use arrow::array::{
-    Array, ArrayRef, AsArray, Float64Builder, Int32Builder, Int64Builder, RecordBatch, StringArray,
-    StringBuilder, UInt64Builder,
-};
+use arrow::array::{Array, AsArray, RecordBatch, StringArray, UInt64Builder};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
@@ -26,8 +23,8 @@ use protospread_core::{AnswersSection, STORED_ANSWERS};
 use protospread_engine::Engine;
 use protospread_engine::EngineOptions;
 use protospread_format::{
-    from_batches, Arm, FormatError, Mode, OptionOrder, StoredRecord, Vocabulary, COLUMNS,
-    FORMAT_VERSION,
+    from_batches, Arm, FormatError, Mode, OptionOrder, RecordBuilder, RecordValues, StoredRecord,
+    Vocabulary, COLUMNS, FORMAT_VERSION,
 };
 use sorted::InOrder;
 use std::borrow::Cow;
@@ -168,81 +165,30 @@ type RowSink<'a> = dyn for<'r> FnMut(RawRow<'r>) -> Result<bool, ImportError> + 
 /// [`STORED_ANSWERS`] plus the record's `_row` and `_line` in the file, which the cross-record
 /// checks need to name a row.
 struct Builders {
-    format_version: Int32Builder,
-    study: StringBuilder,
-    model: StringBuilder,
-    arm: StringBuilder,
-    cohort: StringBuilder,
-    condition: StringBuilder,
-    sample: Int32Builder,
-    test: StringBuilder,
-    mode: StringBuilder,
-    item: Int32Builder,
-    item_order: StringBuilder,
-    order_seed: Int64Builder,
-    option_order: StringBuilder,
-    instruction: StringBuilder,
-    temperature: Float64Builder,
-    reply: StringBuilder,
-    error: StringBuilder,
-    label: StringBuilder,
+    stored: RecordBuilder,
     row: UInt64Builder,
     line: UInt64Builder,
-    len: usize,
 }
 
 impl Builders {
     fn new() -> Self {
         Builders {
-            format_version: Int32Builder::new(),
-            study: StringBuilder::new(),
-            model: StringBuilder::new(),
-            arm: StringBuilder::new(),
-            cohort: StringBuilder::new(),
-            condition: StringBuilder::new(),
-            sample: Int32Builder::new(),
-            test: StringBuilder::new(),
-            mode: StringBuilder::new(),
-            item: Int32Builder::new(),
-            item_order: StringBuilder::new(),
-            order_seed: Int64Builder::new(),
-            option_order: StringBuilder::new(),
-            instruction: StringBuilder::new(),
-            temperature: Float64Builder::new(),
-            reply: StringBuilder::new(),
-            error: StringBuilder::new(),
-            label: StringBuilder::new(),
+            stored: RecordBuilder::new(),
             row: UInt64Builder::new(),
             line: UInt64Builder::new(),
-            len: 0,
         }
+    }
+
+    /// Records in the batch so far.
+    fn len(&self) -> usize {
+        self.stored.len()
     }
 
     /// The batch so far, in [`staging_schema`]; the builders start over.
     fn finish(&mut self) -> Result<RecordBatch, ImportError> {
-        self.len = 0;
-        let cols: Vec<ArrayRef> = vec![
-            Arc::new(self.format_version.finish()),
-            Arc::new(self.study.finish()),
-            Arc::new(self.model.finish()),
-            Arc::new(self.arm.finish()),
-            Arc::new(self.cohort.finish()),
-            Arc::new(self.condition.finish()),
-            Arc::new(self.sample.finish()),
-            Arc::new(self.test.finish()),
-            Arc::new(self.mode.finish()),
-            Arc::new(self.item.finish()),
-            Arc::new(self.item_order.finish()),
-            Arc::new(self.order_seed.finish()),
-            Arc::new(self.option_order.finish()),
-            Arc::new(self.instruction.finish()),
-            Arc::new(self.temperature.finish()),
-            Arc::new(self.reply.finish()),
-            Arc::new(self.error.finish()),
-            Arc::new(self.label.finish()),
-            Arc::new(self.row.finish()),
-            Arc::new(self.line.finish()),
-        ];
+        let mut cols = self.stored.finish_columns();
+        cols.push(Arc::new(self.row.finish()));
+        cols.push(Arc::new(self.line.finish()));
         Ok(RecordBatch::try_new(staging_schema(), cols)?)
     }
 }
@@ -378,7 +324,7 @@ fn read_validated(
             let mut f = |raw: RawRow<'_>| -> Result<bool, ImportError> {
                 validate(path, &raw, vocab, &mut builders)?;
                 records += 1;
-                if builders.len >= BATCH_ROWS {
+                if builders.len() >= BATCH_ROWS {
                     return out(builders.finish()?);
                 }
                 Ok(true)
@@ -389,7 +335,7 @@ fn read_validated(
             }
         }
     };
-    if finished && builders.len > 0 && !out(builders.finish()?)? {
+    if finished && builders.len() > 0 && !out(builders.finish()?)? {
         return Ok(None);
     }
     Ok(finished.then_some(records))
@@ -1085,29 +1031,28 @@ fn validate(
             }
         },
     };
-    let b = out;
-    b.format_version.append_value(FORMAT_VERSION);
-    b.study.append_value(study);
-    b.model.append_value(model);
-    b.arm.append_value(arm.as_str());
-    b.cohort.append_option(cell(const { col("cohort") }));
-    b.condition.append_value(condition);
-    b.sample.append_value(sample);
-    b.test.append_value(test);
-    b.mode.append_value(mode.as_str());
-    b.item.append_option(item);
-    b.item_order.append_option(item_order.as_deref());
-    b.order_seed.append_option(order_seed);
-    b.option_order.append_value(option_order.as_str());
-    b.instruction.append_value(instruction);
-    b.temperature.append_option(temperature);
-    b.reply
-        .append_value(cell(const { col("reply") }).unwrap_or(""));
-    b.error.append_option(cell(const { col("error") }));
-    b.label.append_option(cell(const { col("label") }));
-    b.row.append_value(r.row as u64);
-    b.line.append_option(r.line.map(|l| l as u64));
-    b.len += 1;
+    out.stored.append(&RecordValues {
+        format_version: FORMAT_VERSION,
+        study,
+        model,
+        arm,
+        cohort: cell(const { col("cohort") }),
+        condition,
+        sample,
+        test,
+        mode,
+        item,
+        item_order: item_order.as_deref(),
+        order_seed,
+        option_order,
+        instruction,
+        temperature,
+        reply: cell(const { col("reply") }).unwrap_or(""),
+        error: cell(const { col("error") }),
+        label: cell(const { col("label") }),
+    });
+    out.row.append_value(r.row as u64);
+    out.line.append_option(r.line.map(|l| l as u64));
     Ok(())
 }
 
@@ -1284,7 +1229,7 @@ fn check_across_records(engine: &Engine, path: &Path) -> Result<(), ImportError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::{Float64Array, Int64Array};
+    use arrow::array::{ArrayRef, Float64Array, Int64Array};
     use proptest::prelude::*;
 
     /// One record of a typed Parquet batch, with values the rules accept and values they
