@@ -296,6 +296,11 @@ const VALUE_WORDS: [&str; 5] = [
 ];
 
 /// Generate the simulated study for `seed` over the items of `items`.
+///
+/// Long on purpose: the body is the one sequence of random draws per model (levels, then the
+/// paraphrase breaker, then every request in condition, sample, test and item order), and that
+/// order is what makes the committed study's bytes; read top to bottom it is the generative
+/// model of docs/simulation.md. The level draws and the truth file are their own functions.
 pub fn simulate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, SimulateError> {
     let mut out = Vec::<u8>::new();
     let mut models = Vec::new();
@@ -348,61 +353,20 @@ pub fn simulate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, SimulateErro
             requests: 0,
         };
 
-        // Latent keyed level per item and condition shifts per scale.
-        // trait_of[(test, dim)], shift_of[(test, dim, cond)], item_dev[(test, item)]
-        let mut level: BTreeMap<(&str, i32), f64> = BTreeMap::new();
-        let mut shift: BTreeMap<(&str, &str, &str), f64> = BTreeMap::new();
-        for (t, _) in TESTS {
-            let dims: std::collections::BTreeSet<&str> =
-                by_test[t].iter().map(|x| x.dimension.as_str()).collect();
-            for d in dims {
-                let tr =
-                    params::TRAIT_LO + (params::TRAIT_HI - params::TRAIT_LO) * rng.gen::<f64>();
-                let whole = params::WHOLE_SD * normal(&mut rng);
-                let mut sh = BTreeMap::new();
-                for c in CONDITIONS {
-                    let v = match c {
-                        "SR" => params::SR_SD * normal(&mut rng),
-                        "SP" => params::SP_SD * normal(&mut rng),
-                        "B0" | "B0r" => whole,
-                        c if c.starts_with("BS") => whole + params::SHUFFLE_SD * normal(&mut rng),
-                        _ => 0.0,
-                    };
-                    let v = r6(v);
-                    sh.insert(c.to_string(), v);
-                    shift.insert((t, d, c), v);
-                }
-                let tr = r6(tr);
-                for it in by_test[t].iter().filter(|x| x.dimension == d) {
-                    level.insert((t, it.item), tr);
-                }
-                if conditions.len() < CONDITIONS.len() {
-                    sh.remove("ST1");
-                }
-                if !(api(SKIP_MODEL) && t == SKIP_TEST) {
-                    scales.push(SimScale {
-                        model: name.clone(),
-                        test: t.to_string(),
-                        dimension: d.to_string(),
-                        trait_level: tr,
-                        shift: sh,
-                    });
-                }
-            }
-            for it in &by_test[t] {
-                let dev = params::ITEM_SD * normal(&mut rng);
-                let l = level.get_mut(&(t, it.item)).expect("item has a level");
-                *l = r6(*l + dev);
-                if !(api(SKIP_MODEL) && t == SKIP_TEST) {
-                    sim_items.push(SimItem {
-                        model: name.clone(),
-                        test: t.to_string(),
-                        item: it.item,
-                        level: *l,
-                    });
-                }
-            }
-        }
+        let skipped = if api(SKIP_MODEL) {
+            Some(SKIP_TEST)
+        } else {
+            None
+        };
+        let (level, shift) = plant_levels(
+            &mut rng,
+            &by_test,
+            &name,
+            conditions.len() < CONDITIONS.len(),
+            skipped,
+            &mut scales,
+            &mut sim_items,
+        );
 
         // The single-item SP requests this model answers in words (the paraphrase breaker).
         let mut unreadable_sp: std::collections::BTreeSet<(&str, i32)> = Default::default();
@@ -580,6 +544,100 @@ pub fn simulate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, SimulateErro
         }
         models.push(sm);
     }
+    let truth = truth(seed, models, scales, sim_items, planted, n_records);
+    let mut truth_json = serde_json::to_vec_pretty(&truth).map_err(|e| SimulateError::Json {
+        what: "truth",
+        source: e,
+    })?;
+    truth_json.push(b'\n');
+    Ok(SimOutput {
+        answers_jsonl: out,
+        truth_json,
+        truth,
+    })
+}
+
+/// A model's latent keyed level per item and its condition shifts per scale (drawn from
+/// `rng` in a fixed order: per test, per dimension its trait, whole-test shift and condition
+/// shifts, then per item its deviation), recorded in `scales` and `items` except for the
+/// `skipped` test.
+#[allow(clippy::type_complexity)]
+fn plant_levels<'a>(
+    rng: &mut ChaCha20Rng,
+    by_test: &BTreeMap<&'a str, Vec<&'a ItemInfo>>,
+    name: &str,
+    without_st1: bool,
+    skipped: Option<&str>,
+    scales: &mut Vec<SimScale>,
+    sim_items: &mut Vec<SimItem>,
+) -> (
+    BTreeMap<(&'a str, i32), f64>,
+    BTreeMap<(&'a str, &'a str, &'a str), f64>,
+) {
+    let mut level: BTreeMap<(&str, i32), f64> = BTreeMap::new();
+    let mut shift: BTreeMap<(&str, &str, &str), f64> = BTreeMap::new();
+    for (t, _) in TESTS {
+        let dims: std::collections::BTreeSet<&str> =
+            by_test[t].iter().map(|x| x.dimension.as_str()).collect();
+        for d in dims {
+            let tr = params::TRAIT_LO + (params::TRAIT_HI - params::TRAIT_LO) * rng.gen::<f64>();
+            let whole = params::WHOLE_SD * normal(rng);
+            let mut sh = BTreeMap::new();
+            for c in CONDITIONS {
+                let v = match c {
+                    "SR" => params::SR_SD * normal(rng),
+                    "SP" => params::SP_SD * normal(rng),
+                    "B0" | "B0r" => whole,
+                    c if c.starts_with("BS") => whole + params::SHUFFLE_SD * normal(rng),
+                    _ => 0.0,
+                };
+                let v = r6(v);
+                sh.insert(c.to_string(), v);
+                shift.insert((t, d, c), v);
+            }
+            let tr = r6(tr);
+            for it in by_test[t].iter().filter(|x| x.dimension == d) {
+                level.insert((t, it.item), tr);
+            }
+            if without_st1 {
+                sh.remove("ST1");
+            }
+            if skipped != Some(t) {
+                scales.push(SimScale {
+                    model: name.to_string(),
+                    test: t.to_string(),
+                    dimension: d.to_string(),
+                    trait_level: tr,
+                    shift: sh,
+                });
+            }
+        }
+        for it in &by_test[t] {
+            let dev = params::ITEM_SD * normal(rng);
+            let l = level.get_mut(&(t, it.item)).expect("item has a level");
+            *l = r6(*l + dev);
+            if skipped != Some(t) {
+                sim_items.push(SimItem {
+                    model: name.to_string(),
+                    test: t.to_string(),
+                    item: it.item,
+                    level: *l,
+                });
+            }
+        }
+    }
+    (level, shift)
+}
+
+/// The truth file's content: everything planted, with the generator's parameters.
+fn truth(
+    seed: u64,
+    models: Vec<SimModel>,
+    scales: Vec<SimScale>,
+    items: Vec<SimItem>,
+    mut planted: Vec<Planted>,
+    records: usize,
+) -> Truth {
     planted.sort();
     let mut planted_counts = BTreeMap::new();
     for p in &planted {
@@ -600,7 +658,7 @@ pub fn simulate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, SimulateErro
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect();
-    let truth = Truth {
+    Truth {
         generator: SIMULATION_GENERATOR.into(),
         seed,
         label: SIMULATED_LABEL.into(),
@@ -608,21 +666,11 @@ pub fn simulate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, SimulateErro
         params,
         models,
         scales,
-        items: sim_items,
+        items,
         planted,
         planted_counts,
-        records: n_records,
-    };
-    let mut truth_json = serde_json::to_vec_pretty(&truth).map_err(|e| SimulateError::Json {
-        what: "truth",
-        source: e,
-    })?;
-    truth_json.push(b'\n');
-    Ok(SimOutput {
-        answers_jsonl: out,
-        truth_json,
-        truth,
-    })
+        records,
+    }
 }
 
 fn emit(out: &mut Vec<u8>, rec: &OutRecord) -> Result<(), SimulateError> {
