@@ -135,77 +135,8 @@ pub(crate) fn views(p: &Params, cut: &Cut) -> Vec<(&'static str, String)> {
         .max()
         .unwrap_or(0);
     let k = cut.k("");
-    // One row per scale score.
-    let sc: Vec<String> = cut
-        .branches
-        .iter()
-        .map(|b| {
-            let conds = used(p, b);
-            let flags: String = (0..width)
-                .map(|i| match conds.get(i) {
-                    Some(c) => format!("condition = {} AS h_{i}, ", lit(c)),
-                    None => format!("FALSE AS h_{i}, "),
-                })
-                .collect();
-            let combo = if cut.keyed() {
-                format!("CAST({} AS BIGINT) AS combo, ", b.combo)
-            } else {
-                String::new()
-            };
-            format!(
-                "SELECT {combo}source, label, study, model, arm, cohort, condition, CAST(sample AS BIGINT) AS sample, \
-                   test, dimension, CAST(score AS BIGINT) AS v, complete, z IS NOT NULL AS has_z, constant_answers, \
-                   {is_p} AS is_p, {is_s} AS is_s, ({is_p} OR {is_s}) AS is_used, {} AS is_to, {} AS is_from, {flags}\
-                   CASE WHEN sample = 0 THEN condition ELSE condition || '[' || CAST(sample AS VARCHAR) || ']' END AS admin \
-                 FROM {}",
-                in_list("condition", &p.shift_to),
-                in_list("condition", &p.shift_from),
-                b.from,
-                is_p = in_list("condition", &b.protocol),
-                is_s = in_list("condition", &p.sampling_conditions),
-            )
-        })
-        .collect();
-    let sc = sc.join(" UNION ALL ");
-    let mut has = String::new();
-    for i in 0..width {
-        has.push_str(&format!(
-            "SUM(CASE WHEN h_{i} THEN 1 ELSE 0 END) AS has_{i}, "
-        ));
-    }
-    // A rerun pair compares the lowest sample of each of its two conditions. One MIN finds that
-    // sample and its score together: sample * RERUN_PACK + score, where a score without a z (or
-    // no score) packs as RERUN_NONE. Exact, because check_scores refuses a score that is not an
-    // integer 0..100; `reasons` unpacks it. (A ROW_NUMBER window here sorted every scale score.)
-    let mut reruns = String::new();
-    for (i, [a, b]) in p.rerun_pairs.iter().enumerate() {
-        for (side, c) in [("ra", a), ("rb", b)] {
-            reruns.push_str(&format!(
-                "MIN(CASE WHEN condition = {} THEN sample * {RERUN_PACK} + \
-                   CASE WHEN has_z AND v IS NOT NULL THEN v ELSE {RERUN_NONE} END END) AS {side}_{i}, ",
-                lit(c)
-            ));
-        }
-    }
-    // Integer moments per cell (only protocol / sampling scores with a z enter them).
-    let cm = format!(
-        "SELECT {k}source, model, test, dimension, COUNT(*) AS rows_n, \
-           SUM(CASE WHEN is_s THEN 1 ELSE 0 END) AS s_rows, {has}{reruns} \
-           SUM(CASE WHEN is_p AND has_z THEN 1 ELSE 0 END) AS pn, \
-           SUM(CASE WHEN is_p AND has_z THEN v END) AS ps, \
-           SUM(CASE WHEN is_p AND has_z THEN v * v END) AS pq, \
-           MIN(CASE WHEN is_p AND has_z THEN v END) AS pmin, \
-           MAX(CASE WHEN is_p AND has_z THEN v END) AS pmax, \
-           SUM(CASE WHEN is_s AND has_z THEN 1 ELSE 0 END) AS sn, \
-           SUM(CASE WHEN is_s AND has_z THEN v END) AS ss, \
-           SUM(CASE WHEN is_s AND has_z THEN v * v END) AS sq, \
-           SUM(CASE WHEN is_to AND has_z THEN 1 ELSE 0 END) AS tn, \
-           SUM(CASE WHEN is_to AND has_z THEN v END) AS ts, \
-           SUM(CASE WHEN is_from AND has_z THEN 1 ELSE 0 END) AS fn_, \
-           SUM(CASE WHEN is_from AND has_z THEN v END) AS fs, \
-           SUM(CASE WHEN is_used AND constant_answers THEN 1 ELSE 0 END) AS const_n \
-         FROM sc GROUP BY {k}source, model, test, dimension"
-    );
+    let sc = sc_view(p, cut, width);
+    let cm = cm_view(p, &k, width);
     // The administrations that keep a cell out, listed by name in (condition, sample) order
     // (`admins_in_order`, crate::admins): few rows, gathered over them alone, not over `sc`.
     let named = "named_struct('condition', condition, 'sample', sample, 'admin', admin)";
@@ -243,6 +174,102 @@ pub(crate) fn views(p: &Params, cut: &Cut) -> Vec<(&'static str, String)> {
         ms = cut.on("m", "s"),
         tu = cut.on("t", "u"),
     );
+    let (cell, reasons) = cell_views(p, cut, width);
+    vec![
+        ("sc", sc),
+        ("cm", cm),
+        ("ia", ia),
+        ("models", models),
+        ("universe", universe),
+        ("cell_parts", cell),
+        ("reasons", reasons),
+    ]
+}
+
+/// `sc`: one row per scale score of every branch, with the flags the other views group by.
+fn sc_view(p: &Params, cut: &Cut, width: usize) -> String {
+    // One row per scale score.
+    let sc: Vec<String> = cut
+        .branches
+        .iter()
+        .map(|b| {
+            let conds = used(p, b);
+            let flags: String = (0..width)
+                .map(|i| match conds.get(i) {
+                    Some(c) => format!("condition = {} AS h_{i}, ", lit(c)),
+                    None => format!("FALSE AS h_{i}, "),
+                })
+                .collect();
+            let combo = if cut.keyed() {
+                format!("CAST({} AS BIGINT) AS combo, ", b.combo)
+            } else {
+                String::new()
+            };
+            format!(
+                "SELECT {combo}source, label, study, model, arm, cohort, condition, CAST(sample AS BIGINT) AS sample, \
+                   test, dimension, CAST(score AS BIGINT) AS v, complete, z IS NOT NULL AS has_z, constant_answers, \
+                   {is_p} AS is_p, {is_s} AS is_s, ({is_p} OR {is_s}) AS is_used, {} AS is_to, {} AS is_from, {flags}\
+                   CASE WHEN sample = 0 THEN condition ELSE condition || '[' || CAST(sample AS VARCHAR) || ']' END AS admin \
+                 FROM {}",
+                in_list("condition", &p.shift_to),
+                in_list("condition", &p.shift_from),
+                b.from,
+                is_p = in_list("condition", &b.protocol),
+                is_s = in_list("condition", &p.sampling_conditions),
+            )
+        })
+        .collect();
+    sc.join(" UNION ALL ")
+}
+
+/// `cm`: the integer moments per cell (only protocol / sampling scores with a z enter them),
+/// the condition flags and the packed rerun scores.
+fn cm_view(p: &Params, k: &str, width: usize) -> String {
+    let mut has = String::new();
+    for i in 0..width {
+        has.push_str(&format!(
+            "SUM(CASE WHEN h_{i} THEN 1 ELSE 0 END) AS has_{i}, "
+        ));
+    }
+    // A rerun pair compares the lowest sample of each of its two conditions. One MIN finds that
+    // sample and its score together: sample * RERUN_PACK + score, where a score without a z (or
+    // no score) packs as RERUN_NONE. Exact, because check_scores refuses a score that is not an
+    // integer 0..100; `reasons` unpacks it. (A ROW_NUMBER window here sorted every scale score.)
+    let mut reruns = String::new();
+    for (i, [a, b]) in p.rerun_pairs.iter().enumerate() {
+        for (side, c) in [("ra", a), ("rb", b)] {
+            reruns.push_str(&format!(
+                "MIN(CASE WHEN condition = {} THEN sample * {RERUN_PACK} + \
+                   CASE WHEN has_z AND v IS NOT NULL THEN v ELSE {RERUN_NONE} END END) AS {side}_{i}, ",
+                lit(c)
+            ));
+        }
+    }
+    // Integer moments per cell (only protocol / sampling scores with a z enter them).
+    format!(
+        "SELECT {k}source, model, test, dimension, COUNT(*) AS rows_n, \
+           SUM(CASE WHEN is_s THEN 1 ELSE 0 END) AS s_rows, {has}{reruns} \
+           SUM(CASE WHEN is_p AND has_z THEN 1 ELSE 0 END) AS pn, \
+           SUM(CASE WHEN is_p AND has_z THEN v END) AS ps, \
+           SUM(CASE WHEN is_p AND has_z THEN v * v END) AS pq, \
+           MIN(CASE WHEN is_p AND has_z THEN v END) AS pmin, \
+           MAX(CASE WHEN is_p AND has_z THEN v END) AS pmax, \
+           SUM(CASE WHEN is_s AND has_z THEN 1 ELSE 0 END) AS sn, \
+           SUM(CASE WHEN is_s AND has_z THEN v END) AS ss, \
+           SUM(CASE WHEN is_s AND has_z THEN v * v END) AS sq, \
+           SUM(CASE WHEN is_to AND has_z THEN 1 ELSE 0 END) AS tn, \
+           SUM(CASE WHEN is_to AND has_z THEN v END) AS ts, \
+           SUM(CASE WHEN is_from AND has_z THEN 1 ELSE 0 END) AS fn_, \
+           SUM(CASE WHEN is_from AND has_z THEN v END) AS fs, \
+           SUM(CASE WHEN is_used AND constant_answers THEN 1 ELSE 0 END) AS const_n \
+         FROM sc GROUP BY {k}source, model, test, dimension"
+    )
+}
+
+/// `cell_parts` (every cell of the universe with its `cm` and `ia` columns) and `reasons`
+/// (each cell's drop reasons, unformatted).
+fn cell_views(p: &Params, cut: &Cut, width: usize) -> (String, String) {
+    let k = cut.k("");
     let sep = in_list("u.arm", &p.separate_arms);
     // The branch's conditions without an administration, by name in the branch's order.
     let missing = cut.per_branch("u", |b| {
@@ -336,15 +363,7 @@ pub(crate) fn views(p: &Params, cut: &Cut) -> Vec<(&'static str, String)> {
                  has_test \
                FROM cell_parts u) u"
     );
-    vec![
-        ("sc", sc),
-        ("cm", cm),
-        ("ia", ia),
-        ("models", models),
-        ("universe", universe),
-        ("cell_parts", cell),
-        ("reasons", reasons),
-    ]
+    (cell, reasons)
 }
 
 /// The per-cell table (`cells`), sorted by ([`Cut`]'s `combo`,) source, model, test, dimension.
