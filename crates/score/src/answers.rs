@@ -323,17 +323,16 @@ struct SourcePlans {
     records: usize,
 }
 
-/// Check what the plans cannot express as an error (labels, tests the key cannot score), then
-/// build the plans of one source. `raw` must be registered.
-fn plan_source(
+/// Refuse what the plans cannot express as an error: records labelled other than their input,
+/// tests the vocabulary or the key cannot score. Returns the number of records. `raw` must be
+/// registered.
+fn check_source(
     engine: &Engine,
     source: &str,
     input_label: Option<&str>,
     vocab: &Vocabulary,
     key: &ScoringKey,
-    pairs: &[[String; 2]],
-    rules: &[ReplyRule],
-) -> Result<SourcePlans, ScoreError> {
+) -> Result<usize, ScoreError> {
     let what = format!("source {source}");
     let e = |x| df_err(&what, x);
     let first_row = |q: String| engine.first_row(&q);
@@ -342,7 +341,6 @@ fn plan_source(
             .expect("any column casts to text");
         c.as_string::<i32>().value(0).to_string()
     };
-    const ADMIN_ORDER: &str = "model, condition, sample, test";
 
     if let Some(lab) = input_label {
         let q = format!(
@@ -390,7 +388,7 @@ fn plan_source(
             }
         }
     }
-    let records = engine
+    let records: usize = engine
         .query("SELECT count(*) FROM raw")
         .map_err(e)?
         .iter()
@@ -400,7 +398,23 @@ fn plan_source(
                 .value(0) as usize
         })
         .sum();
+    Ok(records)
+}
 
+/// The order of a source's administrations, in which its stored answers arrive.
+const ADMIN_ORDER: &str = "model, condition, sample, test";
+
+/// Check a source ([`check_source`]), then build its plans. `raw` must be registered.
+fn plan_source(
+    engine: &Engine,
+    source: &str,
+    input_label: Option<&str>,
+    vocab: &Vocabulary,
+    key: &ScoringKey,
+    pairs: &[[String; 2]],
+    rules: &[ReplyRule],
+) -> Result<SourcePlans, ScoreError> {
+    let records = check_source(engine, source, input_label, vocab, key)?;
     // One row per item, read by the study's strict rule (`parsed_answers`).
     let readings = readings_sql(ReplyRule::Strict);
     let label = format!("COALESCE(label, {})", lit(input_label.unwrap_or("")));
