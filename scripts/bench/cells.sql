@@ -18,87 +18,106 @@ FROM (SELECT dim, test, dimension, count(*) AS n, sum(weight * (hi - lo)) AS max
       FROM key GROUP BY ALL) k
 JOIN read_parquet('@NORMS@') n USING (test, dimension);
 
--- One pass over the replies. Strict rule: a reply (or the rest of an answer line) trimmed of
--- Unicode White_Space is one or more ASCII digits, optionally one '.' or ')'; ok for 1..5.
--- Whole-test replies: every answer line ("<position><spaces/tabs><one of :.)=-><rest>") with
--- its position and, when the rest is ok, its option; lines are split at \n only.
-CREATE TEMP TABLE req AS
-SELECT file_row_number AS rid, model, condition, sample, test, item, item_order,
-       option_order = 'reversed' AS reversed,
-       CASE WHEN mode = 'single' AND coalesce(error, '') = '' THEN TRY_CAST(regexp_extract(reply,
-         '^[\t\n\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]*0*([1-5])[.)]?[\t\n\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]*$',
-         1) AS INTEGER) END AS opt,
-       CASE WHEN mode = 'whole' AND coalesce(error, '') = '' THEN regexp_extract_all(reply,
-         '(?m)^[\t\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]*([0-9]+)[ \t]*[:.)=-](?:[\t\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]*0*([1-5])[.)]?[\t\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]*$)?',
-         ['pos', 'opt']) END AS lines
-FROM read_parquet('@ANSWERS@', file_row_number = true)
-WHERE condition IN ('S0', 'S0r', 'SR', 'SP', 'B0', 'B0r', 'BS1', 'BS2', 'BS3', 'BS4', 'ST1');
-
 -- A reading's points: the option shown mapped back to the human value 0..4 (docs/stored-answers.md
 -- 2.4), then the key's weight and direction.
 CREATE TEMP MACRO pts(opt, reversed, rev, weight, lo, hi) AS
   weight * CASE WHEN rev THEN hi - CASE WHEN reversed THEN 5 - opt ELSE opt - 1 END
                 ELSE CASE WHEN reversed THEN 5 - opt ELSE opt - 1 END - lo END;
 
--- Single-item administrations by scale, over all their requests: a missing or unreadable item
--- leaves the scale incomplete (n_ok below the key's item count).
+-- The strict rule (docs/stored-answers.md 2.1): a reply trimmed of Unicode White_Space is one or
+-- more ASCII digits, optionally one '.' or ')'; ok for 1..5. A one-character reply needs no
+-- regular expression.
+CREATE TEMP MACRO strict_option(reply) AS
+  CASE WHEN length(reply) = 1 THEN CASE WHEN reply BETWEEN '1' AND '5' THEN CAST(reply AS INTEGER) END
+       ELSE TRY_CAST(regexp_extract(reply, '^[\t\n\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]*0*([1-5])[.)]?[\t\n\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]*$', 1) AS INTEGER) END;
+
+-- Each reply is read once: the single-item rows here, the whole-test rows below. Single-item
+-- administrations by scale, over all their requests: a missing or unreadable item leaves the
+-- scale incomplete (fewer ok items than the key has).
 CREATE TEMP TABLE single_scores AS
-SELECT r.model, r.condition, r.sample, k.dim, count(r.opt) AS n_ok,
+SELECT r.model, r.condition, r.sample, k.dim, count(r.opt) = d.n AS complete,
        sum(pts(r.opt, r.reversed, k.rev, k.weight, k.lo, k.hi)) AS points
-FROM req r JOIN key k ON k.test = r.test AND k.item = r.item
-GROUP BY ALL;
+FROM (SELECT model, condition, sample, test, item, option_order = 'reversed' AS reversed,
+             CASE WHEN coalesce(error, '') = '' THEN strict_option(reply) END AS opt
+      FROM read_parquet('@ANSWERS@')
+      WHERE mode = 'single' AND condition IN ('S0', 'S0r', 'SR', 'SP', 'B0', 'B0r', 'BS1', 'BS2', 'BS3', 'BS4', 'ST1')) r
+JOIN key k ON k.test = r.test AND k.item = r.item
+JOIN dims d ON d.dim = k.dim
+GROUP BY r.model, r.condition, r.sample, k.dim, d.n;
 
--- Whole-test replies: a shown position is answered when exactly one answer line names it; its
--- option counts when that line's rest is ok. Position p shows item_order's p-th item.
-CREATE TEMP TABLE whole_ok AS
-SELECT rid, pos, any_value(opt) AS opt
-FROM (SELECT rid, TRY_CAST(l.pos AS INTEGER) AS pos, CAST(l.opt AS INTEGER) AS opt
-      FROM (SELECT rid, unnest(lines) AS l FROM req WHERE lines IS NOT NULL))
-GROUP BY rid, pos
-HAVING count(*) = 1 AND any_value(opt) IS NOT NULL;
+-- Whole-test requests (one per administration), numbered by their row in the file.
+CREATE TEMP TABLE whole AS
+SELECT file_row_number AS rid, model, condition, sample, test, item_order,
+       option_order = 'reversed' AS reversed, CASE WHEN coalesce(error, '') = '' THEN reply END AS reply
+FROM read_parquet('@ANSWERS@', file_row_number = true)
+WHERE mode = 'whole' AND condition IN ('S0', 'S0r', 'SR', 'SP', 'B0', 'B0r', 'BS1', 'BS2', 'BS3', 'BS4', 'ST1');
 
+-- The distinct item orders (a few per test in practice) and what each shown position scores.
+CREATE TEMP TABLE orders AS
+SELECT CAST(row_number() OVER () AS INTEGER) AS oid, test, item_order
+FROM (SELECT DISTINCT test, item_order FROM whole);
+
+CREATE TEMP TABLE shown AS
+SELECT s.oid, s.pos, k.dim, k.item, k.rev, k.weight, k.lo, k.hi
+FROM (SELECT oid, test, CAST(unnest(o) AS INTEGER) AS item, unnest(range(1, len(o) + 1)) AS pos
+      FROM (SELECT oid, test, string_split(item_order, ';') AS o FROM orders)) s
+JOIN key k ON k.test = s.test AND k.item = s.item;
+
+-- Answer lines (docs/stored-answers.md 2.2): after trimming, a position, spaces or tabs, one of
+-- : . ) = -, and a rest read by the strict rule; lines split at \n. Per administration and
+-- scale: complete when each shown position has exactly one answer line (the bit mask of
+-- positions has as many bits as there are lines) and every line is ok.
 CREATE TEMP TABLE whole_scores AS
-SELECT s.rid, k.dim, count(*) AS n_ok,
-       sum(pts(w.opt, s.reversed, k.rev, k.weight, k.lo, k.hi)) AS points
-FROM (SELECT rid, test, reversed, CAST(unnest(o) AS INTEGER) AS item,
-             unnest(range(1, len(o) + 1)) AS pos
-      FROM (SELECT rid, test, reversed, string_split(item_order, ';') AS o
-            FROM req WHERE item IS NULL)) s
-JOIN whole_ok w ON w.rid = s.rid AND w.pos = s.pos
-JOIN key k ON k.test = s.test AND k.item = s.item
-GROUP BY ALL;
+SELECT l.rid, s.dim, count(*) AS n_lines, count(l.opt) AS n_ok,
+       bit_count(bit_or(CAST(1 AS HUGEINT) << CAST(s.pos AS HUGEINT))) AS n_pos,
+       sum(pts(l.opt, l.reversed, s.rev, s.weight, s.lo, s.hi)) AS points
+FROM (SELECT rid, oid, reversed, TRY_CAST(a.pos AS INTEGER) AS pos,
+             CAST(NULLIF(a.opt, '') AS INTEGER) AS opt
+      FROM (SELECT rid, oid, reversed, regexp_extract(line,
+                     '^[\t\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]*([0-9]+)[ \t]*[:.)=-](?:[\t\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]*0*([1-5])[.)]?[\t\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]*$)?', ['pos', 'opt']) AS a
+            FROM (SELECT w.rid, o.oid, w.reversed, unnest(string_split(w.reply, chr(10))) AS line
+                  FROM whole w JOIN orders o ON o.test = w.test AND o.item_order = w.item_order
+                  WHERE w.reply IS NOT NULL))) l
+JOIN shown s ON s.oid = l.oid AND s.pos = l.pos
+GROUP BY l.rid, s.dim;
 
 -- Every scale of every administration, with its score (a rounded percentage of the maximum)
--- and z in human SDs; complete when every item of the scale is ok.
+-- and z in human SDs.
 CREATE TEMP TABLE scores AS
-SELECT a.model, a.condition, a.sample, a.dim, a.n_ok = d.n AS complete,
+SELECT a.model, a.condition, a.sample, a.dim, a.complete,
        CAST(round(a.points / d.max_points * 100) AS BIGINT) AS score,
        (round(a.points / d.max_points * 100) - d.mean) / d.sd AS z
-FROM (SELECT model, condition, sample, dim, n_ok, points FROM single_scores
+FROM (SELECT model, condition, sample, dim, complete, points FROM single_scores
       UNION ALL
-      SELECT r.model, r.condition, r.sample, d.dim, coalesce(w.n_ok, 0), coalesce(w.points, 0)
-      FROM req r JOIN dims d ON d.test = r.test
-      LEFT JOIN whole_scores w ON w.rid = r.rid AND w.dim = d.dim
-      WHERE r.item IS NULL) a
+      SELECT w.model, w.condition, w.sample, d.dim,
+             coalesce(s.n_lines = d.n AND s.n_ok = d.n AND s.n_pos = d.n, false), s.points
+      FROM whole w JOIN dims d ON d.test = w.test
+      LEFT JOIN whole_scores s ON s.rid = w.rid AND s.dim = d.dim) a
 JOIN dims d USING (dim);
 
--- Per cell (model x scale): kept when every protocol condition has an administration, every
--- administration is complete, and both sets have at least two (docs/statistics.md).
+-- Per cell (model x scale): kept when each of the ten protocol conditions has an administration,
+-- every administration is complete, and both sets have at least two (docs/statistics.md).
+CREATE TEMP TABLE cells AS
+SELECT model, dim,
+       count(*) FILTER (WHERE p) AS protocol_n, count(*) FILTER (WHERE NOT p) AS sampling_n,
+       stddev_samp(z) FILTER (WHERE p) AS protocol_sd,
+       stddev_samp(z) FILTER (WHERE NOT p) AS sampling_sd,
+       -- n^2 x the population variance, exact: only to tell exact ties in the comparison
+       CAST(count(*) FILTER (WHERE p) AS HUGEINT) * sum(score * score) FILTER (WHERE p)
+         - CAST(sum(score) FILTER (WHERE p) AS HUGEINT) * sum(score) FILTER (WHERE p) AS p_dev,
+       CAST(count(*) FILTER (WHERE NOT p) AS HUGEINT) * sum(score * score) FILTER (WHERE NOT p)
+         - CAST(sum(score) FILTER (WHERE NOT p) AS HUGEINT) * sum(score) FILTER (WHERE NOT p) AS s_dev
+FROM (SELECT *, condition <> 'ST1' AS p,
+             list_position(['S0', 'S0r', 'SR', 'SP', 'B0', 'B0r', 'BS1', 'BS2', 'BS3', 'BS4'],
+                           condition) AS ci
+      FROM scores)
+GROUP BY model, dim
+HAVING bit_or(CAST(1 AS INTEGER) << ci) FILTER (WHERE p) = 2046 AND bool_and(complete)
+   AND count(*) FILTER (WHERE p) >= 2 AND count(*) FILTER (WHERE NOT p) >= 2;
+
 COPY (
-  SELECT s.model, d.test, d.dimension,
-         count(*) FILTER (WHERE p) AS protocol_n,
-         count(*) FILTER (WHERE NOT p) AS sampling_n,
-         stddev_samp(z) FILTER (WHERE p) AS protocol_sd,
-         stddev_samp(z) FILTER (WHERE NOT p) AS sampling_sd,
-         stddev_samp(z) FILTER (WHERE p) / stddev_samp(z) FILTER (WHERE NOT p) AS ratio,
-         stddev_samp(z) FILTER (WHERE p) > stddev_samp(z) FILTER (WHERE NOT p) AS protocol_gt_sampling,
-         -- n^2 x the population variance, exact: only to tell exact ties in the comparison
-         CAST(count(*) FILTER (WHERE p) AS HUGEINT) * sum(score * score) FILTER (WHERE p)
-           - CAST(sum(score) FILTER (WHERE p) AS HUGEINT) * sum(score) FILTER (WHERE p) AS p_dev,
-         CAST(count(*) FILTER (WHERE NOT p) AS HUGEINT) * sum(score * score) FILTER (WHERE NOT p)
-           - CAST(sum(score) FILTER (WHERE NOT p) AS HUGEINT) * sum(score) FILTER (WHERE NOT p) AS s_dev
-  FROM (SELECT *, condition <> 'ST1' AS p FROM scores) s JOIN dims d USING (dim)
-  GROUP BY s.model, d.test, d.dimension
-  HAVING count(DISTINCT condition) FILTER (WHERE p) = 10 AND bool_and(complete)
-     AND count(*) FILTER (WHERE p) >= 2 AND count(*) FILTER (WHERE NOT p) >= 2
+  SELECT c.model, d.test, d.dimension, c.protocol_n, c.sampling_n, c.protocol_sd, c.sampling_sd,
+         c.protocol_sd / c.sampling_sd AS ratio, c.protocol_sd > c.sampling_sd AS protocol_gt_sampling,
+         c.p_dev, c.s_dev
+  FROM cells c JOIN dims d USING (dim)
 ) TO '@OUT@' (FORMAT parquet);
