@@ -8,8 +8,9 @@
 -- and no ST1 (their cells are dropped: no sampling administrations). Every draw is DuckDB's
 -- hash of (seed, what it is drawn for), so the same seed and model count give the same rows.
 -- Replies: about 2% prose (a single-item refusal or label, a whole-test reply with no answer
--- lines), about 0.5% out-of-range numbers (a single-item reply or one answer line), one request
--- in 2,000 failed (a timeout, empty reply).
+-- lines), about 0.5% out-of-range numbers (a single-item reply or one answer line), 1% of
+-- whole-test replies without one answer line and 1% with one repeated, one request in 2,000
+-- failed (a timeout, empty reply).
 
 CREATE TEMP MACRO unit(h) AS CAST(h >> 11 AS DOUBLE) / 9007199254740992.0;
 
@@ -69,15 +70,23 @@ WITH single AS (
   FROM adm a CROSS JOIN LATERAL (SELECT unnest(range(1, a.n + 1)) AS item) i
   WHERE a.mode = 'single'
 ), whole_lines AS (
-  SELECT a.m, a.condition, a.sample, a.test, s.pos,
+  SELECT a.m, a.condition, a.sample, a.test, a.n, s.pos,
          CASE WHEN unit(hash(@SEED@, a.m, a.condition, a.sample, a.test, s.pos, 'line')) < 0.005
               THEN '6' ELSE CAST(opt(a.m, a.condition, a.sample, a.test, s.item) AS VARCHAR) END AS val
   FROM adm a JOIN shown s ON s.condition = a.condition AND s.test = a.test
   WHERE a.mode = 'whole'
 ), whole_text AS (
+  -- One reply in 100 leaves out an answer line, one in 100 repeats one at its end (the position
+  -- then has two answer lines, so it is not answered).
   SELECT m, condition, sample, test,
-         string_agg(CAST(pos AS VARCHAR) || ': ' || val, chr(10) ORDER BY pos) AS lines
-  FROM whole_lines GROUP BY ALL
+         string_agg(CAST(pos AS VARCHAR) || ': ' || val, chr(10) ORDER BY pos)
+           FILTER (WHERE NOT (pos = 1 + hash(@SEED@, m, condition, sample, test, 'skip_at') % n
+                              AND unit(hash(@SEED@, m, condition, sample, test, 'skip')) < 0.01))
+         || CASE WHEN unit(hash(@SEED@, m, condition, sample, test, 'repeat')) < 0.01
+                 THEN chr(10) || string_agg(CAST(pos AS VARCHAR) || ': ' || val, '')
+                      FILTER (WHERE pos = 1 + hash(@SEED@, m, condition, sample, test, 'repeat_at') % n)
+                 ELSE '' END AS lines
+  FROM whole_lines GROUP BY m, condition, sample, test, n
 ), orders AS (
   SELECT condition, test, string_agg(CAST(item AS VARCHAR), ';' ORDER BY pos) AS item_order
   FROM shown GROUP BY ALL
