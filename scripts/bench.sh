@@ -140,9 +140,9 @@ for order in "${ORDERS[@]}"; do
         awk -F': ' '/^  cells:/ {c = $2} /^  exact_ties:/ {t = $2} END {printf "agree (%d cells, %d exact ties)", c, t}' \
             "$WORK/$order/compare.txt" || echo "**$(tail -1 "$WORK/$order/compare.txt")**")
     awk -v o="$order" -v agree="$agree" '
-        { split($1, k, "."); if (k[1] != o) next; s = k[2]; wall[s] = $2; rss[s] = $3; st[s] = $4 }
-        function t(s) { return !(s in wall) ? "-" : st[s] == "ok" ? sprintf("%.2f", wall[s]) : "**failed**" }
-        function m(s) { return !(s in wall) ? "-" : sprintf("%.0f", rss[s] / 1024) }
+        { split($1, k, "."); if (k[1] != o) next; s = k[2]; wall[s] = $2; rss[s] = $3; st[s] = $4; seen[s] = 1 }
+        function t(s) { return !(s in seen) ? "-" : st[s] == "ok" ? sprintf("%.2f", wall[s]) : "**failed**" }
+        function m(s) { return !(s in seen) ? "-" : sprintf("%.0f", rss[s] / 1024) }
         END {
             ok = st["fetch"] == "ok" && st["score"] == "ok" && st["aggregate"] == "ok"
             pw = wall["fetch"] + wall["score"] + wall["aggregate"]
