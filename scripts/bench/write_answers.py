@@ -2,8 +2,10 @@
 
 python3 write_answers.py N SEED DIR: runs scripts/bench/answers.sql for the fewest models whose
 item answers reach N (13 models in 16 answer 2,184 items, the 3 without ST1 answer 1,680), then
-writes DIR/<order>.parquet for each order below and prints one line per file.
+writes DIR/<order>.parquet for each order below and prints each file's size and SHA-256
+(the same N and SEED give the same bytes with the same DuckDB).
 """
+import hashlib
 import pathlib
 import sys
 
@@ -41,7 +43,8 @@ def main():
         path = out / f"{name}.parquet"
         con.execute(f"COPY (SELECT * FROM stored ORDER BY {order.replace('@SEED@', str(seed))}) "
                     f"TO '{path}' (FORMAT parquet)")
-        print(f"{name}: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        print(f"{name}: {path.stat().st_size / 1e6:.1f} MB, sha256 {sha}")
 
 
 if __name__ == "__main__":
