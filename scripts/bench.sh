@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Benchmark: protospread's fetch + score + aggregate against a DuckDB SQL script computing the
-# same per-cell table from the same stored-answer file. Usage: scripts/bench.sh N [SEED]
-# (N item answers, rounded up to whole models of 2,184). Prints wall time and peak RSS of each
-# and the ratio, and checks that the two per-cell tables agree. A benchmark, not a test;
-# docs/performance.md has the measured table.
+# Benchmark: protospread against a DuckDB SQL script computing the same per-cell table from the
+# same stored-answer file, a file DuckDB wrote (scripts/bench/answers.sql) in three row orders.
+# Usage: scripts/bench.sh N [SEED] (N item answers, rounded up to whole models). Per order it
+# prints the wall time and peak RSS of protospread's fetch, score, aggregate, report and `run`
+# and of the DuckDB script, the ratio (fetch + score + aggregate) / DuckDB, and whether the two
+# per-cell tables agree; a failing stage is reported and the next order runs. A benchmark, not
+# a test: run it on an otherwise idle machine. docs/performance.md has the method and the table.
 set -euo pipefail
 
 N=${1:?usage: scripts/bench.sh N [SEED]}
@@ -11,6 +13,8 @@ SEED=${2:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN="$ROOT/target/release/protospread"
 VENV="$ROOT/target/bench-venv"
+PY="$VENV/bin/python"
+ORDERS=(sorted export shuffled)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/protospread-bench.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
@@ -19,69 +23,135 @@ if [ ! -x /usr/bin/time ]; then
     if [ "$(id -u)" = 0 ]; then apt-get install -y -q time >/dev/null; else sudo apt-get install -y -q time >/dev/null; fi
 fi
 # The peer's version is pinned so that ratios measured on different days compare against the
-# same DuckDB; a venv holding another version is brought to this one.
+# same DuckDB, and so that the generated files (DuckDB's hash) are the same bytes.
 DUCKDB=2.0.1
 # shellcheck source=scripts/pinned-venv.sh
 . "$ROOT/scripts/pinned-venv.sh"
 pinned_venv "$VENV" duckdb "$DUCKDB"
-echo "DuckDB $DUCKDB (PyPI), venv $VENV"
-(cd "$ROOT" && cargo build --release -q -j 2)
+(cd "$ROOT" && cargo build --release --locked -q -j 2)
+COMMIT=$(git -C "$ROOT" rev-parse --short HEAD)
+git -C "$ROOT" diff --quiet HEAD -- crates src Cargo.toml Cargo.lock || COMMIT="$COMMIT+changes"
+echo "protospread $COMMIT (release), DuckDB $DUCKDB (PyPI, $VENV), $(nproc) cores," \
+    "$(awk '/MemTotal/ {printf "%.1f GB", $2 / 1048576}' /proc/meminfo)," \
+    "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
-ANSWERS="$WORK/bulk_answers.parquet"
-"$BIN" simulate --answers "$N" --parquet "$ANSWERS" --seed "$SEED"
-SHA=$(sha256sum "$ANSWERS" | cut -d' ' -f1)
-ls -l "$ANSWERS" | awk '{printf "stored-answer file: %.1f MB\n", $5 / 1e6}'
+mkdir -p "$WORK/answers"
+"$PY" "$ROOT/scripts/bench/write_answers.py" "$N" "$SEED" "$WORK/answers"
 
-# The repository's configuration with absolute data paths, its stored-answer inputs and sweep
-# replaced by the bulk file (human inputs, scoring key and [aggregate] unchanged), and only the
-# work the DuckDB script does too: the study's strict reply rule, no secondary analysis (the
-# side-by-side tables under the lenient rule and the single-item set are not benchmarked).
-sed -e "s#\"data/#\"$ROOT/data/#g" -e '/^# --- SIMULATED stored answers/,$d' \
-    -e 's/^reply_rules = .*/reply_rules = ["strict"]/' \
-    "$ROOT/pipeline.toml" > "$WORK/pipeline.toml"
-cat >> "$WORK/pipeline.toml" <<TOML
+# The repository's configuration with absolute data paths and its stored-answer inputs and
+# sweep left out (human inputs, scoring key and [aggregate] unchanged), and only the work the
+# DuckDB script does too: the study's strict reply rule, no secondary analysis. config FILE
+# [ANSWERS] writes it, with ANSWERS as the one stored-answer input when given.
+config() {
+    sed -e "s#\"data/#\"$ROOT/data/#g" -e '/^# --- SIMULATED stored answers/,$d' \
+        -e 's/^reply_rules = .*/reply_rules = ["strict"]/' "$ROOT/pipeline.toml" > "$1"
+    printf '\n[aggregate]\nsecondary_protocol_conditions = []\n' >> "$1"
+    [ $# -lt 2 ] || printf '\n[[inputs]]\nname = "bench_answers"\nrole = "answers"\nlabel = "bench"\npath = "%s"\nsha256 = "%s"\n' \
+        "$2" "$(sha256sum "$2" | cut -d' ' -f1)" >> "$1"
+}
 
-[aggregate]
-secondary_protocol_conditions = []
+# The human norms (docs/norms.md) do not depend on the answers: the score stage of a study
+# without answers writes them once for the DuckDB script.
+mkdir -p "$WORK/norms"
+config "$WORK/norms/pipeline.toml"
+"$BIN" --quiet --config "$WORK/norms/pipeline.toml" --out "$WORK/norms/out" fetch
+"$BIN" --quiet --config "$WORK/norms/pipeline.toml" --out "$WORK/norms/out" score
+NORMS="$WORK/norms/out/score/norms.parquet"
 
-[[inputs]]
-name = "bulk_answers"
-role = "answers"
-label = "bulk"
-path = "$ANSWERS"
-sha256 = "$SHA"
-TOML
-
-measure() { # name, then the command; appends "name wall_s rss_kb" to $WORK/times
+# measure NAME COMMAND...: runs COMMAND under GNU time; appends "NAME wall_s rss_kb status" to
+# $WORK/times and, when it fails, shows the end of its output; returns its status.
+measure() {
     local name=$1; shift
-    /usr/bin/time -v -o "$WORK/$name.time" "$@" >"$WORK/$name.log" 2>&1 || {
-        cat "$WORK/$name.log" >&2; echo "$name failed" >&2; exit 1; }
+    local status=ok
+    /usr/bin/time -v -o "$WORK/$name.time" "$@" >"$WORK/$name.log" 2>&1 || status=failed
     local wall rss
     wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, t, ":"); s = 0;
         for (i = 1; i <= n; i++) s = s * 60 + t[i]; print s}' "$WORK/$name.time")
     rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$WORK/$name.time")
-    echo "$name $wall $rss" >> "$WORK/times"
+    echo "$name $wall $rss $status" >> "$WORK/times"
+    if [ "$status" != ok ]; then
+        echo "$name FAILED after $wall s (peak RSS $((rss / 1024)) MB):" >&2
+        tail -5 "$WORK/$name.log" | sed 's/^/    /' >&2
+        return 1
+    fi
 }
 
-P=("$BIN" --quiet --config "$WORK/pipeline.toml" --out "$WORK/out")
-measure fetch "${P[@]}" fetch
-measure score "${P[@]}" score
-measure aggregate "${P[@]}" aggregate
-measure duckdb "$VENV/bin/python" "$ROOT/scripts/bench/run_duckdb.py" "$ANSWERS" \
-    "$ROOT/data/scoring_key.csv" "$WORK/out/score/norms.parquet" "$WORK/duckdb_cells.parquet"
+for order in "${ORDERS[@]}"; do
+    answers="$WORK/answers/$order.parquet"
+    dir="$WORK/$order"
+    mkdir -p "$dir"
+    config "$dir/pipeline.toml" "$answers"
+    P=("$BIN" --quiet --config "$dir/pipeline.toml")
+    echo "== $order: running" >&2
+    stages_ok=1
+    for stage in fetch score aggregate report; do
+        measure "$order.$stage" "${P[@]}" --out "$dir/out" "$stage" || { stages_ok=0; break; }
+    done
+    # `run` in a fresh folder: all four stages in one process, as a user runs them.
+    [ "$stages_ok" = 0 ] || measure "$order.run" "${P[@]}" --out "$dir/run" run || true
+    rm -rf "$dir/run"
+    measure "$order.duckdb" "$PY" "$ROOT/scripts/bench/run_duckdb.py" "$answers" \
+        "$ROOT/data/scoring_key.csv" "$NORMS" "$dir/duckdb_cells.parquet" || true
+    if [ -f "$dir/out/aggregate/cells.parquet" ] && [ -f "$dir/duckdb_cells.parquet" ]; then
+        "$PY" "$ROOT/scripts/bench/compare.py" "$dir/out/aggregate/cells.parquet" \
+            "$dir/duckdb_cells.parquet" > "$dir/compare.txt" || true
+    else
+        echo "per-cell tables not compared (a step failed)" > "$dir/compare.txt"
+    fi
+    rm -rf "$dir/out"
+done
 
-echo "per-cell tables (kept cells with both SDs):"
-"$VENV/bin/python" "$ROOT/scripts/bench/compare.py" "$WORK/out/aggregate/cells.parquet" \
-    "$WORK/duckdb_cells.parquet"
+# The results: one block per order, then one summary line per order.
+for order in "${ORDERS[@]}"; do
+    mb=$(stat -c %s "$WORK/answers/$order.parquet" | awk '{printf "%.1f", $1 / 1e6}')
+    echo
+    echo "== $order ($mb MB)"
+    awk -v o="$order" '
+        { split($1, k, "."); if (k[1] != o) next; s = k[2]; wall[s] = $2; rss[s] = $3; st[s] = $4 }
+        function line(label, s) {
+            if (!(s in wall)) printf "  %-36s %10s\n", label, "not run"
+            else printf "  %-36s %10.2f %14.1f%s\n", label, wall[s], rss[s] / 1024,
+                st[s] == "ok" ? "" : "   FAILED"
+        }
+        END {
+            printf "  %-36s %10s %14s\n", "step", "wall (s)", "peak RSS (MB)"
+            line("protospread fetch", "fetch"); line("protospread score", "score")
+            line("protospread aggregate", "aggregate")
+            ok = st["fetch"] == "ok" && st["score"] == "ok" && st["aggregate"] == "ok"
+            pw = wall["fetch"] + wall["score"] + wall["aggregate"]
+            pr = rss["fetch"]; if (rss["score"] > pr) pr = rss["score"]
+            if (rss["aggregate"] > pr) pr = rss["aggregate"]
+            if (ok) printf "  %-36s %10.2f %14.1f\n", "protospread fetch+score+aggregate", pw, pr / 1024
+            line("protospread report", "report"); line("protospread run (all four stages)", "run")
+            line("DuckDB script", "duckdb")
+            if (ok && st["duckdb"] == "ok")
+                printf "  %-36s %10.2f\n", "ratio (fetch+score+aggregate)/DuckDB", pw / wall["duckdb"]
+        }' "$WORK/times"
+    sed 's/^/  /' "$WORK/$order/compare.txt"
+done
 
-awk -v n="$N" '
-    { wall[$1] = $2; rss[$1] = $3 }
-    END {
-        pw = wall["fetch"] + wall["score"] + wall["aggregate"]
-        pr = rss["fetch"]; if (rss["score"] > pr) pr = rss["score"]; if (rss["aggregate"] > pr) pr = rss["aggregate"]
-        printf "%-34s %10s %14s\n", "N = " n " item answers", "wall (s)", "peak RSS (MB)"
-        for (s in wall) if (s != "duckdb") printf "  protospread %-22s %10.2f %14.1f\n", s, wall[s], rss[s] / 1024
-        printf "%-34s %10.2f %14.1f\n", "protospread fetch+score+aggregate", pw, pr / 1024
-        printf "%-34s %10.2f %14.1f\n", "duckdb", wall["duckdb"], rss["duckdb"] / 1024
-        printf "%-34s %10.2f %14.2f\n", "ratio protospread / duckdb", pw / wall["duckdb"], pr / rss["duckdb"]
-    }' "$WORK/times"
+echo
+echo "Summary, N = $N requested, seed $SEED, protospread $COMMIT, DuckDB $DUCKDB (times in s, RSS in MB):"
+echo
+echo "| order | fetch | score | aggregate | f+s+a | report | run | DuckDB | ratio | peak RSS f+s+a | RSS run | RSS DuckDB | per-cell tables |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+for order in "${ORDERS[@]}"; do
+    agree=$(grep -q '^per-cell tables agree' "$WORK/$order/compare.txt" && \
+        awk -F': ' '/^  cells:/ {c = $2} /^  exact_ties:/ {t = $2} END {printf "agree (%d cells, %d exact ties)", c, t}' \
+            "$WORK/$order/compare.txt" || echo "**$(tail -1 "$WORK/$order/compare.txt")**")
+    awk -v o="$order" -v agree="$agree" '
+        { split($1, k, "."); if (k[1] != o) next; s = k[2]; wall[s] = $2; rss[s] = $3; st[s] = $4; seen[s] = 1 }
+        function t(s) { return !(s in seen) ? "-" : st[s] == "ok" ? sprintf("%.2f", wall[s]) : "**failed**" }
+        function m(s) { return !(s in seen) ? "-" : sprintf("%.0f", rss[s] / 1024) }
+        END {
+            ok = st["fetch"] == "ok" && st["score"] == "ok" && st["aggregate"] == "ok"
+            pw = wall["fetch"] + wall["score"] + wall["aggregate"]
+            pr = rss["fetch"]; if (rss["score"] > pr) pr = rss["score"]
+            if (rss["aggregate"] > pr) pr = rss["aggregate"]
+            printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", o,
+                t("fetch"), t("score"), t("aggregate"), ok ? sprintf("%.2f", pw) : "-",
+                t("report"), t("run"), t("duckdb"),
+                ok && st["duckdb"] == "ok" ? sprintf("%.2f", pw / wall["duckdb"]) : "-",
+                sprintf("%.0f", pr / 1024), m("run"), m("duckdb"), agree
+        }' "$WORK/times"
+done

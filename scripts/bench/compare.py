@@ -28,8 +28,9 @@ WITH o AS (SELECT model, test, dimension, protocol_sd, sampling_sd, ratio, proto
                   o.protocol_sd AS op, d.protocol_sd AS dp, o.sampling_sd AS os, d.sampling_sd AS ds,
                   o.ratio AS orat, d.ratio AS drat, o.protocol_gt_sampling AS oe,
                   d.protocol_gt_sampling AS de,
-                  -- equal sample variances: p_dev / (n(n-1)) with n = 10 and 3
-                  d.p_dev * 6 = d.s_dev * 90 AS tie
+                  -- equal sample variances: p_dev / (n_p (n_p - 1)) = s_dev / (n_s (n_s - 1))
+                  d.p_dev * d.sampling_n * (d.sampling_n - 1)
+                    = d.s_dev * d.protocol_n * (d.protocol_n - 1) AS tie
            FROM o FULL OUTER JOIN d USING (model, test, dimension))
 SELECT count(*) AS cells,
        count(*) FILTER (WHERE only_duckdb) AS only_duckdb,

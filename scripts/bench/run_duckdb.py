@@ -1,4 +1,7 @@
-"""Run scripts/bench/cells.sql in DuckDB: python3 run_duckdb.py ANSWERS KEY NORMS OUT."""
+"""Run scripts/bench/cells.sql in DuckDB: python3 run_duckdb.py ANSWERS KEY NORMS OUT.
+
+DuckDB at its defaults (every core, 80% of the memory), except that it need not keep the order
+of rows no query sorts, as a user after speed would set."""
 import pathlib
 import sys
 
