@@ -27,38 +27,9 @@ pub(crate) struct Args {
     /// pipeline.toml, or data/scoring_key.csv without a configuration file).
     #[arg(long, value_name = "CSV")]
     pub(crate) key: Option<PathBuf>,
-    /// Instead of the simulated study, write a stored-answer Parquet file (format v1) of the
-    /// study's design with at least N item answers (whole models of 2,184 item answers each),
-    /// for benchmarks (scripts/bench.sh). Needs --parquet.
-    #[arg(long, value_name = "N", requires = "parquet")]
-    pub(crate) answers: Option<u64>,
-    /// The Parquet file that --answers writes (replaced atomically).
-    #[arg(long, value_name = "FILE.parquet", requires = "answers")]
-    pub(crate) parquet: Option<PathBuf>,
 }
 
 pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
-    if let (Some(n), Some(file)) = (args.answers, &args.parquet) {
-        let s = protospread_simulate::write_bulk(file, n, args.seed)
-            .context("writing the bulk answers")?;
-        if ctx.json {
-            ctx.emit(
-                "simulate",
-                serde_json::json!({"file": file, "seed": args.seed, "models": s.models,
-                    "requests": s.requests, "item_answers": s.item_answers}),
-            );
-        } else {
-            ctx.say(format!(
-                "wrote {}: {} models, {} requests, {} item answers (seed {})",
-                file.display(),
-                s.models,
-                s.requests,
-                s.item_answers,
-                args.seed
-            ));
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
     let key_path = match &args.key {
         Some(k) => k.clone(),
         None if ctx.config_path.exists() => {
