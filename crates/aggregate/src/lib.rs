@@ -42,13 +42,16 @@ pub enum AggregateError {
         /// What is wrong, for the user.
         message: String,
     },
-    /// A DataFusion plan failed.
-    #[error("{path}: query failed: {message}")]
+    /// A DataFusion plan (or the scratch file it writes) failed.
+    #[error("{}: query failed{}", path.display(), if what.is_empty() { String::new() } else { format!(": {what}") })]
     Engine {
         /// The file the plan reads or writes.
         path: PathBuf,
-        /// DataFusion's message.
-        message: String,
+        /// Which plan or table, when there is more than one.
+        what: String,
+        /// The engine's (or the file system's) error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// An `[aggregate]` setting that cannot be used.
     #[error("[aggregate] in the configuration: {0}")]
@@ -71,6 +74,21 @@ pub enum AggregateError {
     /// An error of the DataFusion session.
     #[error(transparent)]
     Session(#[from] protospread_engine::EngineError),
+}
+
+impl AggregateError {
+    /// A failed plan on `path`: `what` names the plan or table ("" when the path says it).
+    pub(crate) fn engine(
+        path: &Path,
+        what: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        AggregateError::Engine {
+            path: path.to_path_buf(),
+            what: what.into(),
+            source: source.into(),
+        }
+    }
 }
 
 /// Parameters of the stage: `[aggregate]` of pipeline.toml and the `headline_arm` of each

@@ -88,9 +88,8 @@ impl<'a> Run<'a> {
             scratch: tempfile::Builder::new()
                 .prefix("protospread-aggregate-")
                 .tempdir()
-                .map_err(|e| AggregateError::Engine {
-                    path: std::env::temp_dir(),
-                    message: format!("creating a scratch folder: {e}"),
+                .map_err(|e| {
+                    AggregateError::engine(&std::env::temp_dir(), "creating a scratch folder", e)
                 })?,
             written: std::cell::Cell::new(0),
         })
@@ -152,10 +151,8 @@ impl Run<'_> {
 
     fn table(&self, name: &str, sql: &str, path: &Path) -> Result<Table, AggregateError> {
         let (schema, batches) = self.run(name, sql, path)?;
-        Table::from_batches(name, &schema, &batches).map_err(|e| AggregateError::Engine {
-            path: path.to_path_buf(),
-            message: format!("table {name}: {e}"),
-        })
+        Table::from_batches(name, &schema, &batches)
+            .map_err(|e| AggregateError::engine(path, format!("table {name}"), e))
     }
 
     /// Plan and run `sql`, the result named `name` in errors.
@@ -175,12 +172,8 @@ impl Run<'_> {
         sql: &str,
         path: &Path,
     ) -> Result<(arrow::datatypes::SchemaRef, Vec<RecordBatch>), AggregateError> {
-        let engine = |e: datafusion::error::DataFusionError| AggregateError::Engine {
-            path: path.to_path_buf(),
-            message: match name {
-                Some(name) => format!("{name}: {e}"),
-                None => e.to_string(),
-            },
+        let engine = |e: datafusion::error::DataFusionError| {
+            AggregateError::engine(path, name.unwrap_or(""), e)
         };
         let df = self.engine.sql(sql).map_err(engine)?;
         let schema = Arc::new(df.schema().as_arrow().clone());
@@ -377,11 +370,9 @@ impl Run<'_> {
         path: &Path,
         order: &[(&str, bool)],
     ) -> Result<(), AggregateError> {
-        let fail = |message: String| AggregateError::Engine {
-            path: path.to_path_buf(),
-            message: format!("{name}: {message}"),
-        };
-        let df = self.engine.sql(sql).map_err(|e| fail(e.to_string()))?;
+        let fail =
+            |e: Box<dyn std::error::Error + Send + Sync>| AggregateError::engine(path, name, e);
+        let df = self.engine.sql(sql).map_err(|e| fail(e.into()))?;
         let schema = Arc::new(df.schema().as_arrow().clone());
         // Small results stay in memory: a scratch file costs milliseconds to write and to
         // register, and the stage materializes dozens of tables (on the embedded data they
@@ -390,11 +381,11 @@ impl Run<'_> {
         let mut held: Vec<RecordBatch> = Vec::new();
         let mut held_bytes = 0;
         let mut writer = None;
-        for b in self.engine.stream(df).map_err(|e| fail(e.to_string()))? {
-            let b = b.map_err(|e| fail(e.to_string()))?;
+        for b in self.engine.stream(df).map_err(|e| fail(e.into()))? {
+            let b = b.map_err(|e| fail(e.into()))?;
             if let Some((_, w)) = writer.as_mut() {
                 let w: &mut parquet::arrow::ArrowWriter<fs_err::File> = w;
-                w.write(&b).map_err(|e| fail(e.to_string()))?;
+                w.write(&b).map_err(|e| fail(e.into()))?;
                 continue;
             }
             held_bytes += b.get_array_memory_size();
@@ -405,11 +396,11 @@ impl Run<'_> {
             let n = self.written.get();
             self.written.set(n + 1);
             let file = self.scratch.path().join(format!("{n}-{name}.parquet"));
-            let out = fs_err::File::create(&file).map_err(|e| fail(e.to_string()))?;
+            let out = fs_err::File::create(&file).map_err(|e| fail(e.into()))?;
             let mut w = parquet::arrow::ArrowWriter::try_new(out, schema.clone(), None)
-                .map_err(|e| fail(e.to_string()))?;
+                .map_err(|e| fail(e.into()))?;
             for b in held.drain(..) {
-                w.write(&b).map_err(|e| fail(e.to_string()))?;
+                w.write(&b).map_err(|e| fail(e.into()))?;
             }
             writer = Some((file, w));
         }
@@ -422,15 +413,15 @@ impl Run<'_> {
                 self.engine
                     .register_sorted_batches(name, schema, held, order)
             };
-            return registered.map_err(|e| fail(e.to_string()));
+            return registered.map_err(|e| fail(e.into()));
         };
-        w.close().map_err(|e| fail(e.to_string()))?;
+        w.close().map_err(|e| fail(e.into()))?;
         let file = file
             .to_str()
             .ok_or_else(|| fail("scratch path is not UTF-8".into()))?;
         self.engine
             .register_sorted_parquet(name, file, order)
-            .map_err(|e| fail(e.to_string()))
+            .map_err(|e| fail(e.into()))
     }
 
     /// Register `headline` (source, arm): the arm each source's verdict uses. An input whose
@@ -442,10 +433,8 @@ impl Run<'_> {
         for b in self.sql(plan::SOURCE_ARMS, path)? {
             for r in 0..b.num_rows() {
                 let v = |c: usize| {
-                    array_value_to_string(b.column(c), r).map_err(|e| AggregateError::Engine {
-                        path: path.clone(),
-                        message: format!("source arms: {e}"),
-                    })
+                    array_value_to_string(b.column(c), r)
+                        .map_err(|e| AggregateError::engine(path, "source arms", e))
                 };
                 arms.entry(v(0)?).or_default().push(v(1)?);
             }
@@ -469,16 +458,10 @@ impl Run<'_> {
                 Arc::new(arrow::array::StringArray::from(chosen)),
             ],
         )
-        .map_err(|e| AggregateError::Engine {
-            path: path.clone(),
-            message: format!("headline: {e}"),
-        })?;
+        .map_err(|e| AggregateError::engine(path, "headline", e))?;
         self.engine
             .register_batches("headline", schema, vec![batch])
-            .map_err(|e| AggregateError::Engine {
-                path: path.clone(),
-                message: format!("headline: {e}"),
-            })
+            .map_err(|e| AggregateError::engine(path, "headline", e))
     }
 
     fn view(&self, name: &str, sql: &str) -> Result<(), AggregateError> {
@@ -499,10 +482,7 @@ impl Run<'_> {
                 .ok_or_else(|| input_err(path, "path is not UTF-8"))?;
             self.engine
                 .register_parquet(name, p)
-                .map_err(|e| AggregateError::Engine {
-                    path: path.clone(),
-                    message: e.to_string(),
-                })?;
+                .map_err(|e| AggregateError::engine(path, "", e))?;
         }
         // The checks of the scale scores (both files) read nothing the request tables make,
         // so a second session runs them while this one builds the request tables and checks
@@ -566,22 +546,19 @@ impl Run<'_> {
             }
         }
         for (name, (schema, batches)) in SIDE_TABLES.iter().zip(parts) {
-            emit(Table::from_batches(name, &schema, &batches).map_err(|e| {
-                AggregateError::Engine {
-                    path: f.by_rule.clone(),
-                    message: format!("table {name}: {e}"),
-                }
-            })?)?;
+            emit(
+                Table::from_batches(name, &schema, &batches)
+                    .map_err(|e| AggregateError::engine(&f.by_rule, format!("table {name}"), e))?,
+            )?;
         }
         Ok(())
     }
 
     /// A second session of this one's engine, with every table registered so far.
     fn fork_engine(&self) -> Result<Engine, AggregateError> {
-        self.engine.fork().map_err(|e| AggregateError::Engine {
-            path: self.files.scores.clone(),
-            message: e.to_string(),
-        })
+        self.engine
+            .fork()
+            .map_err(|e| AggregateError::engine(&self.files.scores, "", e))
     }
 
     /// The request views (`req`, `adm`), the request counts' checks, `headline` and `norms_n`.
@@ -733,11 +710,8 @@ impl Run<'_> {
             path,
         )? {
             for r in 0..b.num_rows() {
-                let v =
-                    array_value_to_string(b.column(0), r).map_err(|e| AggregateError::Engine {
-                        path: path.clone(),
-                        message: format!("rules: {e}"),
-                    })?;
+                let v = array_value_to_string(b.column(0), r)
+                    .map_err(|e| AggregateError::engine(path, "rules", e))?;
                 if !rules.contains(&v) {
                     rules.push(v);
                 }
