@@ -6,6 +6,8 @@
 //! - Instruments: the nine JobCannon instruments ([`Instrument`], [`ALL_INSTRUMENTS`],
 //!   [`study_instruments`], [`instrument_by_name`]), their columns and item counts, and the
 //!   Arrow schema of their human rows ([`instrument_schema`]).
+//! - Errors: [`CoreError`], and [`IoError`], the one error type of every crate for a raw OS
+//!   error with the path it concerns.
 //! - Hashes: sha256 of bytes and files ([`sha256_hex`], [`sha256_file`]) and
 //!   `sha256sum -c` compatible manifests ([`Manifest`], [`write_manifest`]).
 //! - Atomic writes: write-to-temporary-then-rename ([`write_atomic`]) and sets of files
@@ -73,14 +75,8 @@ use std::path::PathBuf;
 pub enum CoreError {
     /// An I/O error whose message does not name its path (a raw OS error: a lock, a rename
     /// system call); file-system calls go through `fs_err` and become [`Self::Fs`].
-    #[error("{path}: {source}")]
-    Io {
-        /// The file or folder concerned.
-        path: PathBuf,
-        /// The underlying I/O error.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] IoError),
     /// A configuration file that does not parse or check.
     #[error("{path}: {message}")]
     Config {
@@ -123,7 +119,27 @@ pub enum CoreError {
 impl CoreError {
     /// An I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        CoreError::Io {
+        CoreError::Io(IoError::new(path, source))
+    }
+}
+
+/// An I/O error with the path it concerns, for the raw OS errors whose message names no path
+/// (a lock, a rename system call, a temporary file); every other file-system call goes through
+/// `fs_err`, whose errors name their path. The one such type of every crate.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", path.display())]
+pub struct IoError {
+    /// The file or folder concerned.
+    pub path: PathBuf,
+    /// The underlying I/O error.
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl IoError {
+    /// The error `source` on `path`.
+    pub fn new(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        IoError {
             path: path.into(),
             source,
         }

@@ -52,13 +52,7 @@ impl HumanSource {
                         message: m,
                     })
                 };
-                let file = fs_err::File::open(path)
-                    .map_err(|source| ScoreError::Io {
-                        path: path.clone(),
-                        source,
-                    })?
-                    .into_parts()
-                    .0;
+                let file = fs_err::File::open(path)?.into_parts().0;
                 let reader = ParquetRecordBatchReaderBuilder::try_new(file)
                     .map_err(|e| perr(e.to_string()))?
                     .with_batch_size(chunk_rows)

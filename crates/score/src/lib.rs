@@ -76,16 +76,6 @@ use std::path::PathBuf;
 /// line and column.
 #[derive(Debug, thiserror::Error)]
 pub enum ScoreError {
-    /// An I/O error whose message does not name its path (a raw OS error: a lock, a rename
-    /// system call); file-system calls go through `fs_err` and become [`Self::Fs`].
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file or folder concerned.
-        path: PathBuf,
-        /// The underlying I/O error.
-        #[source]
-        source: std::io::Error,
-    },
     /// A file-system error from `fs_err`, whose message names the path.
     #[error(transparent)]
     Fs(#[from] std::io::Error),

@@ -182,10 +182,7 @@ impl Stream {
                 Field::new(*n, c.data_type(), self.lazy.contains(&i) && c.has_null())
             })
             .collect();
-        let file = fs_err::File::create(&self.tmp).map_err(|source| ScoreError::Io {
-            path: self.tmp.clone(),
-            source,
-        })?;
+        let file = fs_err::File::create(&self.tmp)?;
         let schema = Arc::new(Schema::new(fields));
         let w = ArrowWriter::try_new(
             BufWriter::new(file),
@@ -239,10 +236,7 @@ impl Stream {
         let (w, _) = self.writer.take().expect("started");
         let buf = w.into_inner().map_err(|e| self.perr(e))?;
         let file = buf.into_inner().map_err(|e| self.perr(e.error()))?;
-        file.sync_all().map_err(|source| ScoreError::Io {
-            path: self.tmp.clone(),
-            source,
-        })
+        Ok(file.sync_all()?)
     }
 }
 

@@ -36,14 +36,8 @@ use std::sync::Arc;
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
     /// An I/O error whose message does not name its path (a raw OS error: a temporary file).
-    #[error("{path}: {source}")]
-    Io {
-        /// The file or folder concerned.
-        path: PathBuf,
-        /// The underlying I/O error.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] protospread_core::IoError),
     /// A file-system error from `fs_err`, whose message names the path.
     #[error(transparent)]
     Fs(#[from] std::io::Error),
@@ -63,10 +57,7 @@ pub enum ImportError {
 
 impl ImportError {
     fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        ImportError::Io {
-            path: path.into(),
-            source,
-        }
+        ImportError::Io(protospread_core::IoError::new(path, source))
     }
 }
 
