@@ -21,34 +21,29 @@ pub const STORED_ANSWERS: TableContract = TableContract::new(
     "answers",
     "fetch",
     1,
-    &[&[
-        req("format_version", Int32),
-        req("study", Text),
-        req("model", Text),
-        req("arm", Text),
-        opt("cohort", Text),
-        req("condition", Text),
-        req("sample", Int32),
-        req("test", Text),
-        req("mode", Text),
-        opt("item", Int32),
-        opt("item_order", Text),
-        opt("order_seed", Int64),
-        req("option_order", Text),
-        req("instruction", Text),
-        opt("temperature", Float64),
-        req("reply", Text),
-        opt("error", Text),
-        opt("label", Text),
-    ]],
+    &[
+        &[req("format_version", Int32)],
+        REQUEST,
+        &[
+            req("mode", Text),
+            opt("item", Int32),
+            opt("item_order", Text),
+            opt("order_seed", Int64),
+            req("option_order", Text),
+            req("instruction", Text),
+            opt("temperature", Float64),
+            req("reply", Text),
+            opt("error", Text),
+            opt("label", Text),
+        ],
+    ],
     &["model", "condition", "sample", "test", "item"],
 );
 
-/// The columns that name one administration of a test in a source: the leading columns of
-/// [`PARSED_ANSWERS`] and [`SCALE_SCORES`].
-const ADMINISTRATION: &[Column] = &[
-    req("source", Text),
-    req("label", Text),
+/// The columns that say which administration of a test a request belongs to: in the stored
+/// answers after `format_version`; in the score stage's tables after [`SOURCE`], the two
+/// together naming one administration of a test in a source.
+const REQUEST: &[Column] = &[
     req("study", Text),
     req("model", Text),
     req("arm", Text),
@@ -58,6 +53,9 @@ const ADMINISTRATION: &[Column] = &[
     req("test", Text),
 ];
 
+/// The input a score-stage row comes from and its label.
+const SOURCE: &[Column] = &[req("source", Text), req("label", Text)];
+
 /// `out/score/parsed_answers.parquet`: one row per (source, model, condition, sample, test,
 /// item), each item as the study's strict rule reads it.
 pub const PARSED_ANSWERS: TableContract = TableContract::new(
@@ -65,7 +63,8 @@ pub const PARSED_ANSWERS: TableContract = TableContract::new(
     "score",
     1,
     &[
-        ADMINISTRATION,
+        SOURCE,
+        REQUEST,
         &[
             req("mode", Text),
             req("item", Int32),
@@ -78,7 +77,7 @@ pub const PARSED_ANSWERS: TableContract = TableContract::new(
     &["source", "model", "condition", "sample", "test", "item"],
 );
 
-/// What [`SCALE_SCORES`] holds after [`ADMINISTRATION`]: a dimension's score.
+/// What [`SCALE_SCORES`] holds after [`SOURCE`] and [`REQUEST`]: a dimension's score.
 const SCALE_SCORE: &[Column] = &[
     req("dimension", Text),
     opt("temperature", Float64),
@@ -97,7 +96,7 @@ pub const SCALE_SCORES: TableContract = TableContract::new(
     "scale_scores",
     "score",
     1,
-    &[ADMINISTRATION, SCALE_SCORE],
+    &[SOURCE, REQUEST, SCALE_SCORE],
     &[
         "source",
         "model",
@@ -115,7 +114,7 @@ pub const SCALE_SCORES_BY_RULE: TableContract = TableContract::new(
     "scale_scores_by_rule",
     "score",
     1,
-    &[&[req("rule", Text)], ADMINISTRATION, SCALE_SCORE],
+    &[&[req("rule", Text)], SOURCE, REQUEST, SCALE_SCORE],
     &[
         "source",
         "rule",
