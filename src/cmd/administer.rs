@@ -4,6 +4,7 @@ use crate::Ctx;
 use anyhow::Context;
 use protospread_administer::{conditions, missing_instrument, plan, Client, Instrument, RunLabels};
 use protospread_core::AdministerSection;
+use protospread_format::Arm;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -56,8 +57,8 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) study: Option<String>,
     /// `arm` column: api, cli or local.
-    #[arg(long, default_value = "api")]
-    pub(crate) arm: String,
+    #[arg(long, default_value = "api", value_parser = parse_arm)]
+    pub(crate) arm: Arm,
     /// `cohort` column.
     #[arg(long, default_value = "full")]
     pub(crate) cohort: String,
@@ -100,9 +101,6 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
             PathBuf::from("."),
         )
     };
-    if !["api", "cli", "local"].contains(&args.arm.as_str()) {
-        anyhow::bail!("--arm must be api, cli or local, not '{}'", args.arm);
-    }
     if args.model.trim().is_empty() {
         anyhow::bail!("--model is empty");
     }
@@ -227,7 +225,7 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     let labels = RunLabels {
         study: args.study.clone().unwrap_or(study),
         model: args.model.clone(),
-        arm: args.arm.clone(),
+        arm: args.arm.as_str().to_string(),
         cohort: args.cohort.clone(),
         label: args.label.clone(),
         endpoint: client.url().to_string(),
@@ -267,4 +265,9 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--arm` by the stored-answer format's spelling ([`Arm::parse`]).
+fn parse_arm(text: &str) -> Result<Arm, String> {
+    Arm::parse(text).ok_or_else(|| format!("must be api, cli or local, not '{text}'"))
 }

@@ -44,9 +44,10 @@ pub const COLUMNS: [&str; STORED_ANSWERS.len()] = {
 };
 
 /// How the model was reached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum Arm {
-    /// A model behind an API with temperature control.
+    /// A model behind an API with temperature control (the default of `administer`).
+    #[default]
     Api,
     /// A command-line tool (no temperature control).
     Cli,
