@@ -11,6 +11,7 @@ mod administer;
 mod aggregate_fixture;
 mod answers;
 mod cli_json;
+mod doc_rules;
 mod fetch;
 mod reliability;
 mod report;
