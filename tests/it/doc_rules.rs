@@ -6,8 +6,10 @@ use crate::aggregate_fixture::{self as fx, FxScore};
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::Int64Type;
 use protospread_aggregate::Params;
-use protospread_answers::{read_single_lenient, Status};
+use protospread_answers::{read_single_lenient, read_whole_lenient, Status};
+use protospread_answers::{Arm, Mode, OptionOrder, StoredRecord, Vocabulary};
 use protospread_core::AggregateSection;
+use protospread_score::{parse_and_score, Norms, ScoringKey};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -332,5 +334,102 @@ fn planted_truth_claim_holds_on_five_seeds() {
             "seed {seed}: r(planted) {}",
             rec.r_planted
         );
+    }
+}
+
+/// One big_five request of model `m`; `item` None = the whole test (shown in human order).
+fn request(condition: &str, sample: i32, item: Option<i32>, reply: &str) -> StoredRecord {
+    StoredRecord {
+        format_version: 1,
+        study: "t".into(),
+        model: "m".into(),
+        arm: Arm::Local,
+        cohort: None,
+        condition: condition.into(),
+        sample,
+        test: "big_five".into(),
+        mode: if item.is_some() {
+            Mode::Single
+        } else {
+            Mode::Whole
+        },
+        item,
+        item_order: item.is_none().then(|| (1..=50).collect()),
+        order_seed: None,
+        option_order: OptionOrder::Human,
+        instruction: "P1".into(),
+        temperature: Some(0.0),
+        reply: reply.into(),
+        error: None,
+        label: None,
+    }
+}
+
+/// stored-answers.md 3: `parsed_answers.lenient_status` is the lenient rule's status of each
+/// item, beside the strict `status`: for every reply of the two-rule table (single items), for
+/// whole-test replies with every status, and for a failed request.
+#[test]
+fn parsed_answers_carry_the_lenient_status_of_each_item() {
+    let mut lines: Vec<String> = (1..=50).map(|p| format!("{p}: 3")).collect();
+    lines[0] = "1: 4. Moderately Accurate".into();
+    lines[1] = "2: 6. Very Accurate".into();
+    lines[2] = "3: 7".into();
+    lines[4] = "Here position 5 is left out.".into();
+    lines[5] = "6: 2\n6: 2".into();
+    lines[6] = "7: Agree".into();
+    let mixed = lines.join("\n");
+    let only_missing: String = (1..=50)
+        .filter(|p| *p != 9)
+        .map(|p| format!("{p}. 4\n"))
+        .collect();
+    let whole = [mixed.as_str(), only_missing.as_str(), "No answers today."];
+    let mut records = Vec::new();
+    for (k, reply) in whole.iter().enumerate() {
+        records.push(request("B0", k as i32 + 1, None, reply));
+    }
+    for (k, (reply, _, _)) in crate::rules::TABLE.iter().enumerate() {
+        records.push(request("S0", k as i32 + 1, Some(1), reply));
+    }
+    let failed = crate::rules::TABLE.len() as i32 + 1;
+    let mut f = request("S0", failed, Some(1), "4. Moderately Accurate");
+    f.error = Some("HTTP 503".into());
+    records.push(f);
+    let key = ScoringKey::load(&root().join("data/scoring_key.csv")).unwrap();
+    let (parsed, _, _) = parse_and_score(
+        "t",
+        None,
+        &records,
+        &Vocabulary::default(),
+        &key,
+        &Norms::default(),
+    )
+    .unwrap();
+    let mut seen = BTreeMap::new();
+    for p in &parsed {
+        let k = p.sample as usize - 1;
+        let expected = match (p.condition.as_str(), p.shown_position) {
+            ("B0", Some(pos)) => read_whole_lenient(whole[k], 50)[pos as usize - 1].status,
+            _ if p.sample == failed => Status::RequestFailed,
+            _ => read_single_lenient(crate::rules::TABLE[k].0).status,
+        };
+        assert_eq!(
+            p.lenient_status, expected,
+            "{} sample {} item {}",
+            p.condition, p.sample, p.item
+        );
+        *seen.entry((p.status, p.lenient_status)).or_insert(0) += 1;
+    }
+    assert_eq!(parsed.len(), 3 * 50 + crate::rules::TABLE.len() + 1);
+    // The cases where the two rules part are among them.
+    for pair in [
+        (Status::NotANumber, Status::Ok),
+        (Status::NotANumber, Status::OutOfRange),
+        (Status::NotANumber, Status::NotANumber),
+        (Status::MissingInWhole, Status::MissingInWhole),
+        (Status::DuplicateInWhole, Status::DuplicateInWhole),
+        (Status::OutOfRange, Status::OutOfRange),
+        (Status::RequestFailed, Status::RequestFailed),
+    ] {
+        assert!(seen.contains_key(&pair), "{pair:?}: {seen:?}");
     }
 }

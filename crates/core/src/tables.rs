@@ -25,6 +25,11 @@ pub fn parsed_answers_schema() -> SchemaRef {
         i("option_replied", true),
         i("value", true),
         s("status", false),
+        Field::new(
+            "lenient_status",
+            DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8)),
+            false,
+        ),
     ]))
 }
 
