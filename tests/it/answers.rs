@@ -633,7 +633,7 @@ fn key() -> ScoringKey {
     ScoringKey::load(&root().join("data/scoring_key.csv")).unwrap()
 }
 
-struct Sim {
+pub(crate) struct Sim {
     records: Vec<StoredRecord>,
     parsed: Vec<ParsedRow>,
     scales: Vec<ScaleRow>,
@@ -642,12 +642,13 @@ struct Sim {
 }
 
 fn load_sim() -> Sim {
+    load_sim_from(&sim_dir())
+}
+
+/// A simulated study as `simulate` writes it in `dir`, parsed and scored.
+pub(crate) fn load_sim_from(dir: &Path) -> Sim {
     let key = key();
-    let records = read_records(
-        &sim_dir().join(SIMULATED_ANSWERS_FILE),
-        &Vocabulary::default(),
-    )
-    .unwrap();
+    let records = read_records(&dir.join(SIMULATED_ANSWERS_FILE), &Vocabulary::default()).unwrap();
     let (parsed, scales, _) = parse_and_score(
         "simulated",
         Some("simulated"),
@@ -658,8 +659,7 @@ fn load_sim() -> Sim {
     )
     .unwrap();
     let truth: serde_json::Value =
-        serde_json::from_slice(&fs_err::read(sim_dir().join(SIMULATED_TRUTH_FILE)).unwrap())
-            .unwrap();
+        serde_json::from_slice(&fs_err::read(dir.join(SIMULATED_TRUTH_FILE)).unwrap()).unwrap();
     Sim {
         records,
         parsed,
@@ -853,7 +853,41 @@ fn keyed(items: &[ItemInfo], test: &str, item: i32, value: i32) -> f64 {
 /// measured one.
 #[test]
 fn planted_condition_shifts_are_recovered() {
-    let s = load_sim();
+    let rec = recovery(&load_sim());
+    eprintln!(
+        "recovery: {} cells x conditions, MAE {:.4}, r {:.4}, r(planted) {:.4}, \
+         r(planted, SR included) {:.4}, worst {:.2} of its tolerance: {}",
+        rec.pairs, rec.mae, rec.r, rec.r_planted, rec.r_planted_with_sr, rec.worst.0, rec.worst.1
+    );
+    assert!(rec.pairs >= 2000);
+    assert!(rec.worst.0 <= 1.0, "worst cell: {}", rec.worst.1);
+    assert!(rec.mae < 0.15, "mean absolute error {}", rec.mae);
+    assert!(rec.r > 0.95, "correlation {}", rec.r);
+    assert!(
+        rec.r_planted > 0.9,
+        "correlation with the planted shifts {}",
+        rec.r_planted
+    );
+}
+
+/// How well one simulated study's planted condition shifts are recovered (see
+/// `planted_condition_shifts_are_recovered`).
+pub(crate) struct Recovery {
+    /// Cell x condition pairs compared (SR included).
+    pub(crate) pairs: usize,
+    /// Mean absolute error of measured against expected shifts.
+    pub(crate) mae: f64,
+    /// Correlation of measured and expected shifts.
+    pub(crate) r: f64,
+    /// Correlation of measured and planted shifts over SP, B0, BS1..BS4 (SR left out).
+    pub(crate) r_planted: f64,
+    /// The same over every condition, SR included.
+    pub(crate) r_planted_with_sr: f64,
+    /// The worst cell's error in units of its tolerance, and the cell.
+    pub(crate) worst: (f64, String),
+}
+
+pub(crate) fn recovery(s: &Sim) -> Recovery {
     // (model, condition, test, item) -> value
     let mut v: BTreeMap<(&str, &str, &str, i32), i32> = BTreeMap::new();
     for p in &s.parsed {
@@ -905,7 +939,7 @@ fn planted_condition_shifts_are_recovered() {
             val
         }
     };
-    let (mut exp_pairs, mut planted_pairs) = (Vec::new(), Vec::new());
+    let (mut exp_pairs, mut planted_pairs, mut all_planted) = (Vec::new(), Vec::new(), Vec::new());
     let mut worst = (0.0f64, String::new());
     for sc in s.truth["scales"].as_array().unwrap() {
         let model = sc["model"].as_str().unwrap();
@@ -953,27 +987,21 @@ fn planted_condition_shifts_are_recovered() {
                 );
             }
             exp_pairs.push((expected, measured));
+            all_planted.push((planted, measured));
             if cond != "SR" {
                 planted_pairs.push((planted, measured));
             }
         }
     }
     let mae = exp_pairs.iter().map(|(p, m)| (p - m).abs()).sum::<f64>() / exp_pairs.len() as f64;
-    let r = corr(&exp_pairs);
-    let r_planted = corr(&planted_pairs);
-    eprintln!(
-        "recovery: {} cells x conditions, MAE {mae:.4}, r {r:.4}, r(planted) {r_planted:.4}, worst {}",
-        exp_pairs.len(),
-        worst.1
-    );
-    assert!(exp_pairs.len() >= 2000);
-    assert!(worst.0 <= 1.0, "worst cell: {}", worst.1);
-    assert!(mae < 0.15, "mean absolute error {mae}");
-    assert!(r > 0.95, "correlation {r}");
-    assert!(
-        r_planted > 0.9,
-        "correlation with the planted shifts {r_planted}"
-    );
+    Recovery {
+        pairs: exp_pairs.len(),
+        mae,
+        r: corr(&exp_pairs),
+        r_planted: corr(&planted_pairs),
+        r_planted_with_sr: corr(&all_planted),
+        worst,
+    }
 }
 
 fn corr(pairs: &[(f64, f64)]) -> f64 {

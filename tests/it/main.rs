@@ -12,6 +12,7 @@ mod aggregate_fixture;
 mod answers;
 mod cli_json;
 mod contracts;
+mod doc_rules;
 mod fetch;
 mod reliability;
 mod report;

@@ -25,7 +25,7 @@ const fn oor(n: i32) -> Reading {
 
 /// (reply, strict reading, lenient reading): every reply of the strict rule's table
 /// (`answers::TABLE`, checked below) and the decorated forms the lenient rule is for.
-const TABLE: &[(&str, Reading, Reading)] = &[
+pub(crate) const TABLE: &[(&str, Reading, Reading)] = &[
     // the strict table
     ("", NAN, NAN),
     ("   ", NAN, NAN),

@@ -22,6 +22,8 @@ pub enum ColumnType {
     Float64,
     /// Boolean.
     Boolean,
+    /// A text of a few known values (a status), written as a dictionary with 8-bit keys.
+    Label,
 }
 
 impl ColumnType {
@@ -33,6 +35,9 @@ impl ColumnType {
             ColumnType::Int64 => DataType::Int64,
             ColumnType::Float64 => DataType::Float64,
             ColumnType::Boolean => DataType::Boolean,
+            ColumnType::Label => {
+                DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8))
+            }
         }
     }
 
@@ -50,6 +55,10 @@ impl ColumnType {
             ),
             ColumnType::Float64 => matches!(t, DataType::Float32 | DataType::Float64),
             ColumnType::Boolean => matches!(t, DataType::Boolean),
+            ColumnType::Label => match t {
+                DataType::Dictionary(_, v) => ColumnType::Text.accepts(v),
+                t => ColumnType::Text.accepts(t),
+            },
         }
     }
 
@@ -60,6 +69,7 @@ impl ColumnType {
             ColumnType::Int32 | ColumnType::Int64 => "integer",
             ColumnType::Float64 => "float",
             ColumnType::Boolean => "boolean",
+            ColumnType::Label => "text",
         }
     }
 }

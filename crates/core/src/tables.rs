@@ -4,7 +4,7 @@
 //! input check, tests their row builders.
 
 use crate::contract::{Column, ColumnType, TableContract};
-use ColumnType::{Boolean, Float64, Int32, Int64, Text};
+use ColumnType::{Boolean, Float64, Int32, Int64, Label, Text};
 
 const fn req(name: &'static str, ty: ColumnType) -> Column {
     Column::required(name, ty)
@@ -72,6 +72,7 @@ pub const PARSED_ANSWERS: TableContract = TableContract::new(
             opt("option_replied", Int32),
             opt("value", Int32),
             req("status", Text),
+            req("lenient_status", Label),
         ],
     ],
     &["source", "model", "condition", "sample", "test", "item"],

@@ -66,6 +66,8 @@ pub struct ParsedRow {
     pub value: Option<i32>,
     /// How the reply was read.
     pub status: Status,
+    /// How the lenient rule read the same item (`lenient_status`).
+    pub lenient_status: Status,
 }
 
 /// One row of `scale_scores.parquet`.
@@ -304,7 +306,7 @@ fn readings_sql(rule: ReplyRule) -> String {
         "SELECT model, condition, sample, test, study, arm, cohort, label, temperature, mode, \
                 get_field(w, 'item') AS item, get_field(w, 'shown_position') AS shown_position, \
                 get_field(w, 'option') AS option_replied, get_field(w, 'value') AS value, \
-                get_field(w, 'status') AS status \
+                get_field(w, 'status') AS status, get_field(w, 'lenient_status') AS lenient_status \
          FROM (SELECT model, condition, sample, test, study, arm, cohort, label, temperature, mode, \
                       unnest({f}(mode, item, reply, error IS NOT NULL, option_order, item_order)) AS w \
                FROM raw)"
@@ -1164,8 +1166,21 @@ pub fn parsed_rows(batches: &[RecordBatch]) -> Vec<ParsedRow> {
                 .expect("parsed schema")
                 .as_primitive::<arrow::datatypes::Int32Type>()
         };
+        // A dictionary column: each row's key names one of its values.
+        let lenient = b
+            .column_by_name("lenient_status")
+            .expect("parsed schema")
+            .as_dictionary::<arrow::datatypes::Int8Type>();
+        let lenient_names = lenient.values().as_string::<i32>();
+        let known = |name: &str| {
+            *Status::ALL
+                .iter()
+                .find(|x| x.as_str() == name)
+                .expect("the plans write known statuses")
+        };
         for r in 0..b.num_rows() {
             let status = s("status").value(r);
+            let lenient_status = lenient_names.value(lenient.keys().value(r) as usize);
             out.push(ParsedRow {
                 source: s("source").value(r).to_string(),
                 label: s("label").value(r).to_string(),
@@ -1181,10 +1196,8 @@ pub fn parsed_rows(batches: &[RecordBatch]) -> Vec<ParsedRow> {
                 shown_position: opt_i32(i("shown_position"), r),
                 option_replied: opt_i32(i("option_replied"), r),
                 value: opt_i32(i("value"), r),
-                status: *Status::ALL
-                    .iter()
-                    .find(|x| x.as_str() == status)
-                    .expect("the plans write known statuses"),
+                status: known(status),
+                lenient_status: known(lenient_status),
             });
         }
     }

@@ -3,7 +3,7 @@
 //!
 //! | SQL function | wraps | returns |
 //! |---|---|---|
-//! | `strict_readings(mode, item, reply, failed, option_order, item_order)` | [`read_single`], [`read_whole`], [`option_to_value`] | list of struct `{item, shown_position, option, value, status}`, one per item shown, in item order (`shown_position` null for a single-item request) |
+//! | `strict_readings(mode, item, reply, failed, option_order, item_order)` | [`read_single`], [`read_whole`], [`option_to_value`] | list of struct `{item, shown_position, option, value, status, lenient_status}`, one per item shown, in item order (`shown_position` null for a single-item request; `lenient_status` the lenient rule's status of the same item, a dictionary over [`Status::ALL`]) |
 //! | `lenient_readings` (same arguments) | the same with [`ReplyRule::Lenient`] | as above |
 //! | `scale_value(points, max_points, raw_unit)` | [`crate::scorer::scale_value`] | f64 |
 //! | `norm_z(test, dimension, value)` | [`crate::norms::Norm::z`] | f64, null when not finite |
@@ -16,11 +16,11 @@
 use crate::norms::{Norm, Norms};
 use crate::rules::{Reading, ReplyRule, Status};
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Float64Array, Float64Builder, Int32Array, Int32Builder,
-    ListArray, StringBuilder, StructArray,
+    Array, ArrayRef, AsArray, BooleanArray, DictionaryArray, Float64Array, Float64Builder,
+    Int32Array, Int32Builder, Int8Array, ListArray, StringArray, StringBuilder, StructArray,
 };
 use datafusion::arrow::buffer::OffsetBuffer;
-use datafusion::arrow::datatypes::{DataType, Field, Fields, Int32Type};
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Int32Type, Int8Type};
 use datafusion::common::{exec_err, Result};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
@@ -66,7 +66,43 @@ fn position_fields() -> Fields {
         Field::new("option", DataType::Int32, true),
         Field::new("value", DataType::Int32, true),
         Field::new("status", DataType::Utf8, false),
+        Field::new("lenient_status", status_dictionary(), false),
     ])
+}
+
+/// The type of `lenient_status`: a one-byte key into the names of [`Status::ALL`], so the
+/// column costs a byte per item, not a text.
+pub(crate) fn status_dictionary() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8))
+}
+
+/// The statuses of the lenient rule for the readings in `shown` (of `rule`). The lenient rule
+/// reads every reply the strict rule reads alike (property-tested in protospread-answers), a
+/// failed request is failed under both, and a whole-test reply has the same answer lines
+/// under both (so the same missing and duplicate positions): only a strict `not_a_number`
+/// can read otherwise, so the request is read again only when it has one.
+fn lenient_statuses(
+    rule: ReplyRule,
+    i: usize,
+    args: &ReplyArgs<'_>,
+    shown: &[(i32, Option<i32>, Reading)],
+    again: &mut Vec<(i32, Option<i32>, Reading)>,
+    out: &mut Vec<i8>,
+) -> Result<()> {
+    let reread =
+        rule != ReplyRule::Lenient && shown.iter().any(|x| x.2.status == Status::NotANumber);
+    if reread {
+        request_readings(ReplyRule::Lenient, "lenient_status", i, args, again)?;
+        out.extend(again.iter().map(|x| status_key(x.2.status)));
+    } else {
+        out.extend(shown.iter().map(|x| status_key(x.2.status)));
+    }
+    Ok(())
+}
+
+/// The key of a status in `lenient_status`: its position in [`Status::ALL`].
+fn status_key(s: Status) -> i8 {
+    Status::ALL.iter().position(|x| *x == s).unwrap_or(0) as i8
 }
 
 /// Arguments as arrays of one length, each cast to the type the function reads.
@@ -326,10 +362,13 @@ impl ScalarUDFImpl for Readings {
         let mut options = Int32Builder::with_capacity(rows);
         let mut values = Int32Builder::with_capacity(rows);
         let mut statuses = StringBuilder::with_capacity(rows, 2 * rows);
-        // (item, shown position, reading) of the current request.
+        let mut lenient: Vec<i8> = Vec::with_capacity(rows);
+        // (item, shown position, reading) of the current request, and of its lenient reading.
         let mut shown: Vec<(i32, Option<i32>, Reading)> = Vec::new();
+        let mut again: Vec<(i32, Option<i32>, Reading)> = Vec::new();
         for i in 0..rows {
             let oo = request_readings(self.rule, self.name(), i, &request, &mut shown)?;
+            lenient_statuses(self.rule, i, &request, &shown, &mut again, &mut lenient)?;
             for (it, pos, r) in &shown {
                 items.push(*it);
                 positions.append_option(*pos);
@@ -350,6 +389,12 @@ impl ScalarUDFImpl for Readings {
                 Arc::new(options.finish()),
                 Arc::new(values.finish()),
                 Arc::new(statuses.finish()),
+                Arc::new(DictionaryArray::<Int8Type>::try_new(
+                    Int8Array::from(lenient),
+                    Arc::new(StringArray::from_iter_values(
+                        Status::ALL.iter().map(|s| s.as_str()),
+                    )),
+                )?),
             ],
             None,
         )?;
