@@ -12,7 +12,7 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-use crate::support::copy_dir;
+use protospread_testutils::copy_dir;
 
 /// A copy of the study's configuration, data and committed checksums.
 fn project() -> tempfile::TempDir {

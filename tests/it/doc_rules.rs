@@ -2,7 +2,6 @@
 //! sentence each, checked against the outputs: each test builds the cases a sentence describes
 //! and compares the output with what the sentence says, so doc and output cannot part silently.
 
-use crate::aggregate_fixture::{self as fx, FxScore};
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::Int64Type;
 use protospread_aggregate::Params;
@@ -10,6 +9,7 @@ use protospread_core::AggregateSection;
 use protospread_format::{Arm, Mode, OptionOrder, StoredRecord, Vocabulary};
 use protospread_score::{parse_and_score, Norms, ScoringKey};
 use protospread_score::{read_single_lenient, read_whole_lenient, Status};
+use protospread_testutils::{self as fx, FxScore};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

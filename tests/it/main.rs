@@ -5,10 +5,7 @@
 // assertion, so a failing run shows how far off it was.
 #![allow(clippy::print_stderr)]
 
-// The aggregate crate's synthetic score-stage output (shared test code, not in its src/).
 mod administer;
-#[path = "../../crates/aggregate/tests/fixture/mod.rs"]
-mod aggregate_fixture;
 mod answers;
 mod cli_json;
 mod contracts;
@@ -19,5 +16,4 @@ mod report;
 mod rules;
 mod score;
 mod sensitivity;
-mod support;
 mod sweep;

@@ -1,6 +1,7 @@
 //! The binary's aggregate, report, bag and verify commands. Everything runs on copies in
 //! temporary folders; the repository is never modified.
 
+use protospread_testutils::copy_dir;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -42,7 +43,7 @@ fn fixture_project() -> tempfile::TempDir {
         "test,item,dimension,reverse,weight\n",
     )
     .unwrap();
-    crate::aggregate_fixture::write(&d.join("out/score")).unwrap();
+    protospread_testutils::write(&d.join("out/score")).unwrap();
     // As the score stage leaves it: with its manifest, so protospread owns the folder.
     protospread_core::write_manifest(&d.join("out/score")).unwrap();
     dir
@@ -111,19 +112,6 @@ fn aggregate_and_report_commands() {
         "{}",
         text(&o)
     );
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs_err::create_dir_all(to).unwrap();
-    for e in fs_err::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let t = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &t);
-        } else {
-            fs_err::copy(e.path(), t).unwrap();
-        }
-    }
 }
 
 #[test]

@@ -103,7 +103,7 @@ fn human_norms() -> Norms {
 fn norms_table() -> RecordBatch {
     let rows: Vec<(&str, &str, f64, f64)> =
         DIMS.iter().map(|d| ("big_five", *d, 50.0, 30.0)).collect();
-    crate::aggregate_fixture::norms_batch_of(&rows)
+    protospread_testutils::norms_batch_of(&rows)
 }
 
 /// A score folder of `records` (source `rec`, label `recorded`) as the score stage writes it,

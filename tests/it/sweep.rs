@@ -20,7 +20,7 @@ fn run(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()
 }
 
-use crate::support::copy_dir;
+use protospread_testutils::copy_dir;
 
 /// A private copy of the fixture sweep, to be damaged by a test.
 fn fixture_copy() -> (tempfile::TempDir, PathBuf) {

@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
-mod fixture;
 use fixture::{FxAnswer, FxScore};
+use protospread_testutils as fixture;
 
 const PROTOCOL: &[&str] = &[
     "S0", "S0r", "SR", "SP", "B0", "B0r", "BS1", "BS2", "BS3", "BS4",

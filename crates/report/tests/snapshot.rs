@@ -10,8 +10,7 @@ use protospread_core::ReportSection;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-#[path = "../../aggregate/tests/fixture/mod.rs"]
-mod fixture;
+use protospread_testutils as fixture;
 
 /// A score-stage-like table (the parity summary's contract shape).
 fn write_parity(out: &Path) {

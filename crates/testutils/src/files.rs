@@ -1,9 +1,10 @@
-//! Helpers shared by the integration test modules.
+//! File helpers for tests.
 
 use std::path::Path;
 
-/// Copy a folder tree (files and folders; no links in the fixtures).
-pub(crate) fn copy_dir(from: &Path, to: &Path) {
+/// Copy a folder tree (files and folders; the fixtures hold no links). Panics on any error:
+/// a test that cannot copy its fixture cannot run.
+pub fn copy_dir(from: &Path, to: &Path) {
     fs_err::create_dir_all(to).unwrap();
     for e in fs_err::read_dir(from).unwrap() {
         let e = e.unwrap();
