@@ -1,8 +1,8 @@
 //! `protospread sweep`: few-shot delimiter sweeps.
 //!
 //! `sweep lm-eval` writes lm-evaluation-harness task files for every delimiter x variant of
-//! `[sweep]`; `sweep ingest` reads lm-eval output folders, checks that they form a complete
-//! sweep over identical documents, and prints the accuracy table.
+//! `[sweep]`; `sweep ingest` reads lm-eval output folders, checks that they form a sweep over
+//! identical documents, and prints the accuracy table with its spread.
 
 use crate::Ctx;
 use anyhow::Context;
@@ -27,8 +27,9 @@ pub(crate) enum SweepCommand {
     /// `--out DIR` (which must not exist or be empty).
     LmEval(LmEvalArgs),
     /// Read lm-eval output folders (results_*.json + samples_*.jsonl from --log_samples),
-    /// check that every delimiter variant is present and saw the same documents, and print
-    /// the accuracy of each model, delimiter and variant. Exits 1 if any check fails.
+    /// check that every delimiter variant saw the same documents, and print the accuracy of
+    /// each model, delimiter and variant, and the spread and leading delimiter. Missing cells
+    /// of the sweep are warnings (--strict: problems). Exits 1 if any check fails.
     Ingest(IngestArgs),
     /// Administer the generated dictionary-lookup task (docs/sweep.md) to a model behind an
     /// OpenAI-compatible endpoint, one request per document x delimiter x variant, recording
