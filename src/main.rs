@@ -8,6 +8,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod cmd;
+mod outcome;
 
 /// jemalloc, with a background thread that returns freed pages (its options are set where it
 /// is built, `.cargo/config.toml`). The stages' operators free most of what they allocate
@@ -34,12 +35,13 @@ pub(crate) struct Cli {
     /// Pipeline configuration file.
     #[arg(long, global = true, default_value = "pipeline.toml")]
     pub(crate) config: PathBuf,
-    /// Output path. `run` and the stages (fetch, score, aggregate, report) write a subfolder
-    /// each, with its own SHA256SUMS; `sweep lm-eval` writes its task files into this folder
-    /// (new or empty); `sweep dictionary` appends its records to this FILE.jsonl, and
-    /// `administer` to this FILE.jsonl or, for a folder, to administer/<model>.jsonl in it.
-    #[arg(long, global = true, default_value = "out")]
-    pub(crate) out: PathBuf,
+    /// Output path [default: out]. `run` and the stages (fetch, score, aggregate, report)
+    /// write a subfolder each, with its own SHA256SUMS; `sweep lm-eval` writes its task files
+    /// into this folder (new or empty; without --out a new folder sweep-<task>[-N]);
+    /// `sweep dictionary` appends its records to this FILE.jsonl, and `administer` to this
+    /// FILE.jsonl or, for a folder, to administer/<model>.jsonl in it.
+    #[arg(long, global = true)]
+    pub(crate) out: Option<PathBuf>,
     /// Print nothing but errors (no progress bars, no summary).
     #[arg(long, global = true)]
     pub(crate) quiet: bool,
@@ -85,6 +87,8 @@ pub(crate) enum Command {
 pub(crate) struct Ctx {
     pub(crate) config_path: PathBuf,
     pub(crate) out: PathBuf,
+    /// Whether `--out` was given (else `out` is the default `out`).
+    pub(crate) out_given: bool,
     pub(crate) quiet: bool,
     pub(crate) json: bool,
     /// While `run` writes its staging folder: (staging folder, `--out`) as printed, so that
@@ -135,6 +139,17 @@ impl Ctx {
         self.json_out.borrow_mut().insert(name.to_string(), value);
     }
 
+    /// With `--json`, the `error` member of a command that ends with a failing exit code
+    /// without an error (a failed check, failed requests): `kind` and `message`.
+    pub(crate) fn fail(&self, kind: &str, message: &str) {
+        if self.json {
+            self.json_out.borrow_mut().insert(
+                "error".into(),
+                serde_json::json!({"kind": kind, "message": message}),
+            );
+        }
+    }
+
     /// The engine's memory limit in bytes: `--memory-limit` if given, else
     /// `[engine] memory_limit` of `cfg`.
     pub(crate) fn memory_limit_for(&self, cfg: &protospread_core::Config) -> u64 {
@@ -171,11 +186,49 @@ fn parse_size(text: &str) -> Result<u64, String> {
     protospread_core::ByteSize::parse(text).map(|b| b.0)
 }
 
+/// Whether `--json` is on a command line that clap refused: before any `--`, as a word.
+fn json_requested() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
+}
+
+/// A command line clap refused, or `--help`/`--version`: with `--json`, one object on stdout
+/// (the help text as member `help`), and the text on stderr as without it.
+fn parse_failure(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let shown = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
+    if !json_requested() {
+        let _ = e.print();
+        return if shown {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(outcome::EXIT_USAGE)
+        };
+    }
+    if shown {
+        let text = e.render().to_string();
+        println!("{}", serde_json::json!({"ok": true, "help": text}));
+        return ExitCode::SUCCESS;
+    }
+    let _ = e.print();
+    println!(
+        "{}",
+        serde_json::json!({"ok": false, "error": outcome::usage_error(&e)})
+    );
+    ExitCode::from(outcome::EXIT_USAGE)
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return parse_failure(e),
+    };
     let ctx = Ctx {
         config_path: cli.config.clone(),
-        out: cli.out.clone(),
+        out: cli.out.clone().unwrap_or_else(|| PathBuf::from("out")),
+        out_given: cli.out.is_some(),
         quiet: cli.quiet,
         json: cli.json,
         shown_as: None,
@@ -186,13 +239,24 @@ fn main() -> ExitCode {
     if let Err(e) = &result {
         eprintln!("error: {}", error_text(e));
     }
+    let code = result.as_ref().map_or(ExitCode::from(1), |c| *c);
     if ctx.json {
         // Exactly one JSON object on stdout, also when the command failed.
         let mut object = ctx.json_out.take();
         if let Err(e) = &result {
-            object.insert("error".into(), serde_json::Value::String(error_text(e)));
+            object.insert("error".into(), outcome::error_object(e, error_text(e)));
+        } else if code != ExitCode::SUCCESS && !object.contains_key("error") {
+            // A command that reports its own failure calls `Ctx::fail`; this is the net.
+            object.insert(
+                "error".into(),
+                serde_json::json!({"kind": "error", "message": "the command failed (see stderr)"}),
+            );
         }
-        println!("{}", serde_json::Value::Object(object));
+        let ok = code == ExitCode::SUCCESS;
+        let mut all = serde_json::Map::new();
+        all.insert("ok".into(), serde_json::Value::Bool(ok));
+        all.append(&mut object);
+        println!("{}", serde_json::Value::Object(all));
     }
-    result.unwrap_or(ExitCode::from(1))
+    code
 }

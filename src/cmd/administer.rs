@@ -261,6 +261,13 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(if s.failed > 0 {
+        ctx.fail(
+            "requests",
+            &format!(
+                "{} request(s) failed; rerun the same command to send them again",
+                s.failed
+            ),
+        );
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS

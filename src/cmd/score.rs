@@ -137,6 +137,13 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
             "error: scorer parity failed; nothing written ({} left as it was)",
             st.out_dir.display()
         );
+        ctx.fail(
+            "check",
+            &format!(
+                "scorer parity failed: {} row(s) not reproduced; nothing written",
+                st.failing.len()
+            ),
+        );
         return Ok(ExitCode::from(EXIT_PARITY));
     }
     Ok(ExitCode::SUCCESS)

@@ -1,14 +1,15 @@
 //! `protospread sweep`: few-shot delimiter sweeps.
 //!
 //! `sweep lm-eval` writes lm-evaluation-harness task files for every delimiter x variant of
-//! `[sweep]`; `sweep ingest` reads lm-eval output folders, checks that they form a complete
-//! sweep over identical documents, and prints the accuracy table.
+//! `[sweep]`; `sweep ingest` reads lm-eval output folders, checks that they form a sweep over
+//! identical documents, and prints the accuracy table with its spread.
 
 use crate::Ctx;
 use anyhow::Context;
+use protospread_core::SweepConfig;
 use protospread_sweep::{
     cells, fmt_pct, generate_lm_eval_tasks, installed_tasks_dir, plan_dictionary,
-    record_dictionary, Benchmark, SweepSpec,
+    record_dictionary, spreads, Benchmark, Cell, Declared, Ingested, Spread, SweepSpec,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,8 +27,9 @@ pub(crate) enum SweepCommand {
     /// `--out DIR` (which must not exist or be empty).
     LmEval(LmEvalArgs),
     /// Read lm-eval output folders (results_*.json + samples_*.jsonl from --log_samples),
-    /// check that every delimiter variant is present and saw the same documents, and print
-    /// the accuracy of each model, delimiter and variant. Exits 1 if any check fails.
+    /// check that every delimiter variant saw the same documents, and print the accuracy of
+    /// each model, delimiter and variant, and the spread and leading delimiter. Missing cells
+    /// of the sweep are warnings (--strict: problems). Exits 1 if any check fails.
     Ingest(IngestArgs),
     /// Administer the generated dictionary-lookup task (docs/sweep.md) to a model behind an
     /// OpenAI-compatible endpoint, one request per document x delimiter x variant, recording
@@ -83,9 +85,14 @@ pub(crate) struct LmEvalArgs {
 #[derive(clap::Args, Debug)]
 pub(crate) struct IngestArgs {
     /// lm-eval `--output_path` folders; default: `[sweep] lm_eval_runs`. Given folders need
-    /// no pipeline.toml: without one, the sweep's delimiters are those the runs used and the
-    /// other `[sweep]` settings are the defaults.
+    /// no configuration file: without one, the sweep is the delimiters and variants the runs
+    /// used and the other `[sweep]` settings are the defaults.
     pub(crate) dirs: Vec<PathBuf>,
+    /// Exit 1 when a cell of the declared grid (`[sweep] delimiters` x `variants`) is missing
+    /// or a run holds a cell outside it; without it those are warnings and the tables cover
+    /// the cells present.
+    #[arg(long)]
+    pub(crate) strict: bool,
 }
 
 pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
@@ -97,18 +104,44 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn spec(ctx: &Ctx) -> anyhow::Result<(protospread_core::Config, SweepSpec)> {
-    let cfg = ctx.config()?;
+/// The `[sweep]` of the configuration file; a file with only `[sweep]` is enough.
+fn sweep_config(ctx: &Ctx) -> anyhow::Result<(SweepConfig, SweepSpec)> {
+    let cfg = SweepConfig::load(&ctx.config_path).context("reading the configuration")?;
     let spec = SweepSpec::from_section(&cfg.sweep)
         .with_context(|| format!("{}: [sweep]", ctx.config_path.display()))?;
     Ok((cfg, spec))
 }
 
+fn spec(ctx: &Ctx) -> anyhow::Result<SweepSpec> {
+    Ok(sweep_config(ctx)?.1)
+}
+
+/// A folder that does not exist yet, in the current one: `sweep-<task>`, else
+/// `sweep-<task>-2`, `-3`, ...
+fn fresh_folder(task: &str) -> PathBuf {
+    let base = format!("sweep-{task}");
+    (1..)
+        .map(|i| {
+            PathBuf::from(if i == 1 {
+                base.clone()
+            } else {
+                format!("{base}-{i}")
+            })
+        })
+        .find(|p| !p.exists())
+        .expect("an unbounded range has a free name")
+}
+
 fn lm_eval(ctx: &Ctx, a: LmEvalArgs) -> anyhow::Result<ExitCode> {
-    let (_, spec) = spec(ctx)?;
-    // The global `--out` names the task folder here (`sweep lm-eval --task T --out DIR`).
-    let out_dir = &ctx.out;
+    let spec = spec(ctx)?;
     let bench = Benchmark::parse(&a.task)?;
+    // The global `--out` names the task folder here (`sweep lm-eval --task T --out DIR`);
+    // without it a new folder, never the stages' out/.
+    let out_dir = match &ctx.out_given {
+        true => ctx.out.clone(),
+        false => fresh_folder(bench.name()),
+    };
+    let out_dir = &out_dir;
     if out_dir.exists() {
         let non_empty = fs_err::read_dir(out_dir)?.next().is_some();
         if non_empty {
@@ -153,117 +186,189 @@ fn lm_eval(ctx: &Ctx, a: LmEvalArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn ingest_cmd(ctx: &Ctx, a: IngestArgs) -> anyhow::Result<ExitCode> {
-    let (ing, spec) = if a.dirs.is_empty() {
-        let (cfg, spec) = spec(ctx)?;
-        if cfg.sweep.lm_eval_runs.is_empty() {
-            anyhow::bail!(
-                "no lm-eval output folder: give one (`sweep ingest DIR`) or set [sweep] lm_eval_runs in {}",
-                ctx.config_path.display()
-            );
-        }
-        (protospread_sweep::ingest_all(&cfg, &spec)?, spec)
-    } else {
-        // Folders on the command line are relative to the current directory; a
-        // configuration is used when there is one, else the [sweep] defaults.
-        let (spec, run_delimiters) = if ctx.config_path.exists() {
-            (spec(ctx)?.1, false)
-        } else {
-            let defaults = protospread_core::SweepSection::default();
-            (SweepSpec::from_section(&defaults)?, true)
+/// Ingest the folders given, or `[sweep] lm_eval_runs`: what was read, and the spec that
+/// covers every cell present.
+fn ingest_runs(ctx: &Ctx, a: &IngestArgs) -> anyhow::Result<(Ingested, SweepSpec)> {
+    // Folders on the command line are relative to the current directory and need no
+    // configuration file; configured folders are relative to the configuration.
+    let (dirs, spec, declared) = if a.dirs.is_empty() || ctx.config_path.exists() {
+        let (cfg, spec) = sweep_config(ctx)?;
+        let declared = Declared {
+            delimiters: cfg.declared_delimiters,
+            variants: cfg.declared_variants,
         };
-        let dirs: Vec<(String, PathBuf)> = a
+        let dirs: Vec<(String, PathBuf)> = if a.dirs.is_empty() {
+            if cfg.sweep.lm_eval_runs.is_empty() {
+                anyhow::bail!(
+                    "no lm-eval output folder: give one (`sweep ingest DIR`) or set [sweep] lm_eval_runs in {}",
+                    ctx.config_path.display()
+                );
+            }
+            cfg.sweep
+                .lm_eval_runs
+                .iter()
+                .map(|d| (d.display().to_string(), cfg.resolve(d)))
+                .collect()
+        } else {
+            a.dirs
+                .iter()
+                .map(|d| (d.display().to_string(), d.clone()))
+                .collect()
+        };
+        (dirs, spec, declared)
+    } else {
+        let defaults = protospread_core::SweepSection::default();
+        let dirs = a
             .dirs
             .iter()
             .map(|d| (d.display().to_string(), d.clone()))
             .collect();
-        protospread_sweep::ingest_folders(&dirs, &spec, run_delimiters)?
+        (
+            dirs,
+            SweepSpec::from_section(&defaults)?,
+            Declared::default(),
+        )
     };
-    // Tasks under a delimiter outside the configuration are reported as problems below;
-    // the table shows the others.
-    let known: Vec<_> = ing
-        .samples
-        .iter()
-        .filter(|t| spec.delimiters.contains(&t.delimiter))
-        .cloned()
-        .collect();
-    let cells = cells(&known, &spec)?;
+    Ok(protospread_sweep::ingest_folders(&dirs, &spec, declared)?)
+}
+
+fn ingest_cmd(ctx: &Ctx, a: IngestArgs) -> anyhow::Result<ExitCode> {
+    let (ing, spec) = ingest_runs(ctx, &a)?;
+    let cells = cells(&ing.samples, &spec)?;
+    let spread = spreads(&cells, &spec);
     if ctx.json {
-        let rows: Vec<_> = cells
-            .iter()
-            .map(|c| {
-                serde_json::json!({
-                    "source": c.source, "label": c.label,
-                    "model": c.model, "benchmark": c.benchmark, "variant": c.variant.as_str(),
-                    "delimiter": spec.delimiters[c.delim_index].text, "n": c.n, "correct": c.correct,
-                })
-            })
-            .collect();
-        let tasks: Vec<_> = ing
-            .samples
-            .iter()
-            .map(|t| {
-                serde_json::json!({
-                    "task": t.task, "model": t.model, "benchmark": t.benchmark,
-                    "subset": t.subset, "delimiter": t.delimiter.text,
-                    "variant": t.variant.as_str(), "metric": t.metric,
-                    "n": t.n(), "correct": t.correct(),
-                })
-            })
-            .collect();
-        ctx.emit(
-            "sweep_ingest",
-            serde_json::json!({"files": ing.files_read, "problems": ing.problems, "notes": ing.notes,
-                "tasks": tasks, "cells": rows})
-        );
+        ingest_json(ctx, &ing, &spec, &cells, &spread);
     } else {
-        ctx.say(format!(
-            "read {} samples file(s), {} document results",
-            ing.files_read.len(),
-            ing.documents()
-        ));
-        for n in &ing.notes {
-            ctx.say(format!("note: {n}"));
+        ingest_text(ctx, &ing, &spec, &cells, &spread);
+    }
+    let mut problems = ing.problems.clone();
+    if a.strict {
+        problems.extend(ing.missing.iter().cloned());
+    } else {
+        for m in &ing.missing {
+            eprintln!("warning: {m}");
         }
-        for t in &ing.samples {
-            ctx.say(format!(
-                "task {}: {} {} delimiter {} variant {}, metric {}",
-                t.task,
-                t.model,
-                t.benchmark,
-                t.delimiter.slug,
-                t.variant.as_str(),
-                t.metric
-            ));
-        }
-        for c in &cells {
-            ctx.say(format!(
-                "{}  {}  {}  {:5}  {:10}  {:>4}/{:<4} {}",
-                c.source,
-                c.model,
-                c.benchmark,
-                c.variant.as_str(),
-                spec.delimiters[c.delim_index].slug,
-                c.correct,
-                c.n,
-                fmt_pct(c.correct, c.n)
-            ));
+        if !ing.missing.is_empty() {
+            eprintln!(
+                "warning: {} cell(s) of the sweep missing or outside it; the tables cover the {} cell(s) present (--strict refuses)",
+                ing.missing.len(),
+                cells.len()
+            );
         }
     }
-    if ing.problems.is_empty() {
-        ctx.say("check: complete sweep, every variant saw the same documents");
-        Ok(ExitCode::SUCCESS)
-    } else {
-        for p in &ing.problems {
-            eprintln!("problem: {p}");
+    if problems.is_empty() {
+        if ing.missing.is_empty() {
+            ctx.say("check: complete sweep, every variant saw the same documents");
+        } else {
+            ctx.say("check: every variant present saw the same documents");
         }
-        eprintln!("check failed: {} problem(s)", ing.problems.len());
-        Ok(ExitCode::from(1))
+        return Ok(ExitCode::SUCCESS);
+    }
+    for p in &problems {
+        eprintln!("problem: {p}");
+    }
+    let message = format!("check failed: {} problem(s)", problems.len());
+    eprintln!("{message}");
+    ctx.fail("check", &message);
+    Ok(ExitCode::from(1))
+}
+
+fn ingest_json(ctx: &Ctx, ing: &Ingested, spec: &SweepSpec, cells: &[Cell], spread: &[Spread]) {
+    let rows: Vec<_> = cells
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "source": c.source, "label": c.label,
+                "model": c.model, "benchmark": c.benchmark, "variant": c.variant.as_str(),
+                "delimiter": spec.delimiters[c.delim_index].text, "n": c.n, "correct": c.correct,
+            })
+        })
+        .collect();
+    let tasks: Vec<_> = ing
+        .samples
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "task": t.task, "model": t.model, "benchmark": t.benchmark,
+                "subset": t.subset, "delimiter": t.delimiter.text,
+                "variant": t.variant.as_str(), "metric": t.metric,
+                "n": t.n(), "correct": t.correct(),
+            })
+        })
+        .collect();
+    let spread: Vec<_> = spread
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "model": s.model, "benchmark": s.benchmark, "variant": s.variant.as_str(),
+                "delimiters": s.delimiters, "min_pct": s.min_pct, "max_pct": s.max_pct,
+                "spread_pct": s.spread_pct, "leading": s.max_delimiters,
+                "trailing": s.min_delimiters, "intervals_disjoint": s.intervals_disjoint,
+            })
+        })
+        .collect();
+    ctx.emit(
+        "sweep_ingest",
+        serde_json::json!({"files": ing.files_read, "problems": ing.problems, "missing": ing.missing,
+            "notes": ing.notes, "tasks": tasks, "cells": rows, "spread": spread}),
+    );
+}
+
+fn ingest_text(ctx: &Ctx, ing: &Ingested, spec: &SweepSpec, cells: &[Cell], spread: &[Spread]) {
+    ctx.say(format!(
+        "read {} samples file(s), {} document results",
+        ing.files_read.len(),
+        ing.documents()
+    ));
+    for n in &ing.notes {
+        ctx.say(format!("note: {n}"));
+    }
+    for t in &ing.samples {
+        ctx.say(format!(
+            "task {}: {} {} delimiter {} variant {}, metric {}",
+            t.task,
+            t.model,
+            t.benchmark,
+            t.delimiter.slug,
+            t.variant.as_str(),
+            t.metric
+        ));
+    }
+    for c in cells {
+        ctx.say(format!(
+            "{}  {}  {}  {:5}  {:10}  {:>4}/{:<4} {}",
+            c.source,
+            c.model,
+            c.benchmark,
+            c.variant.as_str(),
+            spec.delimiters[c.delim_index].slug,
+            c.correct,
+            c.n,
+            fmt_pct(c.correct, c.n)
+        ));
+    }
+    for s in spread {
+        ctx.say(format!(
+            "spread  {}  {}  {:5}  {:.2} points over {} delimiter(s) ({:.2}% to {:.2}%{}); leading: {}",
+            s.model,
+            s.benchmark,
+            s.variant.as_str(),
+            s.spread_pct,
+            s.delimiters,
+            s.min_pct,
+            s.max_pct,
+            if s.intervals_disjoint {
+                ", 95% intervals disjoint"
+            } else {
+                ""
+            },
+            s.max_delimiters.join(" ")
+        ));
     }
 }
 
 fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
-    let (_, spec) = spec(ctx)?;
+    let spec = spec(ctx)?;
     let out = ctx.out.clone();
     if out.extension().and_then(|e| e.to_str()) != Some("jsonl") {
         anyhow::bail!(
@@ -360,6 +465,10 @@ fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
     }
     let failed = summary.failed;
     Ok(if failed > 0 {
+        ctx.fail(
+            "requests",
+            &format!("{failed} request(s) failed; rerun the same command to send them again"),
+        );
         ExitCode::from(2)
     } else {
         ExitCode::SUCCESS

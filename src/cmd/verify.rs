@@ -43,6 +43,7 @@ fn regenerate(ctx: &Ctx, out: &Path) -> anyhow::Result<ExitCode> {
     let sub = Ctx {
         config_path: ctx.config_path.clone(),
         out: out.to_path_buf(),
+        out_given: true,
         quiet: true,
         json: false,
         shown_as: None,
@@ -133,6 +134,18 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         ));
         return Ok(ExitCode::SUCCESS);
     }
+    ctx.fail(
+        "check",
+        &format!(
+            "verify: {} difference(s){}",
+            diffs.len(),
+            if regen_error.is_some() {
+                " and a failed regeneration"
+            } else {
+                ""
+            }
+        ),
+    );
     if !ctx.json {
         // Differences go to stderr even with --quiet: they are the result.
         for d in &diffs {

@@ -124,6 +124,19 @@ fn every_command_prints_one_json_object() {
     let (o, m) = json(d, &["verify"]);
     assert!(o.status.success(), "{m:?}");
     assert_eq!(m["verify"]["ok"], Value::Bool(true));
+    assert_eq!(m["ok"], Value::Bool(true));
+
+    // A failing verify: one object, ok false, and an error of kind check.
+    let sums = d.join("checksums/outputs.sha256");
+    let text = fs_err::read_to_string(&sums).unwrap();
+    let first = text.lines().find(|l| !l.starts_with('#')).unwrap();
+    let bad = format!("{}{}", "0".repeat(64), &first[64..]);
+    fs_err::write(&sums, text.replacen(first, &bad, 1)).unwrap();
+    let (o, m) = json(d, &["verify"]);
+    assert_eq!(o.status.code(), Some(1), "{m:?}");
+    assert_eq!(m["ok"], Value::Bool(false));
+    assert_eq!(m["error"]["kind"], "check", "{m:?}");
+    fs_err::write(&sums, text).unwrap();
 
     let (o, m) = json(d, &["bag", "bag", "--date", "2026-12-01"]);
     assert!(o.status.success(), "{m:?}");
@@ -205,8 +218,89 @@ fn a_failing_command_prints_one_object_with_the_error() {
     let d = tempfile::tempdir().unwrap();
     let (o, m) = json(d.path(), &["--config", "missing.toml", "fetch"]);
     assert!(!o.status.success());
+    assert_eq!(m["ok"], Value::Bool(false));
     assert!(
-        m["error"].as_str().unwrap().contains("missing.toml"),
+        m["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("missing.toml"),
         "{m:?}"
     );
+}
+
+/// Usage errors: one object on stdout, `ok` false, `error.kind` usage, exit code 64.
+#[test]
+fn usage_errors_are_one_json_object() {
+    let d = tempfile::tempdir().unwrap();
+    for args in [
+        &["frobnicate"][..],
+        &["fetch", "--no-such-flag"],
+        &["--memory-limit", "12 parsecs", "fetch"],
+        &[],
+    ] {
+        let (o, m) = json(d.path(), args);
+        assert_eq!(o.status.code(), Some(64), "{args:?}: {m:?}");
+        assert_eq!(m["ok"], Value::Bool(false), "{args:?}");
+        assert_eq!(m["error"]["kind"], "usage", "{args:?}: {m:?}");
+        assert!(!m["error"]["message"].as_str().unwrap().is_empty());
+    }
+    let (o, m) = json(d.path(), &["--help"]);
+    assert!(o.status.success());
+    assert!(m["help"].as_str().unwrap().contains("protospread"));
+}
+
+/// Runtime errors name file, row and column where the library knows them; a failing
+/// `sweep ingest` has an error member.
+#[test]
+fn runtime_errors_name_file_row_and_column() {
+    let d = tempfile::tempdir().unwrap();
+    fs_err::write(d.path().join("bad.toml"), "[sweep]\nnum_fewshot = \"x\"\n").unwrap();
+    let (o, m) = json(d.path(), &["--config", "bad.toml", "sweep", "ingest"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(m["error"]["kind"], "config", "{m:?}");
+    assert!(m["error"]["file"].as_str().unwrap().ends_with("bad.toml"));
+    assert_eq!(m["error"]["row"], 2, "{m:?}");
+    assert!(m["error"]["column"].is_u64(), "{m:?}");
+
+    // A samples line that is not JSON: file and row (its line).
+    let real = repo().join("tests/fixtures/lm_eval/real/results");
+    let runs = d.path().join("runs");
+    copy_dir(&real, &runs);
+    let model = runs.join("SmolLM2-135M-Instruct.Q4_1");
+    let sample = fs_err::read_dir(&model)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("samples_addq_alpha_"))
+        .unwrap();
+    let text = fs_err::read_to_string(&sample).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[2] = "{not json";
+    fs_err::write(&sample, lines.join("\n") + "\n").unwrap();
+    let (o, m) = json(d.path(), &["sweep", "ingest", "runs"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(m["error"]["kind"], "input", "{m:?}");
+    assert_eq!(
+        m["error"]["file"],
+        sample
+            .display()
+            .to_string()
+            .replace(&d.path().display().to_string(), "")
+            .trim_start_matches('/')
+    );
+    assert_eq!(m["error"]["row"], 3, "{m:?}");
+
+    // A failing check (a run's task ingested twice) is an error of kind check.
+    let (o, m) = json(
+        d.path(),
+        &[
+            "sweep",
+            "ingest",
+            real.to_str().unwrap(),
+            real.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{m:?}");
+    assert_eq!(m["ok"], Value::Bool(false));
+    assert_eq!(m["error"]["kind"], "check", "{m:?}");
+    assert!(m.contains_key("sweep_ingest"));
 }

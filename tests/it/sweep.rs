@@ -81,7 +81,8 @@ fn ingest_fixture_counts_every_cell() {
             .unwrap();
         assert_eq!(c["correct"], correct, "{c}");
         assert_eq!(c["n"], 8);
-        assert_eq!(c["benchmark"], "arc_challenge");
+        // The benchmark is the task's data set, not its name.
+        assert_eq!(c["benchmark"], "allenai/ai2_arc/ARC-Challenge");
     }
 }
 
@@ -134,13 +135,28 @@ fn missing_variant_is_reported() {
         r[key].as_object_mut().unwrap().remove(task);
     }
     fs::write(&rf, serde_json::to_string_pretty(&r).unwrap()).unwrap();
+    // A declared cell that no run holds is a warning; the tables cover the cells present.
     let out = ingest(&cfg);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let missing = "SmolLM2-135M-Instruct, allenai/ai2_arc/ARC-Challenge: delimiter \"#\" (hash) variant named is missing";
+    assert!(err.contains(missing), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = v["sweep_ingest"]["missing"][0].as_str().unwrap();
+    assert!(first.ends_with(missing), "{first}");
+    assert_eq!(v["sweep_ingest"]["cells"].as_array().unwrap().len(), 11);
+    // --strict keeps the refusal.
+    let out = run(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "sweep",
+        "ingest",
+        "--strict",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains(
-            "SmolLM2-135M-Instruct, arc_challenge: delimiter \"#\" (hash) variant named is missing"
-        ),
+        err.contains("problem: model") && err.contains(missing),
         "{err}"
     );
     assert!(err.contains("1 problem(s)"), "{err}");
@@ -197,6 +213,50 @@ fn fake_tasks_dir() -> tempfile::TempDir {
     )
     .unwrap();
     dir
+}
+
+/// Without --out, `sweep lm-eval` writes a new folder, never the stages' out/ (which in the
+/// repository is not empty).
+#[test]
+fn lm_eval_without_out_writes_a_fresh_folder() {
+    let tasks = fake_tasks_dir();
+    let work = tempfile::tempdir().unwrap();
+    fs::write(
+        work.path().join("pipeline.toml"),
+        "[sweep]\ndelimiters = [\"#\"]\n",
+    )
+    .unwrap();
+    fs::create_dir_all(work.path().join("out/fetch")).unwrap();
+    let go = || {
+        Command::new(BIN)
+            .current_dir(work.path())
+            .args([
+                "sweep",
+                "lm-eval",
+                "--task",
+                "arc_challenge",
+                "--lm-eval-tasks",
+            ])
+            .arg(tasks.path())
+            .output()
+            .unwrap()
+    };
+    for folder in ["sweep-arc_challenge", "sweep-arc_challenge-2"] {
+        let out = go();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            work.path()
+                .join(folder)
+                .join("arc_challenge_delim_hash_plain.yaml")
+                .is_file(),
+            "{folder}"
+        );
+    }
+    assert_eq!(fs::read_dir(work.path().join("out")).unwrap().count(), 1);
 }
 
 #[test]
@@ -601,6 +661,165 @@ mod real_lm_eval {
             err.contains("6 samples_*.jsonl file(s) that no results file names"),
             "{err}"
         );
+    }
+
+    /// A copy of the recorded run keeping only `keep` of its six tasks: a real lm-eval run of
+    /// fewer tasks, as lm-eval writes it (results entries and samples files of the others
+    /// removed, nothing else changed).
+    fn subset(keep: &[&str]) -> (tempfile::TempDir, PathBuf) {
+        let (dir, _) = copy();
+        fs::remove_file(dir.path().join("pipeline.toml")).unwrap();
+        let d = run_dir(dir.path());
+        let (rf, mut r) = results_json(dir.path());
+        let all: Vec<String> = r["configs"].as_object().unwrap().keys().cloned().collect();
+        for task in all.iter().filter(|t| !keep.contains(&t.as_str())) {
+            fs::remove_file(file_starting(&d, &format!("samples_{task}_"))).unwrap();
+            for (_, v) in r.as_object_mut().unwrap().iter_mut() {
+                if let Some(o) = v.as_object_mut() {
+                    o.remove(task);
+                }
+            }
+        }
+        fs::write(&rf, serde_json::to_string_pretty(&r).unwrap()).unwrap();
+        let results = dir.path().join("results");
+        (dir, results)
+    }
+
+    fn ingest_in(cwd: &Path, args: &[&str]) -> (Output, Value) {
+        let out = Command::new(BIN)
+            .current_dir(cwd)
+            .args(["--json", "sweep", "ingest"])
+            .args(args)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (out, v)
+    }
+
+    fn cell_counts(v: &Value) -> Vec<(String, String, String, u64, u64)> {
+        v["sweep_ingest"]["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["benchmark"].as_str().unwrap().to_string(),
+                    c["variant"].as_str().unwrap().to_string(),
+                    c["delimiter"].as_str().unwrap().to_string(),
+                    c["correct"].as_u64().unwrap(),
+                    c["n"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    /// A plain-only sweep ingests with lm-eval's own numbers, from a folder without any
+    /// configuration and from the repository (whose [sweep] declares no grid), and prints the
+    /// spread and the leading delimiter.
+    #[test]
+    fn plain_only_run_ingests_anywhere() {
+        let (_dir, results) = subset(&["addq_alpha", "addq_charlie", "addq_echo"]);
+        // In the default delimiters' order: printable characters, then "\n" and "\t".
+        let want = vec![
+            (
+                "addition".to_string(),
+                "plain".to_string(),
+                " ".to_string(),
+                0,
+                12,
+            ),
+            ("addition".into(), "plain".into(), "#".into(), 0, 12),
+            ("addition".into(), "plain".into(), "\n".into(), 3, 12),
+        ];
+        let empty = tempfile::tempdir().unwrap();
+        for cwd in [empty.path(), repo().as_path()] {
+            let (out, v) = ingest_in(cwd, &[results.to_str().unwrap()]);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(0), "{}: {err}", cwd.display());
+            assert!(!err.contains("missing"), "{err}");
+            assert_eq!(cell_counts(&v), want, "{}", cwd.display());
+            let s = &v["sweep_ingest"]["spread"][0];
+            assert_eq!(s["leading"], serde_json::json!(["nl"]), "{v}");
+            assert_eq!(s["spread_pct"], 25.0);
+        }
+        let out = Command::new(BIN)
+            .current_dir(empty.path())
+            .args(["sweep", "ingest"])
+            .arg(&results)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("spread  SmolLM2-135M-Instruct.Q4_1  addition  plain  25.00 points over 3 delimiter(s) (0.00% to 25.00%); leading: nl"),
+            "{text}"
+        );
+    }
+
+    /// A configuration file with only `[sweep]` is enough, and a declared grid that the runs
+    /// do not cover is reported as missing cells while the tables are computed for the rest.
+    #[test]
+    fn sweep_only_configuration_and_a_partial_grid() {
+        let (dir, results) = subset(&["addq_alpha", "addq_bravo", "addq_charlie", "addq_delta"]);
+        let cfg = dir.path().join("sweep.toml");
+        fs::write(
+            &cfg,
+            "[sweep]\ndelimiters = [\"\\n\", \" \", \"#\"]\nnum_fewshot = 3\n",
+        )
+        .unwrap();
+        let args = ["--config", cfg.to_str().unwrap(), results.to_str().unwrap()];
+        let (out, v) = ingest_in(dir.path(), &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        let missing = v["sweep_ingest"]["missing"].as_array().unwrap();
+        assert_eq!(missing.len(), 2, "{v}");
+        assert!(
+            err.contains("SmolLM2-135M-Instruct.Q4_1, addition: delimiter \"#\" (hash) variant plain is missing"),
+            "{err}"
+        );
+        assert_eq!(cell_counts(&v).len(), 4);
+        let (out, v) = ingest_in(dir.path(), &[&args[..], &["--strict"]].concat());
+        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(v["ok"], false);
+        assert_eq!(v["error"]["kind"], "check");
+        // Variants declared, delimiters not: the grid is the runs' delimiters x both variants.
+        fs::write(
+            &cfg,
+            "[sweep]\nvariants = [\"plain\", \"named\"]\nnum_fewshot = 3\n",
+        )
+        .unwrap();
+        let (out, v) = ingest_in(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(
+            v["sweep_ingest"]["missing"].as_array().unwrap().len(),
+            0,
+            "{v}"
+        );
+    }
+
+    /// Renaming tasks to protospread's naming with another base does not change the benchmark:
+    /// it is the data set's.
+    #[test]
+    fn renamed_tasks_keep_the_data_sets_label() {
+        let (dir, results) = subset(&["addq_alpha", "addq_bravo", "addq_echo", "addq_foxtrot"]);
+        let d = run_dir(dir.path());
+        let (rf, _) = results_json(dir.path());
+        let mut text = fs::read_to_string(&rf).unwrap();
+        for (old, new) in [
+            ("addq_echo", "easy_test_delim_hash_plain"),
+            ("addq_foxtrot", "easy_test_delim_hash_named"),
+        ] {
+            text = text.replace(&format!("\"{old}\""), &format!("\"{new}\""));
+            let sf = file_starting(&d, &format!("samples_{old}_"));
+            let name = sf.file_name().unwrap().to_string_lossy().replace(old, new);
+            fs::rename(&sf, d.join(name)).unwrap();
+        }
+        fs::write(&rf, text).unwrap();
+        let (out, v) = ingest_in(dir.path(), &[results.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        let counts = cell_counts(&v);
+        assert_eq!(counts.len(), 4, "{v}");
+        assert!(counts.iter().all(|c| c.0 == "addition"), "{counts:?}");
     }
 
     /// `sweep ingest DIR` needs no pipeline.toml: the delimiters are those the run used.

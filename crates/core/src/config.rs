@@ -146,6 +146,70 @@ impl Input {
     }
 }
 
+/// The `[sweep]` settings a sweep command runs with, and which of them the file declared.
+#[derive(Debug, Clone)]
+pub struct SweepConfig {
+    /// `[sweep]`, defaults filled in.
+    pub sweep: SweepSection,
+    /// Folder holding the configuration file; `lm_eval_runs` and `dictionary_runs` are
+    /// resolved against it.
+    pub base_dir: PathBuf,
+    /// Whether `[sweep] delimiters` was given (else the runs say which delimiters were swept).
+    pub declared_delimiters: bool,
+    /// Whether `[sweep] variants` was given.
+    pub declared_variants: bool,
+}
+
+impl SweepConfig {
+    /// Read the `[sweep]` of a configuration file. A file holding only `[sweep]` is enough;
+    /// any other file is loaded and checked whole, as [`Config::load`] does.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = fs_err::read_to_string(path).map_err(CoreError::Fs)?;
+        let bad = |e: toml::de::Error| CoreError::Config {
+            path: path.to_path_buf(),
+            message: e.to_string().trim_end().to_string(),
+        };
+        let table: toml::Table = toml::from_str(&text).map_err(bad)?;
+        let base_dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        let sweep = if table.keys().all(|k| k == "sweep") {
+            #[derive(Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct OnlySweep {
+                #[serde(default)]
+                sweep: SweepSection,
+            }
+            toml::from_str::<OnlySweep>(&text).map_err(bad)?.sweep
+        } else {
+            Config::parse(&text, path, &base_dir)?.sweep
+        };
+        let declared = |key: &str| {
+            table
+                .get("sweep")
+                .and_then(|s| s.as_table())
+                .is_some_and(|s| s.contains_key(key))
+        };
+        Ok(SweepConfig {
+            declared_delimiters: declared("delimiters"),
+            declared_variants: declared("variants"),
+            sweep,
+            base_dir,
+        })
+    }
+
+    /// Resolve a path from the configuration against its folder.
+    pub fn resolve(&self, p: &Path) -> PathBuf {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.base_dir.join(p)
+        }
+    }
+}
+
 impl Config {
     /// Parse configuration text. `origin` names the file in errors; `base_dir` resolves paths.
     pub fn parse(text: &str, origin: &Path, base_dir: &Path) -> Result<Self> {

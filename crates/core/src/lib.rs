@@ -42,7 +42,8 @@ pub use atomic::{write_atomic, Staged};
 pub use config::{
     default_sweep_delimiters, is_commit_id, AdministerSection, AggregateSection, AnswersExtraTest,
     AnswersSection, ByteSize, Config, EngineSection, FetchSection, HfSource, Input, InputRole,
-    InputSource, ReportSection, ScoreSection, Study, SweepSection, SweepVariant, REPLY_RULES,
+    InputSource, ReportSection, ScoreSection, Study, SweepConfig, SweepSection, SweepVariant,
+    REPLY_RULES,
 };
 pub use contract::{Column, ColumnType, ContractError, TableContract};
 pub use hash::{

@@ -15,7 +15,7 @@
 //! a million-sample sweep never becomes a million structs.
 
 use crate::delimiter::Delimiter;
-use crate::lmeval::{naming_line, parse_task_name};
+use crate::lmeval::{naming_line, parse_task_name, MMLU_SUBJECTS};
 use crate::{SweepError, SweepSpec};
 use arrow::array::{
     Array, BooleanArray, BooleanBuilder, StringBuilder, UInt64Array, UInt64Builder,
@@ -203,6 +203,9 @@ pub struct Ingested {
     pub problems: Vec<String>,
     /// Harmless observations.
     pub notes: Vec<String>,
+    /// Cells of the sweep's grid that no run holds, and cells of a run outside a declared
+    /// grid (each a one-line message). The cells present still form tables.
+    pub missing: Vec<String>,
     /// Samples files read, relative to the ingested folder.
     pub files_read: Vec<String>,
 }
@@ -401,14 +404,23 @@ struct TaskConfig {
 /// Builders that load local files: their `dataset_path` says nothing about the data.
 const FILE_BUILDERS: [&str; 6] = ["json", "csv", "parquet", "text", "arrow", "pandas"];
 
-/// The benchmark a task ran: from a protospread task name (`<base>_delim_<slug>_<variant>`,
-/// MMLU subjects pooled), else from its data set: `dataset_path`, then `/dataset_name` if
-/// set; for a local-file builder (`json`, `csv`, ...) the stem of its test split's data file.
+/// The benchmark a task ran, from its data set, so that renaming a task never changes it:
+/// `dataset_path`, then `/dataset_name` if set; for a local-file builder (`json`, `csv`, ...)
+/// the stem of its test split's data file instead of the builder. An MMLU subject
+/// (`dataset_name` one of the 57, `dataset_path` ending in `mmlu...`) is pooled into its
+/// `dataset_path` with the subject as subset. Only a task without `dataset_path` falls back
+/// to a protospread task name (`<base>_delim_<slug>_<variant>`).
 fn benchmark_of(task: &str, cfg: &Value) -> Option<(String, String)> {
-    if let Some(id) = parse_task_name(task) {
-        return Some((id.benchmark, id.subset));
+    let Some(path) = cfg.get("dataset_path").and_then(Value::as_str) else {
+        return parse_task_name(task).map(|id| (id.benchmark, id.subset));
+    };
+    let dataset_name = cfg.get("dataset_name").and_then(Value::as_str);
+    let last = path.rsplit('/').next().unwrap_or(path);
+    if let Some(subject) = dataset_name.filter(|d| MMLU_SUBJECTS.contains(d)) {
+        if last.starts_with("mmlu") {
+            return Some((path.to_string(), subject.to_string()));
+        }
     }
-    let path = cfg.get("dataset_path").and_then(Value::as_str)?;
     let mut name = path.to_string();
     if FILE_BUILDERS.contains(&path) {
         let split = cfg
@@ -431,7 +443,7 @@ fn benchmark_of(task: &str, cfg: &Value) -> Option<(String, String)> {
         let stem = stem.strip_suffix(".jsonl").unwrap_or(&stem);
         name = stem.to_string();
     }
-    if let Some(dn) = cfg.get("dataset_name").and_then(Value::as_str) {
+    if let Some(dn) = dataset_name {
         name = format!("{name}/{dn}");
     }
     Some((name, String::new()))
@@ -695,14 +707,25 @@ pub(crate) fn ingest_lm_eval(
     Ok(ing)
 }
 
-/// Check that the samples form a complete sweep: no run's task read twice, no cell from two
-/// runs, every (model, benchmark) has every configured delimiter x variant and no delimiter
-/// outside the configuration, and every cell saw the same documents: the same (subject,
-/// doc_id) pairs, each with the same `doc_hash` everywhere. Documents are identified by
-/// doc_id, so a data set holding the same content twice is two documents. Returns one
-/// message per problem, sorted.
-pub(crate) fn check(samples: &[TaskSamples], spec: &SweepSpec) -> Vec<String> {
+/// What [`check`] found, one message each, sorted.
+#[derive(Debug, Default)]
+pub(crate) struct Checked {
+    /// What makes the comparison unsound: a task read twice, a cell from two runs, cells
+    /// that saw different documents.
+    pub(crate) problems: Vec<String>,
+    /// Where the runs and the grid (`spec`'s delimiters x variants) differ: a cell of the grid
+    /// that no run holds, or a run's cell outside the grid.
+    pub(crate) gaps: Vec<String>,
+}
+
+/// Check that the samples form a sweep: no run's task read twice, no cell from two runs,
+/// every (model, benchmark) has every delimiter x variant of `spec` and no other, and every
+/// cell saw the same documents: the same (subject, doc_id) pairs, each with the same
+/// `doc_hash` everywhere. Documents are identified by doc_id, so a data set holding the same
+/// content twice is two documents.
+pub(crate) fn check(samples: &[TaskSamples], spec: &SweepSpec) -> Checked {
     let mut problems = Vec::new();
+    let mut gaps = Vec::new();
     // A run's task read twice (the same folder given twice, a copy of a results file).
     let mut runs: BTreeMap<(&Path, &str), usize> = BTreeMap::new();
     for t in samples {
@@ -772,7 +795,7 @@ pub(crate) fn check(samples: &[TaskSamples], spec: &SweepSpec) -> Vec<String> {
         for d in &spec.delimiters {
             for v in &spec.variants {
                 if !cells.contains_key(&(d.slug.as_str(), *v)) {
-                    problems.push(format!(
+                    gaps.push(format!(
                         "model {model}, {bench}: delimiter {} ({}) variant {} is missing",
                         d.quoted(),
                         d.slug,
@@ -783,7 +806,7 @@ pub(crate) fn check(samples: &[TaskSamples], spec: &SweepSpec) -> Vec<String> {
         }
         for (slug, v) in cells.keys() {
             if !configured.contains(&(*slug, *v)) {
-                problems.push(format!(
+                gaps.push(format!(
                     "model {model}, {bench}: delimiter {slug} variant {} is not in [sweep] delimiters x variants",
                     v.as_str()
                 ));
@@ -850,5 +873,6 @@ pub(crate) fn check(samples: &[TaskSamples], spec: &SweepSpec) -> Vec<String> {
         }
     }
     problems.sort();
-    problems
+    gaps.sort();
+    Checked { problems, gaps }
 }

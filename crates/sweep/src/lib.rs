@@ -28,7 +28,7 @@ pub use ingest::{Ingested, SampleRecord, TaskSamples};
 pub use lmeval::{
     generate as generate_lm_eval_tasks, installed_tasks_dir, Benchmark, Generated, GeneratedFile,
 };
-pub use tables::{cells, fmt_pct, Cell};
+pub use tables::{cells, fmt_pct, spreads, Cell, Spread};
 
 use arrow::record_batch::RecordBatch;
 use protospread_core::{Config, SweepSection, SweepVariant};
@@ -211,7 +211,9 @@ pub fn ingest_dictionary_runs(
             &records, &source, &label, &run,
         ));
     }
-    let problems = ingest::check(&samples, &covered_spec(&samples, spec));
+    let checked = ingest::check(&samples, &covered_spec(&samples, spec));
+    let mut problems = checked.problems;
+    problems.extend(checked.gaps);
     if !problems.is_empty() {
         return Err(SweepError::Check(problems));
     }
@@ -229,8 +231,8 @@ pub fn covered_spec(samples: &[ingest::TaskSamples], spec: &SweepSpec) -> SweepS
 }
 
 /// Ingest and check every configured run folder (`[sweep] lm_eval_runs`); problems are
-/// collected, not raised. Each folder's rows carry its configured path as `source` and the
-/// label `recorded`.
+/// collected, not raised, and a cell of the configured grid that no run holds is one of them.
+/// Each folder's rows carry its configured path as `source` and the label `recorded`.
 pub fn ingest_all(config: &Config, spec: &SweepSpec) -> Result<ingest::Ingested, SweepError> {
     let dirs: Vec<(String, PathBuf)> = config
         .sweep
@@ -238,16 +240,37 @@ pub fn ingest_all(config: &Config, spec: &SweepSpec) -> Result<ingest::Ingested,
         .iter()
         .map(|d| (d.display().to_string(), config.resolve(d)))
         .collect();
-    Ok(ingest_folders(&dirs, spec, false)?.0)
+    let declared = Declared {
+        delimiters: true,
+        variants: true,
+    };
+    let mut ing = ingest_folders(&dirs, spec, declared)?.0;
+    let missing = std::mem::take(&mut ing.missing);
+    ing.problems.extend(missing);
+    Ok(ing)
 }
 
-/// Ingest and check lm-eval output folders given as (source, path). With `run_delimiters`
-/// the sweep's delimiter set is the one the runs used (for `sweep ingest DIR` without a
-/// configuration) instead of `spec.delimiters`; the spec the check used is returned.
+/// Which half of the sweep's grid (delimiters x variants) the configuration declares; the
+/// other comes from the runs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Declared {
+    /// `[sweep] delimiters` was given.
+    pub delimiters: bool,
+    /// `[sweep] variants` was given.
+    pub variants: bool,
+}
+
+/// Ingest and check lm-eval output folders given as (source, path).
+///
+/// The grid the runs are checked against is `spec`'s delimiters and variants where
+/// `declared` says so, else the ones the runs used. Cells of that grid that no run holds,
+/// and cells of a run outside it, go to [`Ingested::missing`]; everything else that makes
+/// the sweep incomparable to [`Ingested::problems`]. The returned spec covers every cell
+/// present (the grid, then any delimiter outside it in text order), for [`cells`].
 pub fn ingest_folders(
     dirs: &[(String, PathBuf)],
     spec: &SweepSpec,
-    run_delimiters: bool,
+    declared: Declared,
 ) -> Result<(ingest::Ingested, SweepSpec), SweepError> {
     let mut all = ingest::Ingested::default();
     for (source, dir) in dirs {
@@ -264,21 +287,34 @@ pub fn ingest_folders(
             .extend(prefix(std::mem::take(&mut one.files_read)));
         all.samples.append(&mut one.samples);
     }
-    let used = if run_delimiters {
-        let mut s = covered_spec(&all.samples, spec);
-        let mut extra: Vec<delimiter::Delimiter> = Vec::new();
-        for t in &all.samples {
-            if !s.delimiters.contains(&t.delimiter) && !extra.contains(&t.delimiter) {
-                extra.push(t.delimiter.clone());
-            }
-        }
-        extra.sort_by(|a, b| a.text.cmp(&b.text));
-        s.delimiters.extend(extra);
-        s
-    } else {
+    let mut grid = if declared.delimiters {
         spec.clone()
+    } else {
+        covered_spec(&all.samples, spec)
     };
-    all.problems.extend(ingest::check(&all.samples, &used));
+    let mut extra: Vec<delimiter::Delimiter> = Vec::new();
+    for t in &all.samples {
+        if !grid.delimiters.contains(&t.delimiter) && !extra.contains(&t.delimiter) {
+            extra.push(t.delimiter.clone());
+        }
+    }
+    extra.sort_by(|a, b| a.text.cmp(&b.text));
+    let present: std::collections::BTreeSet<SweepVariant> =
+        all.samples.iter().map(|t| t.variant).collect();
+    if !declared.variants {
+        grid.variants = present.iter().copied().collect();
+    }
+    if !declared.delimiters {
+        grid.delimiters.append(&mut extra);
+    }
+    let checked = ingest::check(&all.samples, &grid);
+    all.problems.extend(checked.problems);
+    all.missing = checked.gaps;
+    let mut used = grid;
+    used.delimiters.extend(extra);
+    used.variants.extend(present);
+    used.variants.sort();
+    used.variants.dedup();
     Ok((all, used))
 }
 

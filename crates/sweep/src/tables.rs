@@ -162,6 +162,79 @@ fn group<K: Ord>(cells: &[Cell], key: impl Fn(&Cell) -> K) -> BTreeMap<K, Vec<&C
     m
 }
 
+/// Spread of one model, benchmark and variant over its delimiters: a row of `sweep_spread`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spread {
+    /// The runs its cells came from (`; `-separated).
+    pub source: String,
+    /// Their labels (`; `-separated).
+    pub label: String,
+    /// Model id.
+    pub model: String,
+    /// Benchmark name.
+    pub benchmark: String,
+    /// Plain or named delimiter.
+    pub variant: SweepVariant,
+    /// Delimiters with a cell.
+    pub delimiters: usize,
+    /// Lowest accuracy, percent (6 decimals).
+    pub min_pct: f64,
+    /// Slugs of every delimiter at the lowest accuracy.
+    pub min_delimiters: Vec<String>,
+    /// Highest accuracy, percent (6 decimals).
+    pub max_pct: f64,
+    /// Slugs of every delimiter at the highest accuracy: the leading delimiters.
+    pub max_delimiters: Vec<String>,
+    /// Highest minus lowest, points (6 decimals).
+    pub spread_pct: f64,
+    /// Whether the 95% intervals of the lowest and highest cell do not overlap.
+    pub intervals_disjoint: bool,
+}
+
+/// The spread per model, benchmark and variant (the `sweep_spread` table's rows), from
+/// [`cells`] computed with the same `spec`.
+pub fn spreads(cells: &[Cell], spec: &SweepSpec) -> Vec<Spread> {
+    let d = |c: &Cell| &spec.delimiters[c.delim_index];
+    let mut out = Vec::new();
+    for ((model, benchmark, variant), g) in
+        group(cells, |c| (c.model.clone(), c.benchmark.clone(), c.variant))
+    {
+        let (source, label) = provenance(&g);
+        let lo = g
+            .iter()
+            .copied()
+            .min_by(|a, b| cmp_acc(a, b))
+            .expect("non-empty");
+        let hi = g
+            .iter()
+            .copied()
+            .max_by(|a, b| cmp_acc(a, b))
+            .expect("non-empty");
+        let slugs = |t: &Cell| {
+            g.iter()
+                .filter(|c| cmp_acc(c, t).is_eq())
+                .map(|c| d(c).slug.clone())
+                .collect::<Vec<_>>()
+        };
+        out.push(Spread {
+            source,
+            label,
+            model,
+            benchmark,
+            variant,
+            delimiters: g.len(),
+            min_pct: round6(lo.pct()),
+            min_delimiters: slugs(lo),
+            max_pct: round6(hi.pct()),
+            max_delimiters: slugs(hi),
+            spread_pct: round6(hi.pct() - lo.pct()),
+            // The extremes differ beyond sampling error when their intervals are disjoint.
+            intervals_disjoint: lo.ci().1 < hi.ci().0,
+        });
+    }
+    out
+}
+
 /// Every table, named as its Parquet file stem (`out/aggregate/<name>.parquet`), in a fixed
 /// order. `cells` must come from [`cells`] (sorted by model, benchmark, variant, delimiter).
 pub(crate) fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
@@ -209,60 +282,30 @@ pub(crate) fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatc
 
     // Spread (max - min) per model, benchmark and variant.
     {
-        let mut cols: (Vec<String>, Vec<String>, Vec<String>, Vec<i64>) = Default::default();
-        let (mut mn, mut mnd, mut mx, mut mxd, mut sp, mut ex) =
-            (vec![], vec![], vec![], vec![], vec![], vec![]);
-        let (mut src, mut lab) = (vec![], vec![]);
-        for ((model, bench, var), g) in
-            group(cells, |c| (c.model.clone(), c.benchmark.clone(), c.variant))
-        {
-            let (so, la) = provenance(&g);
-            src.push(so);
-            lab.push(la);
-            let lo = g
-                .iter()
-                .copied()
-                .min_by(|a, b| cmp_acc(a, b))
-                .expect("non-empty");
-            let hi = g
-                .iter()
-                .copied()
-                .max_by(|a, b| cmp_acc(a, b))
-                .expect("non-empty");
-            let slugs = |t: &Cell| {
-                g.iter()
-                    .filter(|c| cmp_acc(c, t).is_eq())
-                    .map(|c| d(c).slug.clone())
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            };
-            cols.0.push(model);
-            cols.1.push(bench);
-            cols.2.push(var.as_str().to_string());
-            cols.3.push(g.len() as i64);
-            mn.push(round6(lo.pct()));
-            mnd.push(slugs(lo));
-            mx.push(round6(hi.pct()));
-            mxd.push(slugs(hi));
-            sp.push(round6(hi.pct() - lo.pct()));
-            // The extremes differ beyond sampling error when their intervals are disjoint.
-            ex.push(lo.ci().1 < hi.ci().0);
-        }
+        let g = spreads(cells, spec);
+        let col = |f: &dyn Fn(&Spread) -> String| s(g.iter().map(f).collect());
+        let num = |x: &dyn Fn(&Spread) -> f64| f(g.iter().map(x).collect());
         out.push((
             "sweep_spread".to_string(),
             batch(vec![
-                ("source", s(src)),
-                ("label", s(lab)),
-                ("model", s(cols.0)),
-                ("benchmark", s(cols.1)),
-                ("variant", s(cols.2)),
-                ("delimiters", i(cols.3)),
-                ("min_pct", f(mn)),
-                ("min_delimiters", s(mnd)),
-                ("max_pct", f(mx)),
-                ("max_delimiters", s(mxd)),
-                ("spread_pct", f(sp)),
-                ("intervals_disjoint", b(ex)),
+                ("source", col(&|x| x.source.clone())),
+                ("label", col(&|x| x.label.clone())),
+                ("model", col(&|x| x.model.clone())),
+                ("benchmark", col(&|x| x.benchmark.clone())),
+                ("variant", col(&|x| x.variant.as_str().to_string())),
+                (
+                    "delimiters",
+                    i(g.iter().map(|x| x.delimiters as i64).collect()),
+                ),
+                ("min_pct", num(&|x| x.min_pct)),
+                ("min_delimiters", col(&|x| x.min_delimiters.join(" "))),
+                ("max_pct", num(&|x| x.max_pct)),
+                ("max_delimiters", col(&|x| x.max_delimiters.join(" "))),
+                ("spread_pct", num(&|x| x.spread_pct)),
+                (
+                    "intervals_disjoint",
+                    b(g.iter().map(|x| x.intervals_disjoint).collect()),
+                ),
             ]),
         ));
     }
