@@ -58,7 +58,8 @@ fn kind(e: &anyhow::Error) -> &'static str {
                 _ => "input",
             };
         }
-        if cause.is::<protospread_answers::AnswersError>()
+        if cause.is::<protospread_format::FormatError>()
+            || cause.is::<protospread_fetch::ImportError>()
             || cause.is::<protospread_score::ScoreError>()
             || cause.is::<protospread_fetch::CsvError>()
         {
@@ -87,13 +88,25 @@ type Place = (String, Option<u64>, Option<Value>);
 /// File, row (1-based; the line for line-based formats) and column of the first error in the
 /// chain that names them.
 fn place(e: &anyhow::Error) -> Option<Place> {
-    use protospread_answers::AnswersError as A;
     use protospread_core::CoreError as C;
+    use protospread_format::FormatError as A;
     use protospread_score::ScoreError as S;
     use protospread_sweep::SweepError as W;
     let file = |p: &std::path::Path| p.display().to_string();
     for cause in e.chain() {
-        if let Some(a) = cause.downcast_ref::<A>() {
+        // The import wraps a record error transparently, and the fetch stage boxes the import's.
+        let import = cause
+            .downcast_ref::<protospread_fetch::ImportError>()
+            .or_else(|| {
+                cause
+                    .downcast_ref::<Box<protospread_fetch::ImportError>>()
+                    .map(|b| &**b)
+            });
+        let record = match import {
+            Some(protospread_fetch::ImportError::Format(a)) => Some(a),
+            _ => cause.downcast_ref::<A>(),
+        };
+        if let Some(a) = record {
             match a {
                 A::Record {
                     file: f,
@@ -101,10 +114,8 @@ fn place(e: &anyhow::Error) -> Option<Place> {
                     column,
                     ..
                 } => return Some((file(f), Some(*row as u64), Some(json!(column)))),
-                A::File { file: f, .. } | A::Io { path: f, .. } => {
-                    return Some((file(f), None, None))
-                }
-                _ => {}
+                A::File { file: f, .. } => return Some((file(f), None, None)),
+                A::Arrow(_) => {}
             }
         }
         if let Some(s) = cause.downcast_ref::<S>() {
@@ -112,7 +123,7 @@ fn place(e: &anyhow::Error) -> Option<Place> {
                 S::Cell {
                     path, line, column, ..
                 } => return Some((file(path), Some(*line as u64), Some(json!(column)))),
-                S::File { path, .. } | S::Io { path, .. } => return Some((file(path), None, None)),
+                S::File { path, .. } => return Some((file(path), None, None)),
                 _ => {}
             }
         }
@@ -133,6 +144,9 @@ fn place(e: &anyhow::Error) -> Option<Place> {
         if let Some(c) = cause.downcast_ref::<protospread_fetch::CsvError>() {
             return Some(csv_place(c));
         }
+        if let Some(io) = cause.downcast_ref::<protospread_core::IoError>() {
+            return Some((file(&io.path), None, None));
+        }
         if let Some(c) = cause.downcast_ref::<C>() {
             match c {
                 C::Config { path, message } => {
@@ -142,7 +156,7 @@ fn place(e: &anyhow::Error) -> Option<Place> {
                 C::Manifest { path, line, .. } => {
                     return Some((file(path), Some(*line as u64), None))
                 }
-                C::Io { path, .. } | C::Parquet { path, .. } | C::Refused { path, .. } => {
+                C::Parquet { path, .. } | C::Refused { path, .. } => {
                     return Some((file(path), None, None))
                 }
                 _ => {}
