@@ -172,6 +172,9 @@ fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 fn main() -> ExitCode {
+    // Before any other thread exists: Ctrl-C or SIGTERM removes this process's scratch
+    // folders and lock files (docs/reliability.md).
+    protospread_core::clean_up_on_signals();
     let cli = Cli::parse();
     let ctx = Ctx {
         config_path: cli.config.clone(),

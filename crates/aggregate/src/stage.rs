@@ -165,7 +165,7 @@ struct Run<'a> {
     engine: Engine,
     files: &'a Files,
     /// The intermediate tables, as Parquet files (see `materialize`).
-    scratch: tempfile::TempDir,
+    scratch: protospread_core::Scratch,
     /// Files written into `scratch` so far: each table gets a new name, so that a table
     /// materialized again is never read from a file the session has seen before.
     written: std::cell::Cell<usize>,
@@ -177,13 +177,12 @@ impl<'a> Run<'a> {
         Ok(Run {
             engine,
             files,
-            scratch: tempfile::Builder::new()
-                .prefix("protospread-aggregate-")
-                .tempdir()
-                .map_err(|e| AggregateError::Engine {
+            scratch: protospread_core::Scratch::new("aggregate").map_err(|e| {
+                AggregateError::Engine {
                     path: std::env::temp_dir(),
                     message: format!("creating a scratch folder: {e}"),
-                })?,
+                }
+            })?,
             written: std::cell::Cell::new(0),
         })
     }

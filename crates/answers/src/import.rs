@@ -363,9 +363,7 @@ fn import_staged(
     engine: &EngineOptions,
     sink: &mut dyn RecordSink,
 ) -> Result<usize, AnswersError> {
-    let tmp = tempfile::Builder::new()
-        .prefix("protospread-import-")
-        .tempdir()
+    let tmp = protospread_core::Scratch::new("import")
         .map_err(|e| AnswersError::io(std::env::temp_dir(), e))?;
     let staged = tmp.path().join("validated.parquet");
     let pq_err = |e: parquet::errors::ParquetError| file_err(&staged, e.to_string());
