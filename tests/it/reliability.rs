@@ -1031,7 +1031,8 @@ fn answer_echoing_key(_: &str, _: &str) -> String {
 #[test]
 fn administer_redacts_the_key_however_the_server_encodes_it() {
     let d = tempfile::tempdir().unwrap();
-    let servers: [(u16, fn(&str, &str) -> String, Option<i32>); 4] = [
+    type Server = (u16, fn(&str, &str) -> String, Option<i32>);
+    let servers: [Server; 4] = [
         (401, echo_key_json, Some(2)),
         (401, echo_key_unicode, Some(2)),
         (400, echo_key_percent, Some(2)),
@@ -1518,4 +1519,39 @@ fn messages_name_the_real_cause() {
         "{}",
         text(&o)
     );
+}
+
+/// Issue 42 case 6: `aggregate --partitions` and `[aggregate] target_partitions` are bounded at
+/// 32 with a clear error, before any work (64 already runs out of the default memory pool on
+/// the embedded study).
+#[test]
+fn aggregate_partitions_are_bounded_with_a_clear_error() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = config_in(d.path(), "p.toml", "");
+    let out = d.path().join("out");
+    let o = protospread(&cfg, &out, &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let before = outputs(&out);
+    let started = Instant::now();
+    let o = protospread(&cfg, &out, &["aggregate", "--partitions", "1024"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(stderr(&o).contains("maximum of 32"), "{}", text(&o));
+    assert!(stderr(&o).len() < 300, "{}", text(&o));
+    assert!(
+        started.elapsed().as_secs() < 10,
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(outputs(&out), before);
+    let big = config_in(
+        d.path(),
+        "big.toml",
+        "[aggregate]\ntarget_partitions = 1024\n",
+    );
+    let o = protospread(&big, &out, &["aggregate"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(stderr(&o).contains("target_partitions"), "{}", text(&o));
+    let o = protospread(&cfg, &out, &["aggregate", "--partitions", "32"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(outputs(&out), before, "32 partitions give the same bytes");
 }
