@@ -221,6 +221,9 @@ fn parse_failure(e: clap::Error) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    // Before any other thread exists: Ctrl-C or SIGTERM removes this process's scratch
+    // folders and lock files (docs/reliability.md).
+    protospread_core::clean_up_on_signals();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => return parse_failure(e),

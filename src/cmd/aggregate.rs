@@ -11,7 +11,7 @@ use std::process::ExitCode;
 #[derive(clap::Args, Debug, Default)]
 pub(crate) struct Args {
     /// DataFusion target partitions for this run (overrides [aggregate] target_partitions;
-    /// 0 = one per core; at most 1024). The output bytes do not depend on it.
+    /// 0 = one per core; at most 16). The output bytes do not depend on it.
     #[arg(long)]
     pub(crate) partitions: Option<usize>,
 }

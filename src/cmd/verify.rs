@@ -12,8 +12,8 @@ use std::process::ExitCode;
 /// the inputs with checksums/inputs.sha256, every output with checksums/outputs.sha256 and,
 /// for a differing table, its CSV with the committed copy in checksums/tables/ to name the
 /// first differing row and column. Exit 0 with a one-line summary if everything matches;
-/// otherwise exit 1, name each differing, missing or extra file, and keep the regenerated
-/// folder. `--update` rewrites checksums/ from a fresh regeneration (do this on purpose only,
+/// otherwise exit 1 and name each differing, missing or extra file. The regenerated folder
+/// is removed unless --keep is given. `--update` rewrites checksums/ from a fresh regeneration (do this on purpose only,
 /// and review the diff). See docs/report.md.
 #[derive(clap::Args, Debug, Default)]
 pub(crate) struct Args {
@@ -23,19 +23,9 @@ pub(crate) struct Args {
     /// The checksums folder (default: checksums/ next to the configuration file).
     #[arg(long)]
     pub(crate) checksums: Option<PathBuf>,
-    /// Keep the regenerated folder even when everything matches.
+    /// Keep the regenerated folder (whether or not everything matches).
     #[arg(long)]
     pub(crate) keep: bool,
-}
-
-fn fresh_dir() -> anyhow::Result<PathBuf> {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let d = std::env::temp_dir().join(format!("protospread-verify-{}-{nanos}", std::process::id()));
-    fs_err::create_dir_all(&d)?;
-    Ok(d)
 }
 
 /// Run every stage into `out`, silently.
@@ -66,20 +56,16 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     } else {
         Some(read_expected(&checksums)?)
     };
-    let work = fresh_dir()?;
-    let out = work.join("out");
+    // Removed when dropped, on Ctrl-C, or by the next process after a kill.
+    let work = protospread_core::Scratch::new("verify").context("creating a scratch folder")?;
+    let out = work.path().join("out");
 
     if args.update {
         let code = regenerate(ctx, &out).context("regenerating the outputs")?;
         if code != ExitCode::SUCCESS {
-            anyhow::bail!(
-                "a stage failed; checksums/ left unchanged (outputs in {})",
-                out.display()
-            );
+            anyhow::bail!("a stage failed; checksums/ left unchanged");
         }
-        let updated = update_checksums(&checksums, &inputs, &out);
-        let _ = fs_err::remove_dir_all(&work);
-        let (ni, no, nt) = updated?;
+        let (ni, no, nt) = update_checksums(&checksums, &inputs, &out)?;
         ctx.say(format!(
             "verify --update: wrote {} ({ni} inputs, {no} outputs, {nt} tables); review with `git diff checksums/`",
             checksums.display()
@@ -98,13 +84,14 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     if regen_error.is_none() {
         match compare_outputs(&checksums, &exp_outputs, &out) {
             Ok(d) => diffs.extend(d),
-            Err(e) => {
-                let _ = fs_err::remove_dir_all(&work);
-                return Err(e.into());
-            }
+            Err(e) => return Err(e.into()),
         }
     }
     let ok = diffs.is_empty() && regen_error.is_none();
+    let kept = (args.keep && out.exists()).then(|| {
+        work.keep();
+        out.clone()
+    });
     if ctx.json {
         let list: Vec<_> = diffs
             .iter()
@@ -118,14 +105,11 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
                 "outputs": exp_outputs.entries.len(),
                 "regeneration_error": regen_error,
                 "differences": list,
-                "regenerated": if ok && !args.keep { None } else { Some(&out) },
+                "regenerated": kept,
             }),
         );
     }
     if ok {
-        if !args.keep {
-            let _ = fs_err::remove_dir_all(&work);
-        }
         ctx.say(format!(
             "verify: OK, {} inputs and {} outputs match {}",
             inputs.entries.len(),
@@ -155,14 +139,18 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
             eprintln!("regeneration failed: {e}");
         }
         eprintln!(
-            "verify: FAILED, {} difference(s){}; regenerated folder kept at {}",
+            "verify: FAILED, {} difference(s){}; {}",
             diffs.len(),
             if regen_error.is_some() {
                 " and a failed regeneration"
             } else {
                 ""
             },
-            out.display()
+            match &kept {
+                Some(k) => format!("regenerated folder kept at {}", k.display()),
+                None if args.keep => "nothing was regenerated to keep".to_string(),
+                None => "regenerated folder removed (rerun with --keep to keep it)".to_string(),
+            }
         );
     }
     Ok(ExitCode::from(1))

@@ -254,7 +254,7 @@ fn out_inside_the_source_tree_or_the_inputs_is_refused() {
         (repo.join("crates"), "not created by protospread"),
         (repo.join("crates/fetch/new-out"), "inside the source tree"),
         (repo.join("data"), "contains the input"),
-        (repo.join("data/jobcannon/out"), "folder of the input"),
+        (repo.join("data/jobcannon/out"), "inside the source tree"),
     ] {
         let existed = out.exists();
         let o = protospread(&cfg, &out, &["fetch"]);
@@ -978,4 +978,580 @@ fn single_stages_keep_the_top_manifest_to_consistent_stages() {
         "{:?}",
         temporaries(d.path())
     );
+}
+
+// ---- issue 42: second pass -------------------------------------------------------------------
+
+/// A key with a `/` (JSON-escaped as `\/` by many servers) and fragments that must never be
+/// stored or printed.
+const KEY42: &str = "sk-ab/cd9f8e7d6c5b4a3210";
+const KEY42_FRAGMENTS: [&str; 4] = ["cd9f8e7d", "9f8e7d6c", "7d6c5b4a", "5b4a3210"];
+
+/// A 401 that echoes the key as a JSON string: `sk-ab\/cd...`.
+fn echo_key_json(_: &str, _: &str) -> String {
+    serde_json::json!({"error": {"message": format!("invalid api key provided: {KEY42}")}})
+        .to_string()
+        .replace('/', "\\/")
+}
+
+/// A 401 that escapes every character of the key as `\uXXXX`, nested in a string that is
+/// itself JSON.
+fn echo_key_unicode(_: &str, _: &str) -> String {
+    let esc: String = KEY42
+        .chars()
+        .map(|c| format!("\\u{:04x}", c as u32))
+        .collect();
+    format!(
+        r#"{{"error":{{"message":"invalid key {esc}","inner":"{{\"key\":\"{}\"}}"}}}}"#,
+        esc.replace('\\', "\\\\")
+    )
+}
+
+/// A 400 with the key percent-encoded in a URL.
+fn echo_key_percent(_: &str, _: &str) -> String {
+    let enc: String = KEY42.bytes().map(|b| format!("%{b:02X}")).collect();
+    serde_json::json!({"error": {"message": "bad request", "url": format!("https://x/?key={enc}")}})
+        .to_string()
+}
+
+/// A 200 whose reply, model and usage echo the key without its `sk-` prefix.
+fn answer_echoing_key(_: &str, _: &str) -> String {
+    let bare = KEY42.trim_start_matches("sk-");
+    serde_json::json!({
+        "model": format!("m-{bare}"),
+        "system_fingerprint": bare.to_uppercase(),
+        "usage": {"note": format!("key {bare}"), bare: 1},
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": format!("3 (your key is {bare})")}, "finish_reason": "stop"}]
+    })
+    .to_string()
+}
+
+/// Issue 42 case 1: the key is redacted however the server encodes it, in every field, before
+/// anything is written.
+#[test]
+fn administer_redacts_the_key_however_the_server_encodes_it() {
+    let d = tempfile::tempdir().unwrap();
+    type Server = (u16, fn(&str, &str) -> String, Option<i32>);
+    let servers: [Server; 4] = [
+        (401, echo_key_json, Some(2)),
+        (401, echo_key_unicode, Some(2)),
+        (400, echo_key_percent, Some(2)),
+        (200, answer_echoing_key, Some(0)),
+    ];
+    for (k, (status, body, code)) in servers.into_iter().enumerate() {
+        let url = stub(status, body);
+        let f = d.path().join(format!("a{k}.jsonl"));
+        let o = administer(d.path(), &url, &f, &["--items", "1"], Some(KEY42));
+        assert_eq!(o.status.code(), code, "server {k}: {}", text(&o));
+        let stored = fs_err::read_to_string(&f).unwrap();
+        assert!(stored.contains("<redacted>"), "server {k}: {stored}");
+        for (what, s) in [("file", stored.as_str()), ("output", &text(&o))] {
+            for frag in KEY42_FRAGMENTS {
+                assert!(
+                    !s.to_lowercase().contains(frag),
+                    "server {k}: key fragment {frag} in the {what}: {s}"
+                );
+            }
+        }
+    }
+}
+
+/// Issue 42 case 7: administer refuses an --out that is a symlink or a device before sending
+/// any request; the link and its target are untouched.
+#[test]
+fn administer_refuses_a_link_or_a_device_as_out_before_sending() {
+    let d = tempfile::tempdir().unwrap();
+    // Any request reaching the server is recorded in this file by the test below.
+    let url = stub(200, answer);
+    let target = d.path().join("real.jsonl");
+    let ok = administer(d.path(), &url, &target, &["--items", "1"], None);
+    assert!(ok.status.success(), "{}", text(&ok));
+    let before = fs_err::read(&target).unwrap();
+    let link = d.path().join("link.jsonl");
+    fs_err::os::unix::fs::symlink(&target, &link).unwrap();
+    // A server that would count requests: none may arrive.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let silent = format!("http://{}/v1", listener.local_addr().unwrap());
+    let null = d.path().join("null.jsonl");
+    fs_err::os::unix::fs::symlink("/dev/null", &null).unwrap();
+    for out in [link.clone(), null, PathBuf::from("/dev/null")] {
+        let o = administer(d.path(), &silent, &out, &["--items", "1,2"], None);
+        assert_eq!(o.status.code(), Some(1), "{}: {}", out.display(), text(&o));
+        if out != Path::new("/dev/null") {
+            assert!(stderr(&o).contains("not a regular file"), "{}", text(&o));
+        }
+        assert!(
+            listener.accept().is_err(),
+            "{}: a request was sent",
+            out.display()
+        );
+    }
+    assert!(fs_err::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(fs_err::read(&target).unwrap(), before);
+}
+
+/// Issue 42 case 2: protospread never writes or deletes through a link: a lock file that is a
+/// link, a cache that is a link to a folder with temporaries' names, a staging folder's name
+/// beside out/ that is a link to a user's folder.
+#[test]
+fn no_write_or_deletion_through_a_link() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = config_in(d.path(), "p.toml", "");
+    let out = d.path().join("out");
+    let o = protospread(&cfg, &out, &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let before = outputs(&out);
+
+    // The lock file is a link to a user's file.
+    let precious = d.path().join("v");
+    fs_err::write(&precious, b"precious\n").unwrap();
+    let _ = fs_err::remove_file(out.join(".protospread.lock"));
+    fs_err::os::unix::fs::symlink(&precious, out.join(".protospread.lock")).unwrap();
+    for cmd in ["run", "score"] {
+        let o = protospread(&cfg, &out, &[cmd]);
+        assert_eq!(o.status.code(), Some(1), "{cmd}: {}", text(&o));
+        assert!(stderr(&o).contains("symlink"), "{cmd}: {}", text(&o));
+        assert_eq!(fs_err::read(&precious).unwrap(), b"precious\n");
+    }
+    fs_err::remove_file(out.join(".protospread.lock")).unwrap();
+
+    // The cache is a link to a user's folder holding files with temporaries' names.
+    let dead = dead_pid();
+    let user = d.path().join("userdir");
+    fs_err::create_dir_all(&user).unwrap();
+    let planted = [
+        user.join(format!(".x.{dead}.part")),
+        user.join(format!(".y.{dead}.tmp")),
+    ];
+    for p in &planted {
+        fs_err::write(p, b"mine").unwrap();
+    }
+    fs_err::os::unix::fs::symlink(&user, out.join("cache")).unwrap();
+    let o = protospread(&cfg, &out, &["run"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(stderr(&o).contains("symlink"), "{}", text(&o));
+    for p in &planted {
+        assert!(p.exists(), "{} was deleted through the link", p.display());
+    }
+    fs_err::remove_file(out.join("cache")).unwrap();
+    assert_eq!(outputs(&out), before);
+
+    // A link named like a dead run's staging folder, to a folder that looks like one.
+    let user2 = d.path().join("D");
+    fs_err::create_dir_all(user2.join("cache")).unwrap();
+    fs_err::copy(out.join(".protospread"), user2.join(".protospread")).unwrap();
+    fs_err::write(user2.join("thesis.txt"), b"x").unwrap();
+    fs_err::write(user2.join("cache/c.bin"), b"c").unwrap();
+    let staging = d.path().join(format!(".out.{}.tmp", dead_pid()));
+    fs_err::os::unix::fs::symlink(&user2, &staging).unwrap();
+    let o = protospread(&cfg, &out, &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(user2.join("thesis.txt").exists(), "thesis.txt deleted");
+    assert!(user2.join("cache/c.bin").exists(), "D/cache moved");
+    assert!(!out.join("cache").exists(), "D/cache moved into out/");
+    assert!(
+        fs_err::symlink_metadata(&staging).is_ok(),
+        "the link was removed"
+    );
+    assert_complete(&out, "after the links");
+}
+
+/// `[[inputs]]` TOML for an answers file at `path` with any sha256 (the checks under test come
+/// before or instead of the hash).
+fn answers_input(name: &str, path: &Path, sha: &str) -> String {
+    format!(
+        "[[inputs]]\nname = \"{name}\"\nrole = \"answers\"\nlabel = \"simulated\"\npath = \"{}\"\nsha256 = \"{sha}\"\n",
+        path.display()
+    )
+}
+
+/// The first `n` records of the simulated answers as a Parquet file at `path`, every column
+/// text except `list_column` (if any), which becomes list<string>.
+fn answers_parquet(path: &Path, n: usize, list_column: Option<&str>) -> String {
+    use arrow::array::{Array, ArrayRef, ListBuilder, StringArray, StringBuilder};
+    use arrow::datatypes::{Field, Schema};
+    use std::sync::Arc;
+    let text =
+        fs_err::read_to_string(repo().join("data/simulated/simulated_answers.jsonl")).unwrap();
+    let rows: Vec<serde_json::Map<String, serde_json::Value>> = text
+        .lines()
+        .take(n.max(1))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<String> = rows[0].keys().cloned().collect();
+    let rows = &rows[..n];
+    let cell = |r: &serde_json::Map<String, serde_json::Value>, k: &str| match &r[k] {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Null => None,
+        v => Some(v.to_string()),
+    };
+    let mut fields = Vec::new();
+    let mut cols: Vec<ArrayRef> = Vec::new();
+    for k in &names {
+        if Some(k.as_str()) == list_column {
+            let mut b = ListBuilder::new(StringBuilder::new());
+            for r in rows {
+                b.values().append_option(cell(r, k));
+                b.append(true);
+            }
+            let a = b.finish();
+            fields.push(Field::new(k, a.data_type().clone(), true));
+            cols.push(Arc::new(a));
+        } else {
+            let a: StringArray = rows.iter().map(|r| cell(r, k)).collect();
+            fields.push(Field::new(k, arrow::datatypes::DataType::Utf8, true));
+            cols.push(Arc::new(a));
+        }
+    }
+    let schema = Arc::new(Schema::new(fields));
+    let batch = arrow::record_batch::RecordBatch::try_new(schema.clone(), cols).unwrap();
+    let f = fs_err::File::create(path).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(f, schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    sha256(&fs_err::read(path).unwrap())
+}
+
+/// Issue 42 cases 3 and 4: a Parquet answers file is read only with the format's own cell
+/// types (a list column is refused, naming file and column), and a file without records is
+/// an error naming it, as for CSV and JSON Lines. The same file with text columns imports.
+#[test]
+fn parquet_answers_with_list_columns_or_no_rows_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("extra.parquet");
+    let sha = answers_parquet(&p, 20, None);
+    let cfg = config_in(d.path(), "ok.toml", &answers_input("extra", &p, &sha));
+    let o = protospread(&cfg, &d.path().join("out-ok"), &["fetch"]);
+    assert!(o.status.success(), "text columns import: {}", text(&o));
+    for (k, (rows, list)) in [(20, Some("model")), (20, Some("reply")), (0, None)]
+        .into_iter()
+        .enumerate()
+    {
+        let p = d.path().join(format!("bad{k}.parquet"));
+        let sha = answers_parquet(&p, rows, list);
+        let cfg = config_in(
+            d.path(),
+            &format!("p{k}.toml"),
+            &answers_input("extra", &p, &sha),
+        );
+        let out = d.path().join(format!("out{k}"));
+        let o = protospread(&cfg, &out, &["fetch"]);
+        assert_eq!(o.status.code(), Some(1), "{k}: {}", text(&o));
+        let e = stderr(&o);
+        assert!(e.contains(&format!("bad{k}.parquet")), "{k}: {e}");
+        match list {
+            Some(c) => assert!(
+                e.contains(&format!("column {c}")) && e.contains("List"),
+                "{e}"
+            ),
+            None => assert!(e.contains("empty file (no records)"), "{e}"),
+        }
+        assert!(
+            !out.exists(),
+            "{k}: a failed fetch into a new folder left it"
+        );
+    }
+}
+
+/// Issue 42 case 6: inputs must be regular files: a FIFO and a link to /dev/zero are refused at
+/// once instead of being read until killed.
+#[test]
+fn inputs_that_are_not_regular_files_are_refused_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("fifo.jsonl");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let zero = d.path().join("zero.jsonl");
+    fs_err::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    for (k, p) in [fifo, zero].iter().enumerate() {
+        let cfg = config_in(
+            d.path(),
+            &format!("p{k}.toml"),
+            &answers_input("extra", p, &"0".repeat(64)),
+        );
+        let mut child = Command::new(BIN)
+            .arg("--config")
+            .arg(&cfg)
+            .arg("--out")
+            .arg(d.path().join(format!("out{k}")))
+            .args(["--quiet", "fetch"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if started.elapsed().as_secs() > 60 {
+                let _ = child.kill();
+                panic!("{}: still reading after 60 s", p.display());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let mut e = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut e).unwrap();
+        assert_eq!(status.code(), Some(1), "{e}");
+        assert!(e.contains("not a regular file"), "{e}");
+    }
+}
+
+/// Scratch folders of protospread in `tmp`.
+fn scratch(tmp: &Path) -> Vec<String> {
+    fs_err::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("protospread-"))
+        .collect()
+}
+
+/// Issue 42 case 5: scratch folders of killed processes are removed by the next run; Ctrl-C
+/// and SIGTERM remove this run's scratch folders and lock; a failed run leaves no lock; a
+/// failed `verify` removes its folder.
+#[test]
+fn no_leftovers_after_kills_signals_and_failures() {
+    let d = tempfile::tempdir().unwrap();
+    let tmp = d.path().join("tmp");
+    fs_err::create_dir_all(&tmp).unwrap();
+    let cfg = config_in(d.path(), "p.toml", "");
+    let out = d.path().join("out");
+    let run = |c: &Path, args: &[&str]| {
+        Command::new(BIN)
+            .arg("--config")
+            .arg(c)
+            .arg("--out")
+            .arg(&out)
+            .arg("--quiet")
+            .args(args)
+            .env("TMPDIR", &tmp)
+            .output()
+            .unwrap()
+    };
+    // What kill -9 leaves: scratch folders of dead processes; the next run removes them.
+    let dead = dead_pid();
+    for kind in ["import", "aggregate", "verify"] {
+        let s = tmp.join(format!("protospread-{kind}-{dead}-AbC123"));
+        fs_err::create_dir_all(s.join("sub")).unwrap();
+        fs_err::write(s.join("sub/validated.parquet"), b"x").unwrap();
+    }
+    let theirs = tmp.join("protospread-notes");
+    fs_err::create_dir_all(&theirs).unwrap();
+    let o = run(&cfg, &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(scratch(&tmp), ["protospread-notes"], "dead scratch left");
+    fs_err::remove_dir(&theirs).unwrap();
+    assert!(
+        !out.join(".protospread.lock").exists(),
+        "lock left by a run"
+    );
+
+    // A failed run leaves no lock file.
+    let bad = config_in(
+        d.path(),
+        "bad.toml",
+        "[report]\ntables = [\"score/no_such_table.parquet\"]\n",
+    );
+    let o = run(&bad, &["run"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        !out.join(".protospread.lock").exists(),
+        "lock left by a failed run"
+    );
+
+    // SIGINT and SIGTERM while the aggregate stage holds its scratch folder.
+    for sig in ["-INT", "-TERM"] {
+        let mut child = Command::new(BIN)
+            .arg("--config")
+            .arg(&cfg)
+            .arg("--out")
+            .arg(&out)
+            .args(["--quiet", "run"])
+            .env("TMPDIR", &tmp)
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while scratch(&tmp).is_empty() {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "{sig}: the run ended before its scratch folder was seen"
+            );
+            assert!(started.elapsed().as_secs() < 60);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let kill = Command::new("kill")
+            .arg(sig)
+            .arg(child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "{sig}: {status:?}");
+        assert!(scratch(&tmp).is_empty(), "{sig}: {:?}", scratch(&tmp));
+        assert!(!out.join(".protospread.lock").exists(), "{sig}: lock left");
+        // The next run cleans what the signal left beside out/ and succeeds.
+        let o = run(&cfg, &["run"]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert_complete(&out, sig);
+    }
+
+    // A failed verify (a changed checksum) removes its regenerated folder.
+    let sums = d.path().join("checksums");
+    fs_err::create_dir_all(&sums).unwrap();
+    for f in ["inputs.sha256", "outputs.sha256"] {
+        fs_err::copy(repo().join("checksums").join(f), sums.join(f)).unwrap();
+    }
+    let outputs_sums = fs_err::read_to_string(sums.join("outputs.sha256")).unwrap();
+    let changed = format!("{}{}", "0".repeat(64), &outputs_sums[64..]);
+    fs_err::write(sums.join("outputs.sha256"), changed).unwrap();
+    let o = Command::new(BIN)
+        .arg("--config")
+        .arg(repo().join("pipeline.toml"))
+        .args(["verify", "--checksums"])
+        .arg(&sums)
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(stderr(&o).contains("removed"), "{}", text(&o));
+    assert!(scratch(&tmp).is_empty(), "{:?}", scratch(&tmp));
+}
+
+/// Issue 42 item 8: an out/ holding only a lock file (of a failed or killed run) is
+/// protospread's; a lock held on a brand-new out/ gets the lock message; verify works with
+/// the temporary folder inside a source tree; a fresh subfolder of an input's folder is a
+/// valid --out; a redirect to another scheme says so.
+#[test]
+fn messages_name_the_real_cause() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = config_in(d.path(), "p.toml", "");
+
+    let out = d.path().join("only-lock");
+    fs_err::create_dir_all(&out).unwrap();
+    fs_err::write(out.join(".protospread.lock"), b"12345\n").unwrap();
+    let o = protospread(&cfg, &out, &["fetch"]);
+    assert!(o.status.success(), "{}", text(&o));
+
+    let fresh = d.path().join("fresh");
+    fs_err::create_dir_all(&fresh).unwrap();
+    let lock = fs_err::File::create(fresh.join(".protospread.lock")).unwrap();
+    lock.try_lock().unwrap();
+    let o = protospread(&cfg, &fresh, &["run"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("another protospread process"),
+        "{}",
+        text(&o)
+    );
+    drop(lock);
+
+    // The temporary folder inside a source tree (a folder with a Cargo.toml).
+    let project = d.path().join("project");
+    fs_err::create_dir_all(project.join("tmp")).unwrap();
+    fs_err::write(project.join("Cargo.toml"), b"[package]\n").unwrap();
+    let o = Command::new(BIN)
+        .arg("--config")
+        .arg(repo().join("pipeline.toml"))
+        .arg("verify")
+        .env("TMPDIR", project.join("tmp"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(scratch(&project.join("tmp")).is_empty());
+
+    // Inputs and outputs under one working folder: a new subfolder of an input's folder.
+    let work = d.path().join("work");
+    let cp = Command::new("cp")
+        .arg("-r")
+        .arg(repo().join("data"))
+        .arg(&work)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let wcfg = d.path().join("wcfg.toml");
+    let text_cfg = fs_err::read_to_string(repo().join("pipeline.toml")).unwrap();
+    fs_err::write(
+        &wcfg,
+        text_cfg.replace("\"data/", &format!("\"{}/", work.display())),
+    )
+    .unwrap();
+    let inside = work.join("jobcannon/out");
+    let o = protospread(&wcfg, &inside, &["fetch"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = protospread(&wcfg, &inside, &["fetch"]);
+    assert!(o.status.success(), "again: {}", text(&o));
+    let theirs = work.join("jobcannon/theirs");
+    fs_err::create_dir_all(&theirs).unwrap();
+    fs_err::write(theirs.join("notes.txt"), b"mine").unwrap();
+    let o = protospread(&wcfg, &theirs, &["fetch"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(fs_err::read_dir(&theirs).unwrap().count(), 1);
+
+    // A redirect to ftp:// is named as such, not as a redirect loop.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(
+                b"HTTP/1.1 302 Found\r\nLocation: ftp://127.0.0.1/x.jsonl\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    let extra = format!(
+        "[[inputs]]\nname = \"remote\"\nrole = \"answers\"\nlabel = \"simulated\"\nurl = \"http://{addr}/x.jsonl\"\nsha256 = \"{}\"\n",
+        "0".repeat(64)
+    );
+    let rcfg = config_in(d.path(), "r.toml", &extra);
+    let o = protospread(&rcfg, &d.path().join("rout"), &["fetch"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("only http:// and https://") && !stderr(&o).contains("redirects"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// Issue 42 case 6: `aggregate --partitions` and `[aggregate] target_partitions` are bounded at
+/// 16 with a clear error, before any work (64, and at times 32, run out of the default memory
+/// pool on the embedded study).
+#[test]
+fn aggregate_partitions_are_bounded_with_a_clear_error() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = config_in(d.path(), "p.toml", "");
+    let out = d.path().join("out");
+    let o = protospread(&cfg, &out, &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let before = outputs(&out);
+    let started = Instant::now();
+    let o = protospread(&cfg, &out, &["aggregate", "--partitions", "1024"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(stderr(&o).contains("maximum of 16"), "{}", text(&o));
+    assert!(stderr(&o).len() < 300, "{}", text(&o));
+    assert!(
+        started.elapsed().as_secs() < 10,
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(outputs(&out), before);
+    let big = config_in(
+        d.path(),
+        "big.toml",
+        "[aggregate]\ntarget_partitions = 1024\n",
+    );
+    let o = protospread(&big, &out, &["aggregate"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(stderr(&o).contains("target_partitions"), "{}", text(&o));
+    let o = protospread(&cfg, &out, &["aggregate", "--partitions", "8"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(outputs(&out), before, "8 partitions give the same bytes");
 }

@@ -7,12 +7,16 @@
 //! change them within a run, and a later run retries every failed request anyway.
 
 use crate::record::Outcome;
+use crate::redact::{Redactor, REDACTED};
 use std::time::{Duration, Instant};
 
 /// Longest single wait between attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// Largest response body read (a reply plus metadata is far smaller).
 const MAX_BODY: u64 = 16 * 1024 * 1024;
+/// Of an error body only a snippet is kept: this much of its start is searched for the key (a
+/// key spread by escapes over the snippet's end is still whole in it).
+const ERROR_BODY_SEARCHED: usize = 64 * 1024;
 
 /// Where and how requests are sent.
 #[derive(Clone)]
@@ -20,6 +24,7 @@ pub struct Client {
     agent: ureq::Agent,
     url: String,
     api_key: Option<String>,
+    redactor: Redactor,
     retries: u32,
     backoff: Duration,
 }
@@ -77,6 +82,7 @@ impl Client {
         Ok(Client {
             agent,
             url,
+            redactor: Redactor::new(api_key.as_deref()),
             api_key,
             retries,
             backoff,
@@ -91,11 +97,7 @@ impl Client {
     /// Send `body` with retries; never panics, every failure becomes `Outcome::error`. The API
     /// key and any `Authorization` / `Bearer` value are redacted from everything returned.
     pub fn send(&self, body: &str) -> Outcome {
-        let mut o = self.send_with_retries(body);
-        let key = self.api_key.as_deref();
-        o.error = o.error.map(|e| redact(&e, key));
-        o.reply = o.reply.map(|r| redact_key(&r, key));
-        o
+        scrub(self.send_with_retries(body), &self.redactor)
     }
 
     fn send_with_retries(&self, body: &str) -> Outcome {
@@ -163,8 +165,18 @@ impl Client {
             .read_to_string()
         {
             // Redacted before anything is cut or parsed, so no prefix of the key survives a
-            // snippet.
-            Ok(t) => redact_key(&t, self.api_key.as_deref()),
+            // snippet. Of a failure only a snippet is kept, so only its start is searched.
+            Ok(mut t) => {
+                if !(200..300).contains(&status) && t.len() > ERROR_BODY_SEARCHED {
+                    let mut cut = ERROR_BODY_SEARCHED;
+                    while !t.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    t.truncate(cut);
+                    t.push_str("...");
+                }
+                self.redactor.redact(&t)
+            }
             Err(e) => {
                 let msg = match &e {
                     ureq::Error::Timeout(t) => format!("timed out reading the response ({t})"),
@@ -192,21 +204,50 @@ impl Client {
     }
 }
 
-const REDACTED: &str = "<redacted>";
+/// Every text of `o` that came from the server or the network, with the key redacted in any
+/// form; errors also lose every `Bearer` token and `Authorization` value.
+fn scrub(mut o: Outcome, r: &Redactor) -> Outcome {
+    o.error = o.error.map(|e| redact_headers(&r.redact(&e)));
+    o.reply = o.reply.map(|t| r.redact(&t));
+    for field in [
+        &mut o.response_model,
+        &mut o.finish_reason,
+        &mut o.system_fingerprint,
+    ] {
+        *field = field.take().map(|t| redact_headers(&r.redact(&t)));
+    }
+    if let Some(u) = &mut o.usage {
+        scrub_json(u, r);
+    }
+    o
+}
 
-/// `text` with every occurrence of `key` replaced by `<redacted>`.
-pub(crate) fn redact_key(text: &str, key: Option<&str>) -> String {
-    match key {
-        Some(k) if !k.is_empty() => text.replace(k, REDACTED),
-        _ => text.to_string(),
+/// Redact every string and object key of `v`.
+fn scrub_json(v: &mut serde_json::Value, r: &Redactor) {
+    match v {
+        serde_json::Value::String(s) => *s = redact_headers(&r.redact(s)),
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| scrub_json(x, r)),
+        serde_json::Value::Object(m) => {
+            let old = std::mem::take(m);
+            for (k, mut x) in old {
+                scrub_json(&mut x, r);
+                m.insert(redact_headers(&r.redact(&k)), x);
+            }
+        }
+        _ => {}
     }
 }
 
-/// `text` with `key`, every `Bearer` token and every `Authorization` value replaced by
-/// `<redacted>` (a server may echo request headers in an error body).
+/// `text` with the key (any form), every `Bearer` token and every `Authorization` value
+/// replaced by `<redacted>` (a server may echo request headers in an error body).
+#[cfg(test)]
 pub(crate) fn redact(text: &str, key: Option<&str>) -> String {
-    let s = redact_key(text, key);
-    let s = redact_after(&s, "bearer", |b| {
+    redact_headers(&Redactor::new(key).redact(text))
+}
+
+/// `text` with every `Bearer` token and every `Authorization` value replaced.
+fn redact_headers(text: &str) -> String {
+    let s = redact_after(text, "bearer", |b| {
         b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b)
     });
     redact_after(&s, "authorization", |b| !b"\"',;}\r\n".contains(&b))

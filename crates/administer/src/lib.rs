@@ -13,6 +13,7 @@ mod client;
 mod instrument;
 mod plan;
 mod record;
+mod redact;
 mod resume;
 
 pub use client::Client;
@@ -129,6 +130,9 @@ pub fn administer(
     concurrency: usize,
     progress: bool,
 ) -> Result<Summary, AdministerError> {
+    // Before anything is sent: a link or a device would be written through, or replaced by a
+    // copy at the final rewrite, after the requests were paid for.
+    record::check_output_path(out)?;
     // Lock before reading: a second run on the same file refuses instead of losing records.
     let _lock = record::lock_output(out)?;
     let existing = record::load_existing(out)?;

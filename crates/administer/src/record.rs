@@ -7,6 +7,7 @@
 
 use crate::plan::Planned;
 use crate::AdministerError;
+use fs_err::os::unix::fs::OpenOptionsExt;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -269,17 +270,42 @@ pub(crate) struct OutputLock {
     _file: fs_err::File,
 }
 
+/// Refuse an output path that is not a regular file or a new path (a symlink, a folder, a
+/// device such as `/dev/null`, a FIFO): records are appended to it and it is rewritten by a
+/// rename at the end, which would write through a link or replace it with a diverging copy.
+pub(crate) fn check_output_path(path: &Path) -> Result<(), AdministerError> {
+    match fs_err::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_file() => Ok(()),
+        Ok(m) => Err(AdministerError::Config(format!(
+            "--out {}: not a regular file ({}); give a regular file or a new path, nothing was sent",
+            path.display(),
+            if m.file_type().is_symlink() {
+                "a symlink"
+            } else if m.is_dir() {
+                "a folder"
+            } else {
+                "a device, FIFO or socket"
+            }
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Lock `path` (created empty if missing) for this process; a second run on the same file is
 /// refused instead of interleaving records.
 pub(crate) fn lock_output(path: &Path) -> Result<OutputLock, AdministerError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs_err::create_dir_all(dir)?;
     }
+    // Not through a link that appears after the check.
     let file = fs_err::OpenOptions::new()
         .read(true)
         .append(true)
         .create(true)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)?;
+    check_output_path(path)?;
     match file.try_lock() {
         Ok(()) => Ok(OutputLock { _file: file }),
         Err(std::fs::TryLockError::WouldBlock) => Err(AdministerError::Locked {
@@ -321,6 +347,7 @@ impl Appender {
         let file = fs_err::OpenOptions::new()
             .create(true)
             .append(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(path)?;
         Ok(Appender { file })
     }

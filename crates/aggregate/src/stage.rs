@@ -73,7 +73,7 @@ struct Run<'a> {
     engine: Engine,
     files: &'a Files,
     /// The intermediate tables, as Parquet files (see `materialize`).
-    scratch: tempfile::TempDir,
+    scratch: protospread_core::Scratch,
     /// Files written into `scratch` so far: each table gets a new name, so that a table
     /// materialized again is never read from a file the session has seen before.
     written: std::cell::Cell<usize>,
@@ -85,12 +85,9 @@ impl<'a> Run<'a> {
         Ok(Run {
             engine,
             files,
-            scratch: tempfile::Builder::new()
-                .prefix("protospread-aggregate-")
-                .tempdir()
-                .map_err(|e| {
-                    AggregateError::engine(&std::env::temp_dir(), "creating a scratch folder", e)
-                })?,
+            scratch: protospread_core::Scratch::new("aggregate").map_err(|e| {
+                AggregateError::engine(&std::env::temp_dir(), "creating a scratch folder", e)
+            })?,
             written: std::cell::Cell::new(0),
         })
     }

@@ -19,6 +19,19 @@ fn temp_sibling(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
 }
 
+/// Create `tmp` as a new file: whatever sits at that name (a temporary of a process that had
+/// this pid, or a link someone put there) is removed first, never written through.
+pub(crate) fn create_fresh(tmp: &Path) -> std::io::Result<fs::File> {
+    match fs::remove_file(tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(tmp)
+}
+
 /// Write `bytes` to `path` atomically, creating parent folders as needed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     if let Some(parent) = path.parent() {
@@ -28,7 +41,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     }
     let tmp = temp_sibling(path);
     let result = (|| {
-        let mut f = fs::File::create(&tmp)?;
+        let mut f = create_fresh(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         fs::rename(&tmp, path)
@@ -64,6 +77,8 @@ pub struct Staged {
 struct Folder {
     dest: PathBuf,
     twin: PathBuf,
+    /// The twin's registration for removal on a signal.
+    signal_id: u64,
 }
 
 impl Staged {
@@ -79,7 +94,8 @@ impl Staged {
     pub fn in_dir(dir: &Path) -> Result<Self> {
         crate::outdir::check_owned_stage_dir(dir)?;
         let twin = crate::outdir::twin_path(dir);
-        if twin.exists() {
+        // remove_dir_all removes a link itself, not what it points to.
+        if twin.exists() || twin.is_symlink() {
             fs_err::remove_dir_all(&twin)?;
         }
         fs_err::create_dir_all(&twin)?;
@@ -87,6 +103,7 @@ impl Staged {
             pending: Vec::new(),
             folder: Some(Folder {
                 dest: dir.to_path_buf(),
+                signal_id: crate::scratch::register(&twin, true),
                 twin,
             }),
         })
@@ -96,7 +113,7 @@ impl Staged {
     pub fn put(&mut self, path: &Path, bytes: &[u8]) -> Result<()> {
         let tmp = self.file(path)?;
         (|| {
-            let mut file = fs::File::create(&tmp)?;
+            let mut file = create_fresh(&tmp)?;
             file.write_all(bytes)?;
             file.sync_all()
         })()
@@ -149,6 +166,7 @@ impl Staged {
     pub fn commit(mut self) -> Result<()> {
         let pending = std::mem::take(&mut self.pending);
         if let Some(f) = self.folder.take() {
+            crate::scratch::unregister(f.signal_id);
             let m = crate::hash::Manifest::from_dir(&f.twin)?;
             write_atomic(
                 &f.twin.join(crate::hash::MANIFEST_NAME),
@@ -170,6 +188,7 @@ impl Staged {
 impl Drop for Staged {
     fn drop(&mut self) {
         if let Some(f) = &self.folder {
+            crate::scratch::unregister(f.signal_id);
             let _ = fs::remove_dir_all(&f.twin);
             return;
         }

@@ -16,6 +16,8 @@
 //!   ([`check_range`] and the `*_RANGE` bounds).
 //! - Output folders: ownership marker, lock and one-step switch ([`claim_out_dir`],
 //!   [`RunStaging`], [`TopManifest`]).
+//! - Scratch folders in the temporary folder, removed on drop, on a signal
+//!   ([`clean_up_on_signals`]) or by the next process after `kill -9` ([`Scratch`]).
 //! - Parquet: writing with pinned writer settings, so the same batches give the same bytes
 //!   ([`write_parquet`], [`encode_parquet`], [`parquet_writer_properties`]), a streaming
 //!   writer for large tables sorted by their keys that encodes their text and 32-bit integer
@@ -35,6 +37,7 @@ mod instruments;
 mod limits;
 mod outdir;
 mod pq;
+mod scratch;
 mod table_writer;
 mod tables;
 
@@ -63,6 +66,7 @@ pub use pq::{
     copy_parquet_chunks, encode_parquet, parquet_provenance_pairs, parquet_writer_properties,
     parquet_writer_properties_with_statistics, read_parquet, set_parquet_provenance, write_parquet,
 };
+pub use scratch::{clean_up_on_signals, remove_dead_scratch, Scratch};
 pub use table_writer::TableWriter;
 pub use tables::{
     CONTRACTS, NORMS, PARSED_ANSWERS, REPLY_RERUNS, REPLY_RULE_COUNTS, SCALE_SCORES,

@@ -22,7 +22,7 @@ pub(crate) const MAX_TOKENS_RANGE: RangeInclusive<u64> = 1..=1_000_000;
 /// Samples of ST1 (`[administer] st1_samples`).
 pub(crate) const SAMPLES_RANGE: RangeInclusive<u64> = 1..=1_000;
 /// DataFusion target partitions (`[aggregate] target_partitions`; 0 = DataFusion's default).
-pub(crate) const PARTITIONS_RANGE: RangeInclusive<u64> = 0..=1_024;
+pub(crate) const PARTITIONS_RANGE: RangeInclusive<u64> = 0..=16;
 /// Few-shot examples (`[sweep] num_fewshot`).
 pub(crate) const FEWSHOT_RANGE: RangeInclusive<u64> = 0..=1_000;
 

@@ -31,6 +31,23 @@ const MARKER_TEXT: &str = "This folder is written by protospread (docs/reliabili
 protospread replaces the files listed in its SHA256SUMS manifests and removes its own\n\
 temporaries (.NAME.PID.tmp, .NAME.PID.part) of dead processes; it touches nothing else here.\n";
 
+/// True when `path` itself (not a link to it) is a folder.
+pub(crate) fn is_real_dir(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+}
+
+/// True when `path` itself (not a link to it) is a regular file.
+pub(crate) fn is_real_file(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+}
+
+/// True when `path` is a symlink (dangling or not).
+fn is_link(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+const NO_LINKS: &str = "is a symlink; protospread writes and deletes only below --out, never through a link: remove the link (or replace it with a folder)";
+
 fn refused(path: &Path, message: impl Into<String>) -> CoreError {
     CoreError::Refused {
         path: path.to_path_buf(),
@@ -71,8 +88,12 @@ fn dead_temporary(name: &str) -> bool {
 
 /// Remove, directly in `dir`, the temporaries (`.NAME.PID.tmp` files or folders,
 /// `.NAME.PID.part` downloads) of processes that no longer exist. Returns what was removed.
+/// A `dir` that is a symlink is not looked into: what it points to is not protospread's.
 pub fn remove_dead_temporaries(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut removed = Vec::new();
+    if is_link(dir) {
+        return Ok(removed);
+    }
     let rd = match fs_err::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(removed),
@@ -127,10 +148,13 @@ fn files_below(dir: &Path, skip_top: &[&str]) -> Result<Vec<(String, PathBuf)>> 
 /// folder's own manifest), so replacing the folder destroys nothing protospread did not write.
 /// A missing folder is fine.
 pub(crate) fn check_owned_stage_dir(dir: &Path) -> Result<()> {
-    if !dir.exists() {
+    if !dir.exists() && !is_link(dir) {
         return Ok(());
     }
-    if !dir.is_dir() || dir.is_symlink() {
+    if is_link(dir) {
+        return Err(refused(dir, NO_LINKS));
+    }
+    if !dir.is_dir() {
         return Err(refused(
             dir,
             "not a folder written by protospread; move it away or choose another --out",
@@ -176,7 +200,9 @@ fn all_files_listed(out: &Path, cache_top: Option<&str>) -> Result<Option<PathBu
             }
         }
     }
-    let skip: Vec<&str> = cache_top.into_iter().collect();
+    // The lock file of a run that failed or was killed, or of a run starting right now, is
+    // protospread's too.
+    let skip: Vec<&str> = cache_top.into_iter().chain([LOCK_NAME]).collect();
     for (rel, p) in files_below(out, &skip)? {
         let name = rel.rsplit('/').next().unwrap_or(&rel);
         if name == MANIFEST_NAME || listed.contains(&rel) {
@@ -187,11 +213,15 @@ fn all_files_listed(out: &Path, cache_top: Option<&str>) -> Result<Option<PathBu
     Ok(None)
 }
 
-/// The held lock of an output folder; dropping it releases the lock.
+/// The held lock of an output folder; dropping it removes the lock file and releases the
+/// lock, so no run, failed or not, leaves a lock file behind (only a killed one does, and the
+/// next run takes it over).
 #[derive(Debug)]
 pub struct OutLock {
-    _file: fs_err::File,
+    file: Option<fs_err::File>,
     path: PathBuf,
+    /// Its registration for removal on a signal.
+    signal_id: u64,
     /// The folder did not exist before [`claim_out_dir`] created it.
     created: Option<PathBuf>,
 }
@@ -204,7 +234,8 @@ impl OutLock {
 
     /// After a failed command: if [`claim_out_dir`] created the folder and it holds nothing but the
     /// marker and the lock, remove it again, so a failure into a new folder creates nothing.
-    pub fn release_unused(self) {
+    pub fn release_unused(mut self) {
+        self.unlock();
         let Some(out) = &self.created else {
             return;
         };
@@ -219,6 +250,21 @@ impl OutLock {
             let _ = fs_err::remove_file(&self.path);
             let _ = fs_err::remove_dir(out);
         }
+    }
+
+    /// Remove the lock file while the lock is held, then release it.
+    fn unlock(&mut self) {
+        if let Some(f) = self.file.take() {
+            crate::scratch::unregister(self.signal_id);
+            let _ = fs_err::remove_file(&self.path);
+            drop(f);
+        }
+    }
+}
+
+impl Drop for OutLock {
+    fn drop(&mut self) {
+        self.unlock();
     }
 }
 
@@ -248,7 +294,7 @@ pub fn claim_out_dir(out: &Path, cache_top: Option<&str>) -> Result<OutLock> {
             "--out must be a folder (not a file or a symlink)",
         ));
     }
-    if out.is_dir() && !out.join(MARKER_NAME).is_file() {
+    if out.is_dir() && !is_real_file(&out.join(MARKER_NAME)) {
         let empty = fs::read_dir(out)?.next().is_none();
         if !empty {
             if let Some(foreign) = all_files_listed(out, cache_top)? {
@@ -262,42 +308,29 @@ pub fn claim_out_dir(out: &Path, cache_top: Option<&str>) -> Result<OutLock> {
             }
         }
     }
+    // Every folder the claim cleans must be a folder, not a link out of `out`.
+    for name in [Some(MARKER_NAME), cache_top]
+        .into_iter()
+        .flatten()
+        .chain(STAGE_DIRS)
+    {
+        if is_link(&out.join(name)) {
+            return Err(refused(&out.join(name), NO_LINKS));
+        }
+    }
     let created = (!out.exists()).then(|| out.to_path_buf());
     fs::create_dir_all(out)?;
     let lock_path = out.join(LOCK_NAME);
-    let mut file = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&lock_path)?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let mut pid = String::new();
-            let _ = file.read_to_string(&mut pid);
-            let pid = pid.trim();
-            return Err(refused(
-                out,
-                format!(
-                    "another protospread process (pid {}) is writing this folder (lock {}); wait for it to finish or stop it",
-                    if pid.is_empty() { "unknown" } else { pid },
-                    lock_path.display()
-                ),
-            ));
-        }
-        Err(std::fs::TryLockError::Error(e)) => return Err(CoreError::io(&lock_path, e)),
-    }
-    (|| {
-        file.set_len(0)?;
-        file.rewind()?;
-        writeln!(file, "{}", std::process::id())?;
-        file.sync_all()
-    })()
-    .map_err(CoreError::Fs)?;
-    if !out.join(MARKER_NAME).is_file() {
+    let file = take_lock(out, &lock_path)?;
+    if !is_real_file(&out.join(MARKER_NAME)) {
         crate::atomic::write_atomic(&out.join(MARKER_NAME), MARKER_TEXT.as_bytes())?;
     }
+    let lock = OutLock {
+        file: Some(file),
+        signal_id: crate::scratch::register(&lock_path, false),
+        path: lock_path,
+        created,
+    };
     rescue_dead_runs(out)?;
     remove_dead_temporaries(out)?;
     for s in STAGE_DIRS {
@@ -306,15 +339,75 @@ pub fn claim_out_dir(out: &Path, cache_top: Option<&str>) -> Result<OutLock> {
     if let Some(c) = cache_top {
         remove_dead_temporaries(&out.join(c))?;
     }
-    Ok(OutLock {
-        _file: file,
-        path: lock_path,
-        created,
-    })
+    Ok(lock)
+}
+
+/// Open and lock `out`'s lock file and write this process's pid into it. The file is opened
+/// without following a link and must be a regular file; after locking, it must still be the
+/// file at `lock_path` (a run that ends removes its lock file while holding the lock, so a
+/// process that opened it just before holds a lock on a removed file and opens it again).
+fn take_lock(out: &Path, lock_path: &Path) -> Result<fs::File> {
+    use fs_err::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::MetadataExt;
+    for _ in 0..100 {
+        let mut file = match fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(lock_path)
+        {
+            Ok(f) => f,
+            Err(_) if is_link(lock_path) => return Err(refused(lock_path, NO_LINKS)),
+            Err(e) => return Err(CoreError::Fs(e)),
+        };
+        let held = file.metadata().map_err(CoreError::Fs)?;
+        if !held.is_file() {
+            return Err(refused(
+                lock_path,
+                "is not a regular file (protospread's lock file is); remove it",
+            ));
+        }
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut pid = String::new();
+                let _ = file.read_to_string(&mut pid);
+                let pid = pid.trim();
+                return Err(refused(
+                    out,
+                    format!(
+                        "another protospread process (pid {}) is writing this folder (lock {}); wait for it to finish or stop it",
+                        if pid.is_empty() { "unknown" } else { pid },
+                        lock_path.display()
+                    ),
+                ));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(CoreError::io(lock_path, e)),
+        }
+        let same = fs::symlink_metadata(lock_path)
+            .is_ok_and(|m| m.dev() == held.dev() && m.ino() == held.ino());
+        if !same {
+            continue;
+        }
+        (|| {
+            file.set_len(0)?;
+            file.rewind()?;
+            writeln!(file, "{}", std::process::id())?;
+            file.sync_all()
+        })()
+        .map_err(CoreError::Fs)?;
+        return Ok(file);
+    }
+    Err(refused(
+        lock_path,
+        "the lock file keeps being replaced by other processes; try again",
+    ))
 }
 
 /// `path` made absolute with symlinks resolved as far as it exists.
-fn resolved(path: &Path) -> PathBuf {
+pub(crate) fn resolved(path: &Path) -> PathBuf {
     let abs = if path.is_absolute() {
         path.to_path_buf()
     } else {
@@ -363,12 +456,16 @@ pub fn check_out_location(out: &Path, config_path: &Path, inputs: &[PathBuf]) ->
                 ),
             ));
         }
+        // A new folder, or one protospread made, among the inputs holds none of them (checked
+        // above) and protospread writes only into it; an existing folder of someone else's
+        // there is likely data.
         if let Some(dir) = f.parent() {
-            if dir != config_dir && o.starts_with(dir) {
+            let fresh = !o.exists() || is_real_file(&o.join(MARKER_NAME));
+            if dir != config_dir && o.starts_with(dir) && !fresh {
                 return Err(refused(
                     out,
                     format!(
-                        "--out lies in the folder of the input {}; choose a folder outside the inputs",
+                        "--out is an existing folder that protospread did not create, in the folder of the input {}; choose a new folder (protospread creates it)",
                         f.display()
                     ),
                 ));
@@ -376,6 +473,11 @@ pub fn check_out_location(out: &Path, config_path: &Path, inputs: &[PathBuf]) ->
         }
     }
     let parent = o.parent().map(Path::to_path_buf).unwrap_or_default();
+    // A scratch folder this process made (`verify` regenerating into the temporary folder) is
+    // no source tree, wherever the temporary folder is.
+    if o.parent().is_some_and(crate::scratch::is_own_scratch) {
+        return Ok(());
+    }
     for a in o.ancestors() {
         if a.file_name().is_some_and(|n| n == ".git") {
             return Err(refused(out, "--out lies inside a .git folder"));
@@ -430,14 +532,17 @@ fn rescue_dead_runs(out: &Path) -> Result<()> {
         let is_run_dir = rest
             .strip_suffix(".tmp")
             .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
-        if !is_run_dir || !dead_temporary(&n) {
+        // A link with a staging folder's name is not protospread's (it makes no links):
+        // nothing is moved out of it or deleted through it.
+        let real_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if !is_run_dir || !real_dir || !dead_temporary(&n) {
             continue;
         }
         let staging = entry.path();
         // Only a folder that protospread marked as a run's staging folder is touched, or one
         // that a run killed before it wrote the marker left behind: nothing in it, or only
         // dead temporaries (the marker's own, half written).
-        if !staging.join(MARKER_NAME).is_file() {
+        if !is_real_file(&staging.join(MARKER_NAME)) {
             if holds_only_dead_temporaries(&staging)? {
                 fs::remove_dir_all(&staging)?;
             }
@@ -480,6 +585,9 @@ fn holds_only_dead_temporaries(dir: &Path) -> Result<bool> {
 /// leaves a folder that is still marked as protospread's (the next run removes it), not an
 /// unmarked one that no run may touch.
 fn remove_marked_dir(dir: &Path) -> Result<()> {
+    if !is_real_dir(dir) {
+        return Err(refused(dir, NO_LINKS));
+    }
     for e in fs::read_dir(dir)? {
         let e = e.map_err(CoreError::Fs)?;
         if e.file_name() != MARKER_NAME {
@@ -582,7 +690,7 @@ impl RunStaging {
             return Err(refused(&top, "not a manifest written by protospread"));
         }
         let staging = twin_path(out);
-        if staging.exists() {
+        if staging.exists() || is_link(&staging) {
             remove_marked_dir(&staging)?;
         }
         fs::create_dir_all(&staging)?;

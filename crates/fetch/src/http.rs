@@ -82,6 +82,19 @@ pub(crate) fn resolve_location(base: &str, location: &str) -> Result<String, Str
     if lower.starts_with("http://") || lower.starts_with("https://") {
         return Ok(location.to_string());
     }
+    // Another scheme (`ftp://`, `file:`) is not a relative path to append to the base.
+    let head = location.split(['/', '?', '#']).next().unwrap_or_default();
+    if let Some((scheme, _)) = head.split_once(':') {
+        let is_scheme = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+        if is_scheme {
+            return Err(format!(
+                "`{location}`: only http:// and https:// URLs are fetched"
+            ));
+        }
+    }
     let b = url_parts(base)?;
     if let Some(rest) = location.strip_prefix("//") {
         return Ok(format!("{}://{rest}", b.scheme));
@@ -285,7 +298,16 @@ fn save_body(
             error: e,
         })
     };
-    let mut f = fs::File::create(tmp).map_err(io_fatal)?;
+    // A fresh file: never written through a link that sits at the temporary's name.
+    match fs::remove_file(tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_fatal(e)),
+        _ => {}
+    }
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(tmp)
+        .map_err(io_fatal)?;
     let bar = if settings.progress {
         let bar = match content_length {
             Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr()),
@@ -406,6 +428,16 @@ mod tests {
         assert_eq!(p.host, "localhost");
         assert_eq!(p.path_and_query, "/x?y");
         assert!(url_parts("ftp://h/x").is_err());
+        let e = resolve_location("http://h/a/b", "ftp://h/x").unwrap_err();
+        assert!(e.contains("only http"), "{e}");
+        assert_eq!(
+            resolve_location("http://h/a/b", "c:d").unwrap_err(),
+            "`c:d`: only http:// and https:// URLs are fetched"
+        );
+        assert_eq!(
+            resolve_location("http://h/a/b", "./c:d").unwrap(),
+            "http://h/a/c:d"
+        );
         assert!(url_parts("/relative").is_err());
     }
 

@@ -333,6 +333,16 @@ pub fn obtain(
     match resolve(cfg, input, opts)? {
         Resolved::Local(path) => {
             let display = display_path(&path);
+            // A FIFO or a device (a link to /dev/zero) would be read until killed.
+            let meta = fs::metadata(&path).map_err(io)?;
+            if !meta.is_file() {
+                return Err(FetchError::Input {
+                    input: name.clone(),
+                    message: format!(
+                        "{display} is not a regular file (a folder, FIFO, socket or device, perhaps behind a link); inputs must be regular files"
+                    ),
+                });
+            }
             let actual = hash_of(&path)?;
             if actual != input.sha256 {
                 return Err(mismatch(display, actual));

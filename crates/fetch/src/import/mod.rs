@@ -342,9 +342,7 @@ fn import_staged(
     engine: &EngineOptions,
     sink: &mut dyn RecordSink,
 ) -> Result<usize, ImportError> {
-    let tmp = tempfile::Builder::new()
-        .prefix("protospread-import-")
-        .tempdir()
+    let tmp = protospread_core::Scratch::new("import")
         .map_err(|e| ImportError::io(std::env::temp_dir(), e))?;
     let staged = tmp.path().join("validated.parquet");
     let pq_err = |e: parquet::errors::ParquetError| file_err(&staged, e.to_string());
@@ -776,6 +774,7 @@ fn read_parquet(
         .map(|f| f.name().clone())
         .collect();
     let map = header_map(path, &names)?;
+    check_parquet_types(path, builder.schema(), &map)?;
     let schema = staging_schema();
     for b in builder.with_batch_size(BATCH_ROWS).build().map_err(perr)? {
         let b = b.map_err(|e| file_err(path, format!("reading Parquet: {e}")))?;
@@ -793,7 +792,42 @@ fn read_parquet(
             return Ok(false);
         }
     }
+    // As for CSV and JSONL: an answers file without records is a mistake, not a source with
+    // nothing to say.
+    if *records == 0 {
+        return Err(file_err(path, "empty file (no records)"));
+    }
     Ok(true)
+}
+
+/// Every stored-answer column of a Parquet file must hold what the format's cells are: text
+/// or a number (as a JSON Lines value may be), or nulls. A list, struct, map, binary, boolean
+/// or temporal column would be read as its display text (`[m]` for a list of one model).
+fn check_parquet_types(
+    path: &Path,
+    schema: &arrow::datatypes::Schema,
+    map: &[Option<usize>],
+) -> Result<(), ImportError> {
+    fn cell_type(t: &DataType) -> bool {
+        match t {
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null => true,
+            DataType::Dictionary(_, v) => cell_type(v),
+            t => t.is_integer() || t.is_floating(),
+        }
+    }
+    for (f, slot) in schema.fields().iter().zip(map) {
+        if slot.is_some() && !cell_type(f.data_type()) {
+            return Err(file_err(
+                path,
+                format!(
+                    "column {}: type {} is not a stored-answer cell (text or a number)",
+                    f.name(),
+                    f.data_type()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// One Parquet batch through the row rules: each column cast to text, each record checked
