@@ -6,7 +6,7 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::Int64Type;
 use protospread_aggregate::Params;
 use protospread_core::AggregateSection;
-use protospread_format::{Arm, Mode, OptionOrder, StoredRecord, Vocabulary};
+use protospread_format::{StoredRecord, Vocabulary};
 use protospread_score::{parse_and_score, Norms, ScoringKey};
 use protospread_score::{read_single_lenient, read_whole_lenient, Status};
 use protospread_testutils::{self as fx, FxScore};
@@ -339,30 +339,7 @@ fn planted_truth_claim_holds_on_five_seeds() {
 
 /// One big_five request of model `m`; `item` None = the whole test (shown in human order).
 fn request(condition: &str, sample: i32, item: Option<i32>, reply: &str) -> StoredRecord {
-    StoredRecord {
-        format_version: 1,
-        study: "t".into(),
-        model: "m".into(),
-        arm: Arm::Local,
-        cohort: None,
-        condition: condition.into(),
-        sample,
-        test: "big_five".into(),
-        mode: if item.is_some() {
-            Mode::Single
-        } else {
-            Mode::Whole
-        },
-        item,
-        item_order: item.is_none().then(|| (1..=50).collect()),
-        order_seed: None,
-        option_order: OptionOrder::Human,
-        instruction: "P1".into(),
-        temperature: Some(0.0),
-        reply: reply.into(),
-        error: None,
-        label: None,
-    }
+    protospread_testutils::local_request("big_five", 50, condition, sample, item, reply)
 }
 
 /// stored-answers.md 3: `parsed_answers.lenient_status` is the lenient rule's status of each

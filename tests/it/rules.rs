@@ -3,7 +3,7 @@
 
 use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::Int32Type;
-use protospread_format::{Arm, Mode, OptionOrder, StoredRecord, Vocabulary};
+use protospread_format::{OptionOrder, StoredRecord, Vocabulary};
 use protospread_score::{parsed_rows, score_in_memory, Norms, ScoredInMemory, ScoringKey};
 use protospread_score::{
     read_single, read_single_lenient, read_whole, read_whole_lenient, Reading, ReplyRule, Status,
@@ -188,30 +188,9 @@ fn whole_reply_table_under_both_rules() {
 }
 
 fn record(condition: &str, item: Option<i32>, reply: &str, error: Option<&str>) -> StoredRecord {
-    StoredRecord {
-        format_version: 1,
-        study: "t".into(),
-        model: "m".into(),
-        arm: Arm::Local,
-        cohort: None,
-        condition: condition.into(),
-        sample: 1,
-        test: "riasec".into(),
-        mode: if item.is_some() {
-            Mode::Single
-        } else {
-            Mode::Whole
-        },
-        item,
-        item_order: item.is_none().then(|| (1..=60).collect()),
-        order_seed: None,
-        option_order: OptionOrder::Human,
-        instruction: "P1".into(),
-        temperature: Some(0.0),
-        reply: reply.to_string(),
-        error: error.map(str::to_string),
-        label: None,
-    }
+    let mut r = protospread_testutils::local_request("riasec", 60, condition, 1, item, reply);
+    r.error = error.map(str::to_string);
+    r
 }
 
 /// (condition, mode, rule, requests, readable_replies, items, readable_items)

@@ -8,7 +8,7 @@
 use arrow::array::{AsArray, RecordBatch, StringArray};
 use protospread_aggregate::{compute_tables, AggregateError, Params, Table};
 use protospread_core::AggregateSection;
-use protospread_format::{Arm, Mode, OptionOrder, StoredRecord, Vocabulary};
+use protospread_format::{Mode, StoredRecord, Vocabulary};
 use protospread_score::{score_in_memory, Norms, ScoringKey};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,32 +16,15 @@ use std::sync::Arc;
 
 const DIMS: [&str; 5] = ["A", "C", "E", "N", "O"];
 
-/// One big_five request of model `m` (arm local). `item` None = the whole test in one reply.
+/// One big_five request of model `m` (arm local), at temperature 1 in ST1. `item` None = the
+/// whole test in one reply.
 fn record(condition: &str, sample: i32, item: Option<i32>, reply: String) -> StoredRecord {
-    StoredRecord {
-        format_version: 1,
-        study: "t".into(),
-        model: "m".into(),
-        arm: Arm::Local,
-        cohort: None,
-        condition: condition.into(),
-        sample,
-        test: "big_five".into(),
-        mode: if item.is_some() {
-            Mode::Single
-        } else {
-            Mode::Whole
-        },
-        item,
-        item_order: item.is_none().then(|| (1..=50).collect()),
-        order_seed: None,
-        option_order: OptionOrder::Human,
-        instruction: "P1".into(),
-        temperature: Some(if condition == "ST1" { 1.0 } else { 0.0 }),
-        reply,
-        error: None,
-        label: None,
+    let mut r =
+        protospread_testutils::local_request("big_five", 50, condition, sample, item, &reply);
+    if condition == "ST1" {
+        r.temperature = Some(1.0);
     }
+    r
 }
 
 /// Every single-item setup (S0, S0r, SR, SP, three ST1 samples) answered with option
