@@ -77,7 +77,7 @@ pub(crate) fn status_dictionary() -> DataType {
 }
 
 /// The statuses of the lenient rule for the readings in `shown` (of `rule`). The lenient rule
-/// reads every reply the strict rule reads alike (property-tested in protospread-answers), a
+/// reads every reply the strict rule reads alike (property-tested in crates/score/src/rules.rs), a
 /// failed request is failed under both, and a whole-test reply has the same answer lines
 /// under both (so the same missing and duplicate positions): only a strict `not_a_number`
 /// can read otherwise, so the request is read again only when it has one.
