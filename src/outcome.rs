@@ -54,7 +54,7 @@ fn kind(e: &anyhow::Error) -> &'static str {
             return match s {
                 SweepError::Check(_) => "check",
                 SweepError::Config(_) => "config",
-                SweepError::Io { .. } | SweepError::Fs(_) => "io",
+                SweepError::Fs(_) => "io",
                 _ => "input",
             };
         }
@@ -127,14 +127,8 @@ fn place(e: &anyhow::Error) -> Option<Place> {
                 _ => {}
             }
         }
-        if let Some(w) = cause.downcast_ref::<W>() {
-            match w {
-                W::Malformed { file: f, line, .. } => {
-                    return Some((file(f), (*line > 0).then_some(*line as u64), None))
-                }
-                W::Io { path, .. } => return Some((file(path), None, None)),
-                _ => {}
-            }
+        if let Some(W::Malformed { file: f, line, .. }) = cause.downcast_ref::<W>() {
+            return Some((file(f), (*line > 0).then_some(*line as u64), None));
         }
         if let Some(protospread_fetch::FetchError::Csv { error, .. }) =
             cause.downcast_ref::<protospread_fetch::FetchError>()
@@ -159,6 +153,7 @@ fn place(e: &anyhow::Error) -> Option<Place> {
                 C::Parquet { path, .. } | C::Refused { path, .. } => {
                     return Some((file(path), None, None))
                 }
+                C::Io(io) => return Some((file(&io.path), None, None)),
                 _ => {}
             }
         }

@@ -34,14 +34,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub enum AdministerError {
     /// An I/O error whose message does not name its path (a raw OS error: a lock, a rename
     /// system call); file-system calls go through `fs_err` and become [`Self::Fs`].
-    #[error("{path}: {source}")]
-    Io {
-        /// The file or folder concerned.
-        path: PathBuf,
-        /// The underlying I/O error.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] protospread_core::IoError),
     /// A file-system error from `fs_err`, whose message names the path.
     #[error(transparent)]
     Fs(#[from] std::io::Error),

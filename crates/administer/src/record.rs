@@ -312,10 +312,7 @@ pub(crate) fn lock_output(path: &Path) -> Result<OutputLock, AdministerError> {
             path: path.to_path_buf(),
         }),
         // std's lock error does not name the file.
-        Err(std::fs::TryLockError::Error(e)) => Err(AdministerError::Io {
-            path: path.to_path_buf(),
-            source: e,
-        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(protospread_core::IoError::new(path, e).into()),
     }
 }
 

@@ -32,21 +32,11 @@ pub use tables::{cells, fmt_pct, spreads, Cell, Spread};
 
 use arrow::record_batch::RecordBatch;
 use protospread_core::{Config, SweepSection, SweepVariant};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Errors of the sweep crate; each names what it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {
-    /// An I/O error whose message does not name its path (a raw OS error: a lock, a rename
-    /// system call); file-system calls go through `fs_err` and become [`Self::Fs`].
-    #[error("{path}: {source}")]
-    Io {
-        /// The file or folder concerned.
-        path: PathBuf,
-        /// The underlying I/O error.
-        #[source]
-        source: std::io::Error,
-    },
     /// A file-system error from `fs_err`, whose message names the path.
     #[error(transparent)]
     Fs(#[from] std::io::Error),
@@ -77,16 +67,6 @@ pub enum SweepError {
     /// Every failed check, one per line.
     #[error("the sweep is not comparable ({} problem(s)):\n  {}", .0.len(), .0.join("\n  "))]
     Check(Vec<String>),
-}
-
-impl SweepError {
-    /// An I/O error on `path`.
-    pub fn io(path: &Path, source: std::io::Error) -> Self {
-        SweepError::Io {
-            path: path.to_path_buf(),
-            source,
-        }
-    }
 }
 
 /// The validated `[sweep]` section.
@@ -324,7 +304,12 @@ mod tests {
 
     fn parse(sweep: &str) -> Result<Config, String> {
         let text = format!("[study]\nname = \"t\"\n\n[sweep]\n{sweep}");
-        Config::parse(&text, Path::new("p.toml"), Path::new(".")).map_err(|e| e.to_string())
+        Config::parse(
+            &text,
+            std::path::Path::new("p.toml"),
+            std::path::Path::new("."),
+        )
+        .map_err(|e| e.to_string())
     }
 
     #[test]
