@@ -8,15 +8,17 @@
 //! at a time instead (`vectorized`), with the same result. The first invalid record
 //! stops the import with an error naming the file, the row and the column. Records travel in
 //! column batches ([`BATCH_ROWS`] rows). A file in the output order is checked between
-//! neighbours as it streams (`sorted`); for any other file the checks across records
-//! and the sort are DataFusion plans over a temporary Parquet file of the validated records,
-//! which is removed when the import ends.
+//! neighbours as it streams (`sorted`); any other file is staged in a temporary Parquet file of
+//! the validated records (removed when the import ends), sorted by DataFusion on one packed
+//! integer key (`keyed`), and checked between neighbours as it streams out sorted.
 
+mod keyed;
 mod sorted;
 mod vectorized;
 
 use arrow::array::{Array, AsArray, RecordBatch, StringArray, UInt64Builder};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use keyed::{KeyDomain, KEY_FUNCTION};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use protospread_core::{AnswersSection, STORED_ANSWERS};
@@ -264,9 +266,10 @@ impl RecordSink for Vec<RecordBatch> {
 ///   between neighbours as it streams, and its batches go to `sink` at once: one pass.
 /// - Otherwise, at the first record out of order (or breaking a rule between neighbours),
 ///   `sink` is told to [`RecordSink::restart`] and the file is read again into a temporary
-///   Parquet file. The checks across records and the sort are DataFusion plans over that
-///   file, run in a session set up by `engine`, so they spill to disk instead of growing;
-///   only then does `sink` receive the sorted records.
+///   Parquet file. DataFusion sorts that file on one packed integer key, in a session set up
+///   by `engine`, so the sort spills to disk instead of growing, and the sorted records go to
+///   `sink` through the same checks between neighbours. Whatever the file's order, a rule
+///   broken across records names the same row.
 ///
 /// So `sink` may hold records of a file that then fails: when this returns an error, what
 /// `sink` received must be thrown away.
@@ -333,8 +336,10 @@ fn read_validated(
 }
 
 /// The import of a file not in the output order: its validated records go to a temporary
-/// Parquet file, the checks across records are queries over it, and the sorted records
-/// stream from it to `sink`.
+/// Parquet file while the values of their key are collected (`keyed`); DataFusion sorts them
+/// by the packed key, and the sorted records stream to `sink` through the same checks between
+/// neighbours as a sorted file. Only when those fail do the queries of
+/// [`check_across_records`] run, to name the row to blame.
 fn import_staged(
     path: &Path,
     kind: FileKind,
@@ -349,7 +354,9 @@ fn import_staged(
     let file = fs_err::File::create(&staged).map_err(ImportError::Fs)?;
     let mut writer =
         ArrowWriter::try_new(file, staging_schema(), Some(staging_properties())).map_err(pq_err)?;
+    let mut domain = KeyDomain::default();
     let records = read_validated(path, kind, vocab, &mut |b| {
+        domain.observe(&b)?;
         writer.write(&b).map_err(pq_err)?;
         Ok(true)
     })?
@@ -359,21 +366,40 @@ fn import_staged(
     engine
         .register_parquet("staged", &staged.to_string_lossy())
         .map_err(|e| engine_err(path, e))?;
-    check_across_records(&engine, path)?;
+    let order = match domain.packing() {
+        Some(packing) => {
+            engine.context().register_udf(packing.udf());
+            format!("{KEY_FUNCTION}({})", STORED_ANSWERS.sort_key.join(", "))
+        }
+        None => STORED_ANSWERS.order_by(),
+    };
     let df = engine
         .sql(&format!(
-            "SELECT {} FROM staged ORDER BY {}",
+            "SELECT {} FROM staged ORDER BY {order}",
             COLUMNS.join(", "),
-            STORED_ANSWERS.order_by()
         ))
         .map_err(|e| engine_err(path, e))?;
+    let mut in_order = InOrder::new(ADMIN_SETTINGS.iter().map(|(c, _)| *c).collect());
     for b in engine
         .stream_for_writing(df, STORED_ANSWERS.schema())
         .map_err(|e| engine_err(path, e))?
     {
-        sink.write(b.map_err(|e| engine_err(path, e))?)?;
+        let b = b.map_err(|e| engine_err(path, e))?;
+        in_order.push(&b)?;
+        if !in_order.holds() {
+            break;
+        }
+        sink.write(b)?;
     }
-    Ok(records)
+    if in_order.holds() {
+        return Ok(records);
+    }
+    check_across_records(&engine, path)?;
+    Err(file_err(
+        path,
+        "the sorted records break a rule across records that the checks could not place \
+         (an internal error: please report it with the file)",
+    ))
 }
 
 fn engine_err(path: &Path, e: datafusion::error::DataFusionError) -> ImportError {

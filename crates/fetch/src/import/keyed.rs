@@ -1,0 +1,403 @@
+//! The sort of a file whose records are not in the output order, on one integer per record.
+//!
+//! Sorted by (model, condition, sample, test, item) as texts, DataFusion compares strings
+//! column by column for every pair it orders, and the groupings that checked the rules across
+//! records compared them again: in a shuffled file of 10^7 answers, most of the fetch stage.
+//! The key's texts have few distinct values (models, conditions, tests), so [`KeyDomain`]
+//! collects them while the records are staged; [`Packing`] then replaces each text by its
+//! rank among them (byte order, as Arrow compares strings) and packs the whole key into one
+//! `u64` whose order is the key's order. The sort is on that one primitive column, spilling
+//! under the memory pool as any DataFusion sort, whatever the file's order; once the records
+//! are in order, the rules across records hold exactly when they hold between neighbours
+//! (`sorted::InOrder`), as for a file that came sorted.
+
+use arrow::array::{Array, ArrayRef, AsArray, Int32Array, UInt64Array};
+use arrow::datatypes::DataType;
+use arrow::error::ArrowError;
+use arrow::record_batch::RecordBatch;
+use datafusion::common::{exec_err, HashMap, HashSet, Result};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
+use std::sync::Arc;
+
+/// The name under which [`Packing::udf`] is registered; its arguments are the stored-answer
+/// sort key's columns in order.
+pub(crate) const KEY_FUNCTION: &str = "stored_answer_key";
+
+/// The text columns of the sort key, in the key's order, and the integer ones.
+const TEXTS: [&str; 3] = ["model", "condition", "test"];
+
+/// The values each column of the sort key takes in a file.
+#[derive(Debug, Default)]
+pub(crate) struct KeyDomain {
+    /// Distinct model, condition and test texts.
+    texts: [HashSet<Box<str>>; 3],
+    /// Least and greatest sample.
+    samples: Option<(i32, i32)>,
+    /// Least and greatest item (whole-test records have none).
+    items: Option<(i32, i32)>,
+}
+
+/// A text column as it comes: plain UTF-8 (the staged batches) or string views (DataFusion's
+/// Parquet scan), read in place.
+#[derive(Clone, Copy)]
+enum Texts<'a> {
+    Plain(&'a arrow::array::StringArray),
+    View(&'a arrow::array::StringViewArray),
+}
+
+impl<'a> Texts<'a> {
+    fn of(a: &'a ArrayRef) -> Option<Self> {
+        match a.data_type() {
+            DataType::Utf8 => Some(Texts::Plain(a.as_string::<i32>())),
+            DataType::Utf8View => Some(Texts::View(a.as_string_view())),
+            _ => None,
+        }
+    }
+
+    /// The text at `i`; the key's text columns are never null (`validate` refuses that).
+    fn at(self, i: usize) -> Option<&'a str> {
+        match self {
+            Texts::Plain(a) => a.is_valid(i).then(|| a.value(i)),
+            Texts::View(a) => a.is_valid(i).then(|| a.value(i)),
+        }
+    }
+
+    fn len(self) -> usize {
+        match self {
+            Texts::Plain(a) => a.len(),
+            Texts::View(a) => a.len(),
+        }
+    }
+}
+
+fn named<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef, ArrowError> {
+    batch
+        .column_by_name(name)
+        .ok_or_else(|| ArrowError::SchemaError(format!("no column {name}")))
+}
+
+fn int32(a: &ArrayRef, name: &str) -> Result<Int32Array, ArrowError> {
+    a.as_primitive_opt::<arrow::datatypes::Int32Type>()
+        .cloned()
+        .ok_or_else(|| ArrowError::SchemaError(format!("{name}: expected Int32")))
+}
+
+fn widen(range: Option<(i32, i32)>, a: &Int32Array) -> Option<(i32, i32)> {
+    let (lo, hi) = (arrow::compute::min(a), arrow::compute::max(a));
+    match (range, lo, hi) {
+        (Some((l, h)), Some(lo), Some(hi)) => Some((l.min(lo), h.max(hi))),
+        (None, Some(lo), Some(hi)) => Some((lo, hi)),
+        (range, _, _) => range,
+    }
+}
+
+impl KeyDomain {
+    /// Take in the key values of one batch of validated records.
+    pub(crate) fn observe(&mut self, batch: &RecordBatch) -> Result<(), ArrowError> {
+        for (set, name) in self.texts.iter_mut().zip(TEXTS) {
+            let col = named(batch, name)?;
+            let texts = Texts::of(col)
+                .ok_or_else(|| ArrowError::SchemaError(format!("{name}: expected text")))?;
+            // Runs of one value are common (a model's records together, one condition per
+            // export block): only a change of value is looked up.
+            let mut last: Option<&str> = None;
+            for i in 0..texts.len() {
+                let v = texts.at(i);
+                if v != last {
+                    if let Some(v) = v {
+                        if !set.contains(v) {
+                            set.insert(v.into());
+                        }
+                    }
+                    last = v;
+                }
+            }
+        }
+        self.samples = widen(self.samples, &int32(named(batch, "sample")?, "sample")?);
+        self.items = widen(self.items, &int32(named(batch, "item")?, "item")?);
+        Ok(())
+    }
+
+    /// The packing of these values into one `u64`, or `None` when the key does not fit in
+    /// 64 bits (then the records are sorted by the key's columns themselves).
+    pub(crate) fn packing(self) -> Option<Packing> {
+        let ranks = self.texts.map(|set| {
+            let mut v: Vec<Box<str>> = set.into_iter().collect();
+            v.sort_unstable();
+            v.into_iter()
+                .enumerate()
+                .map(|(r, t)| (t, r as u64))
+                .collect::<HashMap<_, _>>()
+        });
+        let span = |r: Option<(i32, i32)>| {
+            r.map_or(1, |(lo, hi)| (i64::from(hi) - i64::from(lo)) as u64 + 1)
+        };
+        let sample_min = self.samples.map_or(0, |(lo, _)| lo);
+        let item_min = self.items.map_or(0, |(lo, _)| lo);
+        // Values per component: an item is 0 for a whole-test record (nulls first), else
+        // its offset from the least item plus one.
+        let counts = [
+            ranks[0].len() as u64,
+            ranks[1].len() as u64,
+            span(self.samples),
+            ranks[2].len() as u64,
+            span(self.items) + 1,
+        ];
+        let bits = counts.map(bits_for);
+        if bits.iter().sum::<u32>() > u64::BITS {
+            return None;
+        }
+        Some(Packing(Arc::new(Inner {
+            ranks,
+            sample_min,
+            item_min,
+            bits,
+        })))
+    }
+}
+
+/// Bits that hold the values `0..n`.
+fn bits_for(n: u64) -> u32 {
+    if n <= 1 {
+        0
+    } else {
+        u64::BITS - (n - 1).leading_zeros()
+    }
+}
+
+/// The key's values, ranked; see [`KeyDomain::packing`].
+#[derive(Debug, Clone)]
+pub(crate) struct Packing(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    /// Rank of each model, condition and test text.
+    ranks: [HashMap<Box<str>, u64>; 3],
+    sample_min: i32,
+    item_min: i32,
+    /// Bits of model, condition, sample, test and item, most significant first.
+    bits: [u32; 5],
+}
+
+impl Packing {
+    /// `stored_answer_key(model, condition, sample, test, item)`, ready to register.
+    pub(crate) fn udf(&self) -> ScalarUDF {
+        ScalarUDF::from(KeyUdf {
+            packing: self.clone(),
+            signature: Signature::any(5, Volatility::Immutable),
+        })
+    }
+
+    /// The packed keys of rows whose key columns are `args` (model, condition, sample, test,
+    /// item).
+    fn keys(&self, args: &[ArrayRef]) -> Result<UInt64Array> {
+        let p = &self.0;
+        let [model, condition, sample, test, item] = args else {
+            return exec_err!("{KEY_FUNCTION}: expected 5 arguments, got {}", args.len());
+        };
+        let (model, condition, test) = (
+            text_arg(model, "model")?,
+            text_arg(condition, "condition")?,
+            text_arg(test, "test")?,
+        );
+        let int = |a: &ArrayRef| arrow::compute::cast(a, &DataType::Int32);
+        let (sample, item) = (int(sample)?, int(item)?);
+        let (sample, item) = (
+            sample.as_primitive::<arrow::datatypes::Int32Type>(),
+            item.as_primitive::<arrow::datatypes::Int32Type>(),
+        );
+        let mut out = Vec::with_capacity(model.len());
+        let mut cache: [Option<(&str, u64)>; 3] = [None; 3];
+        for i in 0..model.len() {
+            let parts = [
+                rank(&p.ranks[0], &mut cache[0], model.at(i), TEXTS[0])?,
+                rank(&p.ranks[1], &mut cache[1], condition.at(i), TEXTS[1])?,
+                if sample.is_valid(i) {
+                    (i64::from(sample.value(i)) - i64::from(p.sample_min)) as u64
+                } else {
+                    return exec_err!("{KEY_FUNCTION}: sample is null");
+                },
+                rank(&p.ranks[2], &mut cache[2], test.at(i), TEXTS[2])?,
+                if item.is_valid(i) {
+                    (i64::from(item.value(i)) - i64::from(p.item_min)) as u64 + 1
+                } else {
+                    0
+                },
+            ];
+            let mut key = 0u64;
+            for (v, b) in parts.into_iter().zip(p.bits) {
+                key = key.checked_shl(b).unwrap_or(0) | v;
+            }
+            out.push(key);
+        }
+        Ok(UInt64Array::from(out))
+    }
+}
+
+fn text_arg<'a>(a: &'a ArrayRef, name: &str) -> Result<Texts<'a>> {
+    match Texts::of(a) {
+        Some(t) => Ok(t),
+        None => exec_err!("{KEY_FUNCTION}: {name} is {}, not text", a.data_type()),
+    }
+}
+
+/// The rank of text `v` of key column `name`; `last` remembers the previous lookup, since
+/// runs of one value are common.
+fn rank<'a>(
+    ranks: &HashMap<Box<str>, u64>,
+    last: &mut Option<(&'a str, u64)>,
+    v: Option<&'a str>,
+    name: &str,
+) -> Result<u64> {
+    let Some(v) = v else {
+        return exec_err!("{KEY_FUNCTION}: {name} is null");
+    };
+    if let Some((l, r)) = *last {
+        if l == v {
+            return Ok(r);
+        }
+    }
+    match ranks.get(v) {
+        Some(&r) => {
+            *last = Some((v, r));
+            Ok(r)
+        }
+        None => exec_err!("{KEY_FUNCTION}: {name} {v:?} was not staged"),
+    }
+}
+
+#[derive(Debug)]
+struct KeyUdf {
+    packing: Packing,
+    signature: Signature,
+}
+
+impl PartialEq for KeyUdf {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.packing.0, &other.packing.0)
+    }
+}
+
+impl Eq for KeyUdf {}
+
+impl std::hash::Hash for KeyUdf {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        Arc::as_ptr(&self.packing.0).hash(state);
+    }
+}
+
+impl ScalarUDFImpl for KeyUdf {
+    fn name(&self) -> &str {
+        KEY_FUNCTION
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(DataType::UInt64)
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        Ok(ColumnarValue::Array(Arc::new(self.packing.keys(&arrays)?)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::StringArray;
+    use arrow::datatypes::{Field, Schema};
+    use proptest::prelude::*;
+
+    fn batch(rows: &[(&str, &str, i32, &str, Option<i32>)]) -> RecordBatch {
+        let texts = |k: usize| -> ArrayRef {
+            Arc::new(StringArray::from_iter_values(rows.iter().map(
+                |r| match k {
+                    0 => r.0,
+                    1 => r.1,
+                    _ => r.3,
+                },
+            )))
+        };
+        let schema = Schema::new(vec![
+            Field::new("model", DataType::Utf8, false),
+            Field::new("condition", DataType::Utf8, false),
+            Field::new("sample", DataType::Int32, false),
+            Field::new("test", DataType::Utf8, false),
+            Field::new("item", DataType::Int32, true),
+        ]);
+        RecordBatch::try_new(
+            Arc::new(schema),
+            vec![
+                texts(0),
+                texts(1),
+                Arc::new(Int32Array::from_iter_values(rows.iter().map(|r| r.2))),
+                texts(2),
+                Arc::new(Int32Array::from_iter(rows.iter().map(|r| r.4))),
+            ],
+        )
+        .unwrap()
+    }
+
+    fn keys_of(rows: &[(&str, &str, i32, &str, Option<i32>)]) -> Vec<u64> {
+        let b = batch(rows);
+        let mut d = KeyDomain::default();
+        d.observe(&b).unwrap();
+        d.packing()
+            .expect("fits")
+            .keys(b.columns())
+            .unwrap()
+            .values()
+            .to_vec()
+    }
+
+    const TEXT: [&str; 5] = ["", "a", "ab", "b", "\u{e9}"];
+
+    proptest! {
+        /// Packed keys order rows exactly as the key's columns do (texts in byte order,
+        /// integers ascending, a missing item first), over texts sharing prefixes and
+        /// negative numbers.
+        #[test]
+        fn packed_keys_order_rows_as_the_columns_do(
+            rows in proptest::collection::vec(
+                (0..5usize, 0..5usize, -3..4i32, 0..5usize, proptest::option::of(-2..50i32)),
+                1..40,
+            )
+        ) {
+            let rows: Vec<_> = rows
+                .into_iter()
+                .map(|(m, c, s, t, i)| (TEXT[m], TEXT[c], s, TEXT[t], i))
+                .collect();
+            let keys = keys_of(&rows);
+            for a in 0..rows.len() {
+                for b in 0..rows.len() {
+                    let (x, y) = (&rows[a], &rows[b]);
+                    let by_columns = (x.0, x.1, x.2, x.3, x.4).cmp(&(y.0, y.1, y.2, y.3, y.4));
+                    prop_assert_eq!(keys[a].cmp(&keys[b]), by_columns, "{:?} vs {:?}", x, y);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_wider_than_64_bits_is_not_packed() {
+        let b = batch(&[
+            ("m", "c", i32::MIN, "t", Some(i32::MIN)),
+            ("m", "c", i32::MAX, "t", Some(i32::MAX)),
+        ]);
+        let mut d = KeyDomain::default();
+        d.observe(&b).unwrap();
+        assert!(d.packing().is_none());
+    }
+
+    #[test]
+    fn a_text_not_staged_is_an_error() {
+        let mut d = KeyDomain::default();
+        d.observe(&batch(&[("m", "c", 1, "t", None)])).unwrap();
+        let other = batch(&[("n", "c", 1, "t", None)]);
+        let e = d.packing().unwrap().keys(other.columns()).unwrap_err();
+        assert!(e.to_string().contains("\"n\" was not staged"), "{e}");
+    }
+}
