@@ -42,6 +42,9 @@ pub(crate) fn usage_error(e: &clap::Error) -> Value {
 fn kind(e: &anyhow::Error) -> &'static str {
     use protospread_core::CoreError;
     use protospread_sweep::SweepError;
+    if protospread_engine::is_out_of_memory(e.as_ref()) {
+        return "memory";
+    }
     for cause in e.chain() {
         if let Some(c) = cause.downcast_ref::<CoreError>() {
             return match c {

@@ -78,7 +78,7 @@ fn with_stage(
 ) -> anyhow::Result<ExitCode> {
     with_out(ctx, |c| {
         let top = protospread_core::TopManifest::begin(&c.out, stage)?;
-        let code = f(c)?;
+        let code = f(c).map_err(|e| out_of_memory(c, stage, e))?;
         if code != ExitCode::SUCCESS {
             return Ok(code);
         }
@@ -161,10 +161,42 @@ fn run_stages(ctx: &Ctx) -> anyhow::Result<ExitCode> {
         ("report", |c| report::run(c, Default::default())),
     ];
     for (name, stage) in stages {
-        let code = stage(ctx).map_err(|e| e.context(format!("stage {name}")))?;
+        let code =
+            stage(ctx).map_err(|e| out_of_memory(ctx, name, e.context(format!("stage {name}"))))?;
         if code != ExitCode::SUCCESS {
             return Ok(code);
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `e`, the failure of stage `stage`; when the engine ran out of its memory pool, with the
+/// limit in force and the two ways to raise it (the input is not at fault).
+fn out_of_memory(ctx: &Ctx, stage: &str, e: anyhow::Error) -> anyhow::Error {
+    if !protospread_engine::is_out_of_memory(e.as_ref()) {
+        return e;
+    }
+    let config = ctx.config_path.display();
+    let (limit, from) = match ctx.memory_limit {
+        Some(n) => (n, "set by --memory-limit".to_string()),
+        None => match protospread_core::Config::load(&ctx.config_path) {
+            Ok(cfg) => (
+                cfg.engine.memory_limit.0,
+                format!("`[engine] memory_limit` of {config}, 1GiB when not set"),
+            ),
+            Err(_) => return e,
+        },
+    };
+    let size = |n: u64| match n {
+        n if n % (1 << 30) == 0 => format!("{}GiB", n >> 30),
+        n if n % (1 << 20) == 0 => format!("{}MiB", n >> 20),
+        n => format!("{n} bytes"),
+    };
+    e.context(format!(
+        "stage {stage} ran out of memory: the engine may hold {} ({from}); raise \
+         `[engine] memory_limit` in {config}, or pass a larger `--memory-limit` (e.g. \
+         `--memory-limit {}`)",
+        size(limit),
+        size(limit.saturating_mul(4).max(1 << 30)),
+    ))
 }

@@ -304,3 +304,48 @@ fn runtime_errors_name_file_row_and_column() {
     assert_eq!(m["error"]["kind"], "check", "{m:?}");
     assert!(m.contains_key("sweep_ingest"));
 }
+
+/// A memory limit too small for a stage is an error of kind `memory` that names the stage,
+/// the limit in force, where it was set and the two ways to raise it; plain text says the same.
+/// The engine's smallest limit (32 MiB) is too small for the aggregate stage's hash joins on
+/// the embedded study in 8 partitions (each operator's share of the pool is an eighth), while
+/// fetch and score spill within it.
+#[test]
+fn a_memory_limit_too_small_names_the_stage_the_limit_and_the_remedy() {
+    let dir = project();
+    let (o, _) = json(dir.path(), &["--quiet", "fetch"]);
+    assert!(o.status.success());
+    let (o, _) = json(dir.path(), &["--memory-limit", "32MiB", "score"]);
+    assert!(o.status.success(), "score spills within 32 MiB");
+    let (o, map) = json(
+        dir.path(),
+        &["--memory-limit", "32MiB", "aggregate", "--partitions", "8"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let error = &map["error"];
+    assert_eq!(error["kind"], "memory", "{error}");
+    let message = error["message"].as_str().unwrap();
+    for part in [
+        "stage aggregate ran out of memory",
+        "the engine may hold 32MiB (set by --memory-limit)",
+        "`[engine] memory_limit` in pipeline.toml",
+        "`--memory-limit 1GiB`",
+    ] {
+        assert!(message.contains(part), "{part:?} not in {message}");
+    }
+    // Set in the configuration instead: the message says so.
+    let cfg = fs_err::read_to_string(dir.path().join("pipeline.toml")).unwrap();
+    let cfg = format!("{cfg}\n[engine]\nmemory_limit = \"32MiB\"\n");
+    fs_err::write(dir.path().join("small.toml"), cfg).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_protospread"))
+        .current_dir(dir.path())
+        .args(["--config", "small.toml", "aggregate", "--partitions", "8"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        text.contains("stage aggregate ran out of memory: the engine may hold 32MiB (`[engine] memory_limit` of small.toml"),
+        "{text}"
+    );
+}

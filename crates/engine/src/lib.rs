@@ -7,8 +7,10 @@
 //! 10^8 answers runs in about 1 GiB). Plans built on it must not let float results depend on
 //! the partition count: aggregate integers, convert once at the end.
 
+mod memory;
 mod order;
 
+pub use memory::is_out_of_memory;
 pub use order::{key_greater, KeyOrder};
 
 use datafusion::arrow::array::RecordBatch;
