@@ -2,12 +2,11 @@
 
 use crate::Ctx;
 use anyhow::Context;
-use protospread_administer::{conditions, missing_instrument, plan, Client, Instrument, RunLabels};
+use protospread_administer::{ClientSettings, Plan, RunLabels, Selection};
 use protospread_core::AdministerSection;
 use protospread_format::Arm;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 /// Give questionnaires to a model behind an OpenAI-compatible endpoint and record every request.
 ///
@@ -101,99 +100,26 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
             PathBuf::from("."),
         )
     };
-    if args.model.trim().is_empty() {
-        anyhow::bail!("--model is empty");
-    }
     let api_key = match &args.api_key_env {
         None => None,
         Some(var) => Some(std::env::var(var).map_err(|_| {
             anyhow::anyhow!("--api-key-env {var}: the environment variable {var} is not set")
         })?),
     };
-
-    let files: Vec<PathBuf> = if args.instrument.is_empty() {
-        sec.instruments.iter().map(|p| base.join(p)).collect()
-    } else {
-        args.instrument.clone()
+    let selection = Selection {
+        instruments: args.instrument.clone(),
+        tests: args.tests.clone(),
+        conditions: args.conditions.clone(),
+        items: args.items.clone(),
     };
-    let mut instruments = Vec::new();
-    for f in &files {
-        let inst = Instrument::load(f)?;
-        if instruments.iter().any(|i: &Instrument| i.test == inst.test) {
-            anyhow::bail!(
-                "two instrument files declare test '{}' ({})",
-                inst.test,
-                f.display()
-            );
-        }
-        instruments.push(inst);
-    }
-    if !args.tests.is_empty() {
-        for t in &args.tests {
-            if !instruments.iter().any(|i| &i.test == t) {
-                return Err(missing_instrument(t).into());
-            }
-        }
-        instruments.retain(|i| args.tests.contains(&i.test));
-    }
-    if instruments.is_empty() {
-        anyhow::bail!("no instrument file given (--instrument FILE)");
-    }
-
-    let names = if args.conditions.is_empty() {
-        sec.conditions.clone()
-    } else {
-        args.conditions.clone()
-    };
-    let conditions = conditions(&names, &sec)?;
-    let mut planned = plan(&args.model, &instruments, &conditions, &sec)?;
-    if !args.items.is_empty() {
-        // An item no single-item request has would silently plan nothing for it.
-        for i in &args.items {
-            if !planned.iter().any(|p| p.item == Some(*i)) {
-                let ranges: Vec<String> = instruments
-                    .iter()
-                    .map(|inst| format!("{} 1..{}", inst.test, inst.items.len()))
-                    .collect();
-                anyhow::bail!(
-                    "--items: {i} is not an item of any administered test in a single-item condition (items: {})",
-                    ranges.join(", ")
-                );
-            }
-        }
-        planned.retain(|p| p.item.is_none_or(|i| args.items.contains(&i)));
-    }
+    let Plan {
+        instruments,
+        conditions,
+        requests: planned,
+    } = selection.plan(&args.model, &sec, &base)?;
     let out = output_file(&ctx.out, &args.model);
-
-    let timeout = args.timeout.unwrap_or(sec.timeout_seconds);
-    let retries = args.retries.unwrap_or(sec.retries);
-    let concurrency = args.concurrency.unwrap_or(sec.concurrency);
-    protospread_core::check_range(
-        "--timeout",
-        timeout,
-        &protospread_core::TIMEOUT_SECONDS_RANGE,
-    )
-    .map_err(anyhow::Error::msg)?;
-    protospread_core::check_range(
-        "--retries",
-        retries.into(),
-        &protospread_core::RETRIES_RANGE,
-    )
-    .map_err(anyhow::Error::msg)?;
-    protospread_core::check_range(
-        "--concurrency",
-        concurrency as u64,
-        &protospread_core::CONCURRENCY_RANGE,
-    )
-    .map_err(anyhow::Error::msg)?;
-    let client = Client::new(
-        &args.base_url,
-        api_key,
-        Duration::from_secs(timeout),
-        retries,
-        Duration::from_millis(sec.retry_backoff_ms),
-    )
-    .map_err(|e| anyhow::anyhow!(e))?;
+    let settings = ClientSettings::resolve(&sec, args.timeout, args.retries, args.concurrency)?;
+    let client = settings.client(&args.base_url, api_key)?;
 
     if args.dry_run {
         ctx.emit(
@@ -227,13 +153,19 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         model: args.model.clone(),
         arm: args.arm.as_str().to_string(),
         cohort: args.cohort.clone(),
-        label: args.label.clone(),
+        label: args.label,
         endpoint: client.url().to_string(),
     };
     let progress = !ctx.quiet && !ctx.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let s =
-        protospread_administer::administer(&client, &labels, &planned, &out, concurrency, progress)
-            .with_context(|| format!("administering to {}", client.url()))?;
+    let s = protospread_administer::administer(
+        &client,
+        &labels,
+        &planned,
+        &out,
+        settings.concurrency,
+        progress,
+    )
+    .with_context(|| format!("administering to {}", client.url()))?;
 
     if ctx.json {
         let mut v = serde_json::to_value(&s)?;

@@ -421,14 +421,14 @@ fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let client = protospread_administer::Client::new(
-        &a.base_url,
-        None,
-        std::time::Duration::from_secs(a.timeout),
-        a.retries,
-        std::time::Duration::from_secs(1),
-    )
-    .map_err(|e| anyhow::anyhow!(e))?;
+    // The bounds `administer` holds its flags to; one request at a time.
+    let client = protospread_administer::ClientSettings::resolve(
+        &protospread_core::AdministerSection::default(),
+        Some(a.timeout),
+        Some(a.retries),
+        Some(1),
+    )?
+    .client(&a.base_url, None)?;
     let chatty = !ctx.quiet && !ctx.json;
     let summary = record_dictionary(
         &client,

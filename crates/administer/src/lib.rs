@@ -7,6 +7,8 @@
 //! - `client`: the HTTP client with timeouts and retries.
 //! - `record`: the stored record (JSONL) and the append-only resume store.
 //! - `resume`: the resume rule and append-per-reply store for any recorder (sweep dictionary).
+//! - [`Selection`], [`ClientSettings`]: what a run sends, chosen within `[administer]`, and
+//!   the client settings checked against their ranges.
 //! - [`administer`]: runs a plan with bounded concurrency, skipping answered requests.
 
 mod client;
@@ -15,12 +17,14 @@ mod plan;
 mod record;
 mod redact;
 mod resume;
+mod setup;
 
 pub use client::Client;
 pub use instrument::{missing_instrument, Instrument};
 pub use plan::{conditions, plan, Condition, Message, Planned};
 pub use record::{Outcome, Record, RunLabels};
 pub use resume::{run_resumable, Resumed, StoredRequest};
+pub use setup::{ClientSettings, Plan, Selection};
 
 use record::Appender;
 use std::collections::{BTreeMap, BTreeSet};
