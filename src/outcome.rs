@@ -126,7 +126,9 @@ fn place(e: &anyhow::Error) -> Option<Place> {
                 S::Cell {
                     path, line, column, ..
                 } => return Some((file(path), Some(*line as u64), Some(json!(column)))),
-                S::File { path, .. } => return Some((file(path), None, None)),
+                S::File { path, .. } | S::Parquet { path, .. } => {
+                    return Some((file(path), None, None))
+                }
                 _ => {}
             }
         }

@@ -46,21 +46,20 @@ impl HumanSource {
             HumanSource::Rows(rows) => rows.chunks(chunk_rows).try_for_each(f),
             HumanSource::Parquet(path) => {
                 check_int(inst)?;
-                let perr = |m: String| {
-                    ScoreError::Core(protospread_core::CoreError::Parquet {
-                        path: path.clone(),
-                        message: m,
-                    })
+                let perr = |source: parquet::errors::ParquetError| ScoreError::Parquet {
+                    path: path.clone(),
+                    source,
                 };
                 let file = fs_err::File::open(path)?.into_parts().0;
                 let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-                    .map_err(|e| perr(e.to_string()))?
+                    .map_err(perr)?
                     .with_batch_size(chunk_rows)
                     .build()
-                    .map_err(|e| perr(e.to_string()))?;
+                    .map_err(perr)?;
                 let (mut seen, mut last) = (0usize, None::<i64>);
                 for b in reader {
-                    let b = b.map_err(|e| perr(e.to_string()))?;
+                    let b =
+                        b.map_err(|e| perr(parquet::errors::ParquetError::External(Box::new(e))))?;
                     let rows = rows_of_batch(inst, &b, origin, seen)?;
                     for (k, r) in rows.iter().enumerate() {
                         if let Some(prev) = last.filter(|p| r.id <= *p) {

@@ -115,19 +115,22 @@ pub enum ScoreError {
     Core(#[from] protospread_core::CoreError),
     /// Arrow array construction failed (a bug, not bad input).
     #[error("arrow: {0}")]
-    Arrow(String),
+    Arrow(#[from] arrow::error::ArrowError),
+    /// A Parquet file that does not read.
+    #[error("{}: {source}", path.display())]
+    Parquet {
+        /// The file.
+        path: PathBuf,
+        /// The Parquet library's error.
+        #[source]
+        source: parquet::errors::ParquetError,
+    },
     /// The engine could not be set up or failed (memory limit, spilling).
     #[error(transparent)]
     Engine(#[from] protospread_engine::EngineError),
     /// A stored-answer record is invalid (names file, row and column).
     #[error(transparent)]
     Format(#[from] protospread_format::FormatError),
-}
-
-impl From<arrow::error::ArrowError> for ScoreError {
-    fn from(e: arrow::error::ArrowError) -> Self {
-        ScoreError::Arrow(e.to_string())
-    }
 }
 
 impl ScoreError {

@@ -101,8 +101,7 @@ fn table(file: &'static str, cols: Vec<(&str, Col)>) -> Result<ParityTable, Scor
         arrays.push(c.array());
     }
     let schema = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new(schema.clone(), arrays)
-        .map_err(|e| ScoreError::Arrow(e.to_string()))?;
+    let batch = RecordBatch::try_new(schema.clone(), arrays)?;
     Ok(ParityTable {
         file,
         schema,
@@ -204,8 +203,7 @@ impl Stream {
             .iter_mut()
             .map(|c| c.split_front(n).array())
             .collect();
-        let batch = RecordBatch::try_new(schema.clone(), arrays)
-            .map_err(|e| ScoreError::Arrow(e.to_string()))?;
+        let batch = RecordBatch::try_new(schema.clone(), arrays)?;
         let r = w.write(&batch);
         r.map_err(|e| self.perr(e))?;
         self.written += n;
