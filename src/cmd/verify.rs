@@ -61,16 +61,7 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     let out = work.path().join("out");
 
     if args.update {
-        let code = regenerate(ctx, &out).context("regenerating the outputs")?;
-        if code != ExitCode::SUCCESS {
-            anyhow::bail!("a stage failed; checksums/ left unchanged");
-        }
-        let (ni, no, nt) = update_checksums(&checksums, &inputs, &out)?;
-        ctx.say(format!(
-            "verify --update: wrote {} ({ni} inputs, {no} outputs, {nt} tables); review with `git diff checksums/`",
-            checksums.display()
-        ));
-        return Ok(ExitCode::SUCCESS);
+        return update(ctx, &checksums, &inputs, &out);
     }
 
     let (exp_inputs, exp_outputs) = expected.expect("read above unless --update");
@@ -87,71 +78,120 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
             Err(e) => return Err(e.into()),
         }
     }
-    let ok = diffs.is_empty() && regen_error.is_none();
     let kept = (args.keep && out.exists()).then(|| {
         work.keep();
         out.clone()
     });
-    if ctx.json {
-        let list: Vec<_> = diffs
-            .iter()
-            .map(|d| serde_json::json!({"kind": d.kind, "path": d.path, "detail": d.detail}))
-            .collect();
-        ctx.emit(
-            "verify",
-            serde_json::json!({
-                "ok": ok,
-                "inputs": inputs.entries.len(),
-                "outputs": exp_outputs.entries.len(),
-                "regeneration_error": regen_error,
-                "differences": list,
-                "regenerated": kept,
-            }),
-        );
+    let outcome = Outcome {
+        inputs: inputs.entries.len(),
+        outputs: exp_outputs.entries.len(),
+        diffs,
+        regen_error,
+        kept,
+    };
+    Ok(outcome.show(ctx, &checksums, args.keep))
+}
+
+/// `--update`: regenerate, then rewrite `checksums` from the fresh outputs.
+fn update(
+    ctx: &Ctx,
+    checksums: &Path,
+    inputs: &protospread_core::Manifest,
+    out: &Path,
+) -> anyhow::Result<ExitCode> {
+    let code = regenerate(ctx, out).context("regenerating the outputs")?;
+    if code != ExitCode::SUCCESS {
+        anyhow::bail!("a stage failed; checksums/ left unchanged");
     }
-    if ok {
-        ctx.say(format!(
-            "verify: OK, {} inputs and {} outputs match {}",
-            inputs.entries.len(),
-            exp_outputs.entries.len(),
-            checksums.display()
-        ));
-        return Ok(ExitCode::SUCCESS);
-    }
-    ctx.fail(
-        "check",
-        &format!(
-            "verify: {} difference(s){}",
-            diffs.len(),
-            if regen_error.is_some() {
-                " and a failed regeneration"
-            } else {
-                ""
-            }
-        ),
-    );
-    if !ctx.json {
-        // Differences go to stderr even with --quiet: they are the result.
-        for d in &diffs {
-            eprintln!("DIFFERS {d}");
+    let (ni, no, nt) = update_checksums(checksums, inputs, out)?;
+    ctx.say(format!(
+        "verify --update: wrote {} ({ni} inputs, {no} outputs, {nt} tables); review with `git diff checksums/`",
+        checksums.display()
+    ));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a comparison found.
+struct Outcome {
+    inputs: usize,
+    outputs: usize,
+    diffs: Vec<Difference>,
+    regen_error: Option<String>,
+    kept: Option<PathBuf>,
+}
+
+impl Outcome {
+    /// Print the outcome (JSON, or a line; differences on stderr) and give the exit code.
+    fn show(&self, ctx: &Ctx, checksums: &Path, keep: bool) -> ExitCode {
+        let Outcome {
+            inputs,
+            outputs,
+            diffs,
+            regen_error,
+            kept,
+        } = self;
+        let ok = diffs.is_empty() && regen_error.is_none();
+        if ctx.json {
+            let list: Vec<_> = diffs
+                .iter()
+                .map(|d| serde_json::json!({"kind": d.kind, "path": d.path, "detail": d.detail}))
+                .collect();
+            ctx.emit(
+                "verify",
+                serde_json::json!({
+                    "ok": ok,
+                    "inputs": inputs,
+                    "outputs": outputs,
+                    "regeneration_error": regen_error,
+                    "differences": list,
+                    "regenerated": kept,
+                }),
+            );
         }
-        if let Some(e) = &regen_error {
-            eprintln!("regeneration failed: {e}");
+        if ok {
+            ctx.say(format!(
+                "verify: OK, {} inputs and {} outputs match {}",
+                inputs,
+                outputs,
+                checksums.display()
+            ));
+            return ExitCode::SUCCESS;
         }
-        eprintln!(
-            "verify: FAILED, {} difference(s){}; {}",
-            diffs.len(),
-            if regen_error.is_some() {
-                " and a failed regeneration"
-            } else {
-                ""
-            },
-            match &kept {
-                Some(k) => format!("regenerated folder kept at {}", k.display()),
-                None if args.keep => "nothing was regenerated to keep".to_string(),
-                None => "regenerated folder removed (rerun with --keep to keep it)".to_string(),
-            }
+        ctx.fail(
+            "check",
+            &format!(
+                "verify: {} difference(s){}",
+                diffs.len(),
+                if regen_error.is_some() {
+                    " and a failed regeneration"
+                } else {
+                    ""
+                }
+            ),
         );
+        if !ctx.json {
+            // Differences go to stderr even with --quiet: they are the result.
+            for d in diffs {
+                eprintln!("DIFFERS {d}");
+            }
+            if let Some(e) = &regen_error {
+                eprintln!("regeneration failed: {e}");
+            }
+            eprintln!(
+                "verify: FAILED, {} difference(s){}; {}",
+                diffs.len(),
+                if regen_error.is_some() {
+                    " and a failed regeneration"
+                } else {
+                    ""
+                },
+                match &kept {
+                    Some(k) => format!("regenerated folder kept at {}", k.display()),
+                    None if keep => "nothing was regenerated to keep".to_string(),
+                    None => "regenerated folder removed (rerun with --keep to keep it)".to_string(),
+                }
+            );
+        }
+        ExitCode::from(1)
     }
-    Ok(ExitCode::from(1))
 }
