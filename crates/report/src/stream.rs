@@ -160,10 +160,7 @@ pub(crate) fn pass(path: &Path, name: &str, csv_path: &Path) -> Result<Pass, Rep
     };
     let mut head = empty(&header, &numeric);
     let mut recorded = empty(&header, &numeric);
-    let label = schema
-        .index_of("label")
-        .ok()
-        .filter(|&i| matches!(schema.field(i).data_type(), DataType::Utf8));
+    let label = schema.index_of("label").ok();
     let mut extremes = if rows > 2 * EXTREME_ROWS {
         schema
             .index_of(EXTREME_COLUMN)
