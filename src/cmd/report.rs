@@ -36,7 +36,7 @@ pub(crate) fn run(ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
         for name in PRINTED {
             if let Some(t) = s.tables.iter().find(|t| &t.name == name) {
                 ctx.say(format!("\n### {} ({}.csv)\n", t.title, t.name));
-                ctx.say(protospread_report::to_markdown(&t.table).trim_end());
+                ctx.say(t.markdown(true).trim_end());
             }
         }
         ctx.say(format!(

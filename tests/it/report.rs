@@ -406,3 +406,215 @@ fn run_gives_the_recorded_source_a_verdict_over_its_own_arm() {
         text(&o)
     );
 }
+
+/// The texts of the SVG figures in `html` that do not lie inside their figure's width and
+/// height, each estimated at a fixed 0.6 em per character (class `t`: bold 13px, class `a`:
+/// 11px; the figures' fonts), after its anchor and a `rotate(-90 ...)` transform.
+fn texts_outside_their_figure(html: &str) -> Vec<String> {
+    fn attr<'a>(attrs: &'a str, name: &str) -> Option<&'a str> {
+        let key = format!(" {name}=\"");
+        let at = attrs.find(&key)? + key.len();
+        Some(&attrs[at..at + attrs[at..].find('"')?])
+    }
+    let num = |attrs: &str, name: &str| -> f64 {
+        attr(attrs, name)
+            .unwrap_or_else(|| panic!("no {name} in {attrs}"))
+            .parse()
+            .unwrap()
+    };
+    let mut bad = Vec::new();
+    for svg in html.split("<svg ").skip(1) {
+        let svg = &svg[..svg.find("</svg>").expect("closed svg")];
+        let open = format!(" {}", &svg[..svg.find('>').unwrap()]);
+        let (w, h) = (num(&open, "width"), num(&open, "height"));
+        assert!(
+            open.contains(&format!("viewBox=\"0 0 {w} {h}\"")),
+            "viewBox is not the size: {open}"
+        );
+        for t in svg.split("<text ").skip(1) {
+            let (attrs, rest) = t.split_once('>').unwrap();
+            let attrs = format!(" {attrs}");
+            let text = rest[..rest.find("</text>").unwrap()]
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&quot;", "\"")
+                .replace("&#39;", "'")
+                .replace("&amp;", "&");
+            let em = if attr(&attrs, "class") == Some("t") {
+                13.0
+            } else {
+                11.0
+            };
+            let len = text.chars().count() as f64 * 0.6 * em;
+            let (x, y) = (num(&attrs, "x"), num(&attrs, "y"));
+            let (lo, hi) = match attr(&attrs, "text-anchor") {
+                Some("middle") => (-len / 2.0, len / 2.0),
+                Some("end") => (-len, 0.0),
+                _ => (0.0, len),
+            };
+            let inside = match attr(&attrs, "transform") {
+                // Turned a quarter counter-clockwise about its own anchor: it runs upwards.
+                Some(tr) => {
+                    assert!(tr.starts_with("rotate(-90 "), "{tr}");
+                    y - hi >= 0.0 && y - lo <= h && x - em >= 0.0 && x <= w
+                }
+                None => x + lo >= 0.0 && x + hi <= w && y - em >= 0.0 && y <= h,
+            };
+            if !inside {
+                bad.push(format!("`{text}` at ({x}, {y}) in a {w} x {h} figure"));
+            }
+        }
+    }
+    bad
+}
+
+/// On the embedded data the page opens on the headline (above the first figure) and no text
+/// of a figure is cut by its edge (the sweep figure's long title, the recorded models' figures).
+#[test]
+fn embedded_report_opens_on_the_headline_and_every_figure_text_fits() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = embedded_config(d.path(), "");
+    let out = d.path().join("out");
+    let o = bin()
+        .arg("--quiet")
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .arg("run")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let html = fs_err::read_to_string(out.join("report/report.html")).unwrap();
+    let bad = texts_outside_their_figure(&html);
+    assert!(
+        bad.is_empty(),
+        "texts cut by their figure's edge:\n{}",
+        bad.join("\n")
+    );
+    let headline = html.find("<h2>Headline</h2>").expect("a headline");
+    assert!(headline < html.find("<svg").unwrap());
+    assert!(
+        html.contains("<p class=\"h\">simulated_answers (simulated): arm=api: protocol spread exceeds sampling noise: use the protocol spread as the error bar. Share of cells with protocol SD &gt; sampling SD: 0.873518 (221 of 253 compared cells, threshold 0.800000). Median ratio protocol SD / sampling SD: 2.949576 (threshold 2.000000). Interval: none computed.</p>"),
+        "{}",
+        &html[headline..headline + 2000]
+    );
+    assert!(
+        html.matches("<svg").count() >= 5,
+        "scatter, range, sweep and recorded figures"
+    );
+    // Every table of the embedded study is small enough to be shown whole.
+    assert!(!html.contains("rows in all"));
+    let md = fs_err::read_to_string(out.join("report/report.md")).unwrap();
+    assert!(md.contains(
+        "## Headline\n\nrecorded_qwen_coder_0_5b (recorded): no kept arm=local cells: no verdict."
+    ));
+}
+
+/// The fixture's models copied `copies` times (model names suffixed), as a score-stage output
+/// in `score`: a study of many thousands of models and cells.
+fn write_many_models(score: &Path, copies: usize) {
+    let (s, a) = protospread_testutils::rows();
+    let many = |k: usize, m: &str| format!("{m}-{k:04}");
+    let s: Vec<_> = (0..copies)
+        .flat_map(|k| {
+            s.iter().cloned().map(move |mut r| {
+                r.model = many(k, &r.model);
+                r
+            })
+        })
+        .collect();
+    let a: Vec<_> = (0..copies)
+        .flat_map(|k| {
+            a.iter().cloned().map(move |mut r| {
+                r.model = many(k, &r.model);
+                r
+            })
+        })
+        .collect();
+    let sb = protospread_testutils::scores_batch(&s);
+    let bb = protospread_testutils::by_rule_batch(&sb, "strict");
+    let nb = protospread_testutils::norms_batch();
+    let rb = protospread_testutils::reply_rules_batch(&a);
+    for (name, b) in [
+        ("scale_scores", sb),
+        ("scale_scores_by_rule", bb),
+        ("norms", nb),
+        ("reply_rules", rb),
+    ] {
+        protospread_core::write_parquet(&score.join(format!("{name}.parquet")), b.schema(), &[b])
+            .unwrap();
+    }
+}
+
+/// A study of 3,200 models (16,000 cells): report.html and report.md stay small (the large
+/// tables as excerpts with the line naming their size and files, the figures binned), every
+/// CSV holds every row, and no figure text is cut.
+#[test]
+fn report_of_many_models_stays_small() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path();
+    write_many_models(&out.join("score"), 400);
+    protospread_aggregate::run(
+        &out.join("score"),
+        &out.join("aggregate"),
+        &Default::default(),
+    )
+    .unwrap();
+    let section = protospread_core::ReportSection {
+        tables: vec![],
+        ..Default::default()
+    };
+    let s = protospread_report::run(out, &section).unwrap();
+    let report = out.join("report");
+    let size = |f: &str| fs_err::metadata(report.join(f)).unwrap().len();
+    let cells = s.tables.iter().find(|t| t.name == "cells").unwrap();
+    assert_eq!(cells.rows, 400 * 8 * 5, "every cell of every model");
+    let csv = fs_err::read_to_string(report.join("cells.csv")).unwrap();
+    assert_eq!(
+        csv.lines().count(),
+        cells.rows + 1,
+        "the CSV holds every row"
+    );
+    assert!(!cells.is_whole() && cells.head.rows.len() == protospread_report::FULL_ROWS);
+    let html = fs_err::read_to_string(report.join("report.html")).unwrap();
+    assert!(
+        html.contains(&format!(
+            "<p class=\"d\">{} rows in all, see <a href=\"cells.csv\">cells.csv</a> (Parquet: <a href=\"../aggregate/cells.parquet\">aggregate/cells.parquet</a>); shown: the 25 rows with the highest and the 25 with the lowest ratio.</p>",
+            cells.rows
+        )),
+        "{}",
+        &html[html.find("id=\"cells\"").unwrap()..][..3000]
+    );
+    assert!(html.contains("rows in all, see <a href=\"requests.csv\">requests.csv</a>"));
+    assert!(
+        html.contains("counted per test"),
+        "the range figure is binned"
+    );
+    assert!(html.contains("binned: darker squares hold more cells"));
+    let bad = texts_outside_their_figure(&html);
+    assert!(
+        bad.is_empty(),
+        "texts cut by their figure's edge:\n{}",
+        bad.join("\n")
+    );
+    // Bounds that do not depend on the number of models: the page, the document and each
+    // table's Markdown.
+    eprintln!(
+        "report.html {} bytes, report.md {} bytes, cells.md {} bytes, cells.csv {} bytes",
+        size("report.html"),
+        size("report.md"),
+        size("cells.md"),
+        size("cells.csv")
+    );
+    assert!(size("report.html") < 1_000_000, "{}", size("report.html"));
+    assert!(size("report.md") < 500_000, "{}", size("report.md"));
+    for t in &s.tables {
+        assert!(size(&format!("{}.md", t.name)) < 1_000_000, "{}", t.name);
+    }
+    let md = fs_err::read_to_string(report.join("cells.md")).unwrap();
+    assert!(md.starts_with(&format!(
+        "{} rows in all, see [cells.csv](cells.csv) (Parquet: [aggregate/cells.parquet](../aggregate/cells.parquet)); shown: the 25 rows with the highest and the 25 with the lowest ratio.\n\nHighest ratio:\n\n| source |",
+        cells.rows
+    )));
+}

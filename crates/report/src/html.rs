@@ -59,58 +59,103 @@ fn tick_label(v: f64, step: f64) -> String {
     }
 }
 
-/// A kept cell as the figures need it.
-#[derive(Debug, Clone)]
+/// A kept cell as the figures need it: names as indices into [`PointsBuilder::names`].
+#[derive(Debug, Clone, Copy)]
 struct Point {
-    model: String,
-    arm: String,
-    test: String,
+    model: u32,
+    arm: u32,
+    test: u32,
     protocol_sd: f64,
     /// None for a cell without sampling administrations (a separate arm).
     sampling_sd: Option<f64>,
     range_z: f64,
 }
 
-fn points(cells: &TextTable) -> Result<BTreeMap<(String, String), Vec<Point>>, String> {
-    let col = |n: &str| {
-        cells
-            .col(n)
-            .ok_or_else(|| format!("cells table has no column `{n}`"))
-    };
-    let (src, lab, model, arm, test, kept) = (
-        col("source")?,
-        col("label")?,
-        col("model")?,
-        col("arm")?,
-        col("test")?,
-        col("kept")?,
-    );
-    let (psd, ssd, range) = (col("protocol_sd")?, col("sampling_sd")?, col("range_z")?);
-    let mut out: BTreeMap<(String, String), Vec<Point>> = BTreeMap::new();
-    for r in &cells.rows {
+/// The kept cells of the `cells` table per (source, label), collected row by row from the
+/// rendered strings (the same strings as the canonical CSV), so the figures show exactly the
+/// published figures.
+#[derive(Debug)]
+pub(crate) struct PointsBuilder {
+    /// source, label, model, arm, test, kept, protocol_sd, sampling_sd, range_z.
+    cols: [usize; 9],
+    names: Vec<String>,
+    ids: std::collections::HashMap<String, u32>,
+    groups: BTreeMap<(String, String), Vec<Point>>,
+}
+
+impl PointsBuilder {
+    /// A builder for rows of a table with columns `header`; an error names a missing column.
+    pub(crate) fn new(header: &[String]) -> Result<Self, String> {
+        let mut cols = [0; 9];
+        for (c, n) in cols.iter_mut().zip([
+            "source",
+            "label",
+            "model",
+            "arm",
+            "test",
+            "kept",
+            "protocol_sd",
+            "sampling_sd",
+            "range_z",
+        ]) {
+            *c = header
+                .iter()
+                .position(|h| h == n)
+                .ok_or_else(|| format!("cells table has no column `{n}`"))?;
+        }
+        Ok(PointsBuilder {
+            cols,
+            names: Vec::new(),
+            ids: Default::default(),
+            groups: BTreeMap::new(),
+        })
+    }
+
+    fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let i = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
+        self.names.push(s.to_string());
+        self.ids.insert(s.to_string(), i);
+        i
+    }
+
+    /// Add one row (its cells as rendered); a row whose `kept` is not `true` is skipped.
+    pub(crate) fn push(&mut self, r: &[String]) -> Result<(), String> {
+        let [src, lab, model, arm, test, kept, psd, ssd, range] = self.cols;
         if r[kept] != "true" {
-            continue;
+            return Ok(());
         }
         let num = |i: usize| {
             r[i].parse::<f64>()
                 .map_err(|_| format!("cells table: `{}` is not a number", r[i]))
         };
-        out.entry((r[src].clone(), r[lab].clone()))
-            .or_default()
-            .push(Point {
-                model: r[model].clone(),
-                arm: r[arm].clone(),
-                test: r[test].clone(),
-                protocol_sd: num(psd)?,
-                sampling_sd: if r[ssd].is_empty() {
-                    None
-                } else {
-                    Some(num(ssd)?)
-                },
-                range_z: num(range)?,
-            });
+        let p = Point {
+            model: self.id(&r[model]),
+            arm: self.id(&r[arm]),
+            test: self.id(&r[test]),
+            protocol_sd: num(psd)?,
+            sampling_sd: if r[ssd].is_empty() {
+                None
+            } else {
+                Some(num(ssd)?)
+            },
+            range_z: num(range)?,
+        };
+        match self.groups.get_mut(&(r[src].clone(), r[lab].clone())) {
+            Some(v) => v.push(p),
+            None => {
+                self.groups
+                    .insert((r[src].clone(), r[lab].clone()), vec![p]);
+            }
+        }
+        Ok(())
     }
-    Ok(out)
+
+    fn name(&self, id: u32) -> &str {
+        &self.names[id as usize]
+    }
 }
 
 fn color_map(keys: impl IntoIterator<Item = String>) -> BTreeMap<String, &'static str> {
@@ -122,14 +167,69 @@ fn color_map(keys: impl IntoIterator<Item = String>) -> BTreeMap<String, &'stati
         .collect()
 }
 
-/// Scatter of protocol SD (y) against sampling SD (x) per kept cell, with the line y = x.
-fn scatter(all: &[Point], source: &str, label: &str) -> String {
+/// A scatter of more kept cells than this is drawn as squares of a 40 x 40 grid shaded by
+/// the number of cells in each, so its size does not grow with the study.
+pub(crate) const SCATTER_POINTS: usize = 1000;
+/// Squares per axis of a binned scatter.
+const SCATTER_BINS: usize = 40;
+/// A range figure of more models than this has one row per test, binned, instead of one row
+/// per model.
+pub(crate) const STRIP_MODELS: usize = 60;
+/// Bins along the axis of a binned range figure.
+const STRIP_BINS: usize = 100;
+/// Sources with figures; the figures of further sources are left out (the tables hold them).
+pub(crate) const FIGURE_SOURCES: usize = 12;
+/// Delimiter-sweep figures (model x benchmark) drawn; the table holds the rest.
+pub(crate) const SWEEP_FIGURES: usize = 24;
+
+/// Estimated width in SVG units of `text` in the figures' font of class `class`: `t` (bold
+/// 13px sans-serif) or `a` (11px sans-serif). A fixed width per character of 0.6 em, wider
+/// than the average glyph of the common sans-serif faces, so that a text sized by this
+/// estimate is not cut by the figure's edge.
+pub(crate) fn text_width(text: &str, class: &str) -> f64 {
+    let em = if class == "t" { 13.0 } else { 11.0 };
+    text.chars().count() as f64 * 0.6 * em
+}
+
+/// The opacity of a bin holding `n` of at most `max` cells.
+fn shade(n: u32, max: u32) -> f64 {
+    0.15 + 0.85 * f64::from(n) / f64::from(max.max(1))
+}
+
+/// Scatter of protocol SD (y) against sampling SD (x) per kept cell, with the line y = x;
+/// binned above [`SCATTER_POINTS`] cells.
+fn scatter(names: &PointsBuilder, all: &[Point], source: &str, label: &str) -> String {
     let pts: Vec<(&Point, f64)> = all
         .iter()
         .filter_map(|p| p.sampling_sd.map(|s| (p, s)))
         .collect();
-    let (w, h, ml, mr, mt, mb) = (520.0, 470.0, 60.0, 20.0, 40.0, 50.0);
-    let (pw, ph) = (w - ml - mr, h - mt - mb);
+    let (ml, mr, mt, mb) = (60.0f64, 20.0, 40.0, 50.0);
+    let (pw, ph) = (440.0, 380.0);
+    let binned = pts.len() > SCATTER_POINTS;
+    let above = pts.iter().filter(|(p, s)| p.protocol_sd > *s).count();
+    let title = format!(
+        "{source} ({label}): {} cells, {above} above y = x",
+        pts.len()
+    );
+    let colors = color_map(pts.iter().map(|(p, _)| names.name(p.arm).to_string()));
+    let legend: Vec<String> = if binned {
+        vec![format!(
+            "binned: darker squares hold more cells (arms {})",
+            colors.keys().cloned().collect::<Vec<_>>().join(", ")
+        )]
+    } else {
+        colors.keys().map(|a| format!("arm {a}")).collect()
+    };
+    let w = (ml + pw + mr)
+        .max(ml + text_width(&title, "t") + 10.0)
+        .max(
+            legend
+                .iter()
+                .map(|l| ml + 20.0 + text_width(l, "a") + 10.0)
+                .fold(0.0, f64::max),
+        )
+        .ceil();
+    let h = mt + ph + mb;
     let max = pts
         .iter()
         .flat_map(|(p, s)| [p.protocol_sd, *s])
@@ -138,8 +238,6 @@ fn scatter(all: &[Point], source: &str, label: &str) -> String {
     let top = ((if max > 0.0 { max } else { 1.0 }) / step).ceil() * step;
     let x = |v: f64| ml + v / top * pw;
     let y = |v: f64| mt + ph - v / top * ph;
-    let colors = color_map(pts.iter().map(|(p, _)| p.arm.clone()));
-    let above = pts.iter().filter(|(p, s)| p.protocol_sd > *s).count();
     let mut s = String::new();
     let _ = write!(
         s,
@@ -152,12 +250,9 @@ fn scatter(all: &[Point], source: &str, label: &str) -> String {
     );
     let _ = write!(
         s,
-        r#"<text x="{}" y="20" class="t">{} ({}): {} cells, {} above y = x</text>"#,
+        r#"<text x="{}" y="20" class="t">{}</text>"#,
         c(ml),
-        esc(source),
-        esc(label),
-        pts.len(),
-        above
+        esc(&title)
     );
     let mut v = 0.0;
     while v <= top + step / 2.0 {
@@ -195,29 +290,56 @@ fn scatter(all: &[Point], source: &str, label: &str) -> String {
         c(x(top) - 10.0),
         c(y(top) + 22.0)
     );
-    for (p, ssd) in &pts {
-        let _ = write!(
-            s,
-            r#"<circle cx="{}" cy="{}" r="3.5" fill="{}" fill-opacity="0.65"><title>{} {}: protocol SD {:.3}, sampling SD {:.3}</title></circle>"#,
-            c(x(*ssd)),
-            c(y(p.protocol_sd)),
-            colors[&p.arm],
-            esc(&p.model),
-            esc(&p.test),
-            p.protocol_sd,
-            ssd
-        );
+    if binned {
+        let g = SCATTER_BINS;
+        let bin = |v: f64| ((v / top * g as f64) as usize).min(g - 1);
+        let mut counts = vec![0u32; g * g];
+        for (p, ssd) in &pts {
+            counts[bin(p.protocol_sd) * g + bin(*ssd)] += 1;
+        }
+        let most = counts.iter().copied().max().unwrap_or(1);
+        let side = pw / g as f64;
+        for (k, &n) in counts.iter().enumerate().filter(|(_, n)| **n > 0) {
+            let (by, bx) = (k / g, k % g);
+            let _ = write!(
+                s,
+                r##"<rect x="{}" y="{}" width="{}" height="{}" fill="#1f77b4" fill-opacity="{:.2}"><title>{n} cells</title></rect>"##,
+                c(ml + bx as f64 * side),
+                c(mt + ph - (by + 1) as f64 * ph / g as f64),
+                c(side),
+                c(ph / g as f64),
+                shade(n, most)
+            );
+        }
+    } else {
+        for (p, ssd) in &pts {
+            let _ = write!(
+                s,
+                r#"<circle cx="{}" cy="{}" r="3.5" fill="{}" fill-opacity="0.65"><title>{} {}: protocol SD {:.3}, sampling SD {:.3}</title></circle>"#,
+                c(x(*ssd)),
+                c(y(p.protocol_sd)),
+                colors[names.name(p.arm)],
+                esc(names.name(p.model)),
+                esc(names.name(p.test)),
+                p.protocol_sd,
+                ssd
+            );
+        }
     }
-    for (i, (arm, col)) in colors.iter().enumerate() {
+    for (i, (text, col)) in legend
+        .iter()
+        .zip(colors.values().copied().chain(std::iter::repeat("#1f77b4")))
+        .enumerate()
+    {
         let ly = mt + 14.0 + 16.0 * i as f64;
         let _ = write!(
             s,
-            r##"<circle cx="{}" cy="{}" r="4" fill="{col}"/><text x="{}" y="{}" class="a">arm {}</text>"##,
+            r##"<circle cx="{}" cy="{}" r="4" fill="{col}"/><text x="{}" y="{}" class="a">{}</text>"##,
             c(ml + 12.0),
             c(ly - 4.0),
             c(ml + 20.0),
             c(ly),
-            esc(arm)
+            esc(text)
         );
     }
     let _ = write!(
@@ -232,38 +354,61 @@ fn scatter(all: &[Point], source: &str, label: &str) -> String {
 }
 
 /// Range (highest minus lowest setup, human SDs) of every kept cell, one row per model,
-/// coloured by test, with reference lines at 1 and 2 human SDs.
-fn range_strip(pts: &[Point], source: &str, label: &str) -> String {
-    let mut models: Vec<(String, String)> = pts
+/// coloured by test, with reference lines at 1 and 2 human SDs; above [`STRIP_MODELS`]
+/// models one row per test with the cells counted in bins.
+fn range_strip(names: &PointsBuilder, pts: &[Point], source: &str, label: &str) -> String {
+    let models: Vec<(&str, &str)> = pts
         .iter()
-        .map(|p| (p.arm.clone(), p.model.clone()))
+        .map(|p| (names.name(p.arm), names.name(p.model)))
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    models.sort();
     let tests: Vec<String> = pts
         .iter()
-        .map(|p| p.test.clone())
+        .map(|p| names.name(p.test).to_string())
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
+    let binned = models.len() > STRIP_MODELS;
     let colors = color_map(tests.iter().cloned());
-    let name_w = models
+    // Row labels: "model (arm)", or the test when binned.
+    let row_labels: Vec<String> = if binned {
+        tests.clone()
+    } else {
+        models.iter().map(|(a, m)| format!("{m} ({a})")).collect()
+    };
+    let title = if binned {
+        format!(
+            "{source} ({label}): range over the protocol setups per cell, human SDs; {} cells of {} models, counted per test",
+            pts.len(),
+            models.len()
+        )
+    } else {
+        format!("{source} ({label}): range over the protocol setups per cell, human SDs")
+    };
+    let name_w = row_labels
         .iter()
-        .map(|(a, m)| a.len() + m.len() + 3)
-        .max()
-        .unwrap_or(8) as f64
-        * 6.5;
+        .map(|l| text_width(l, "a"))
+        .fold(0.0, f64::max);
+    let legend_rows = if binned { 0 } else { tests.len() };
     let (ml, mr, mt, mb, row) = (
-        name_w.max(80.0) + 10.0,
+        (name_w + 16.0).max(90.0),
         20.0,
-        40.0 + 16.0 * tests.len() as f64,
+        40.0 + 16.0 * legend_rows as f64,
         40.0,
         20.0,
     );
-    let w = 720.0f64.max(ml + 400.0);
+    let legend_w = tests
+        .iter()
+        .map(|t| ml + 14.0 + text_width(t, "a") + 10.0)
+        .fold(0.0, f64::max);
+    let w = 720.0f64
+        .max(ml + 400.0)
+        .max(10.0 + text_width(&title, "t") + 10.0)
+        .max(legend_w)
+        .ceil();
     let pw = w - ml - mr;
-    let ph = row * models.len().max(1) as f64;
+    let ph = row * row_labels.len().max(1) as f64;
     let h = mt + ph + mb;
     let max = pts.iter().map(|p| p.range_z).fold(2.0f64, f64::max);
     let step = tick_step(max, 6.0);
@@ -279,24 +424,21 @@ fn range_strip(pts: &[Point], source: &str, label: &str) -> String {
         s,
         r##"<rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>"##
     );
-    let _ = write!(
-        s,
-        r#"<text x="10" y="20" class="t">{} ({}): range over the protocol setups per cell, human SDs</text>"#,
-        esc(source),
-        esc(label)
-    );
-    for (i, t) in tests.iter().enumerate() {
-        let ly = 38.0 + 16.0 * i as f64;
-        let _ = write!(
-            s,
-            r#"<circle cx="{}" cy="{}" r="4" fill="{}"/><text x="{}" y="{}" class="a">{}</text>"#,
-            c(ml + 6.0),
-            c(ly - 4.0),
-            colors[t],
-            c(ml + 14.0),
-            c(ly),
-            esc(t)
-        );
+    let _ = write!(s, r#"<text x="10" y="20" class="t">{}</text>"#, esc(&title));
+    if !binned {
+        for (i, t) in tests.iter().enumerate() {
+            let ly = 38.0 + 16.0 * i as f64;
+            let _ = write!(
+                s,
+                r#"<circle cx="{}" cy="{}" r="4" fill="{}"/><text x="{}" y="{}" class="a">{}</text>"#,
+                c(ml + 6.0),
+                c(ly - 4.0),
+                colors[t],
+                c(ml + 14.0),
+                c(ly),
+                esc(t)
+            );
+        }
     }
     let mut v = 0.0;
     while v <= top + step / 2.0 {
@@ -313,7 +455,7 @@ fn range_strip(pts: &[Point], source: &str, label: &str) -> String {
         );
         v += step;
     }
-    for (ri, (arm, model)) in models.iter().enumerate() {
+    for (ri, row_label) in row_labels.iter().enumerate() {
         let cy = mt + row * ri as f64 + row / 2.0;
         if ri % 2 == 0 {
             let _ = write!(
@@ -327,23 +469,52 @@ fn range_strip(pts: &[Point], source: &str, label: &str) -> String {
         }
         let _ = write!(
             s,
-            r#"<text x="{}" y="{}" class="a" text-anchor="end">{} ({})</text>"#,
+            r#"<text x="{}" y="{}" class="a" text-anchor="end">{}</text>"#,
             c(ml - 6.0),
             c(cy + 4.0),
-            esc(model),
-            esc(arm)
+            esc(row_label)
         );
-        for p in pts.iter().filter(|p| &p.model == model && &p.arm == arm) {
-            let ti = tests.iter().position(|t| t == &p.test).unwrap_or(0) as f64;
+        if binned {
+            let mut counts = vec![0u32; STRIP_BINS];
+            for p in pts.iter().filter(|p| names.name(p.test) == row_label) {
+                let b = ((p.range_z / top * STRIP_BINS as f64) as usize).min(STRIP_BINS - 1);
+                counts[b] += 1;
+            }
+            let most = counts.iter().copied().max().unwrap_or(1);
+            let bw = pw / STRIP_BINS as f64;
+            for (b, &n) in counts.iter().enumerate().filter(|(_, n)| **n > 0) {
+                let _ = write!(
+                    s,
+                    r#"<rect x="{}" y="{}" width="{}" height="{}" fill="{}" fill-opacity="{:.2}"><title>{}: {n} cells from {:.3} to {:.3}</title></rect>"#,
+                    c(ml + b as f64 * bw),
+                    c(cy - row / 2.0 + 3.0),
+                    c(bw),
+                    c(row - 6.0),
+                    colors[row_label],
+                    shade(n, most),
+                    esc(row_label),
+                    b as f64 * top / STRIP_BINS as f64,
+                    (b + 1) as f64 * top / STRIP_BINS as f64
+                );
+            }
+            continue;
+        }
+        let (arm, model) = models[ri];
+        for p in pts
+            .iter()
+            .filter(|p| names.name(p.model) == model && names.name(p.arm) == arm)
+        {
+            let test = names.name(p.test);
+            let ti = tests.iter().position(|t| t == test).unwrap_or(0) as f64;
             let dy = (ti - (tests.len() as f64 - 1.0) / 2.0) * 3.0;
             let _ = write!(
                 s,
                 r#"<circle cx="{}" cy="{}" r="3.5" fill="{}" fill-opacity="0.7"><title>{} {}: range {:.3}</title></circle>"#,
                 c(x(p.range_z)),
                 c(cy + dy),
-                colors[&p.test],
-                esc(&p.model),
-                esc(&p.test),
+                colors[test],
+                esc(model),
+                esc(test),
                 p.range_z
             );
         }
@@ -441,8 +612,23 @@ fn sweep_figure(key: &SweepKey, pts: &[SweepPoint]) -> String {
         .enumerate()
         .map(|(i, v)| (*v, PALETTE[i % PALETTE.len()]))
         .collect();
-    let (ml, mr, mt, mb, row) = (90.0, 20.0, 40.0 + 16.0 * variants.len() as f64, 40.0, 18.0);
-    let w = 560.0f64;
+    // The title in two lines: the run, then what is drawn; the figure widens for a long one.
+    let title = format!("{source} ({label})");
+    let subtitle = format!("{model} on {bench}, accuracy per delimiter");
+    let slug_w = slugs.iter().map(|l| text_width(l, "a")).fold(0.0, f64::max);
+    let ml = (slug_w + 16.0).max(90.0);
+    let (mr, mt, mb, row) = (20.0, 56.0 + 16.0 * variants.len() as f64, 40.0, 18.0);
+    let w = 560.0f64
+        .max(ml + 400.0)
+        .max(10.0 + text_width(&title, "t") + 10.0)
+        .max(10.0 + text_width(&subtitle, "a") + 10.0)
+        .max(
+            variants
+                .iter()
+                .map(|v| ml + 14.0 + text_width(v, "a") + 10.0)
+                .fold(0.0, f64::max),
+        )
+        .ceil();
     let pw = w - ml - mr;
     let ph = row * slugs.len().max(1) as f64;
     let h = mt + ph + mb;
@@ -462,14 +648,12 @@ fn sweep_figure(key: &SweepKey, pts: &[SweepPoint]) -> String {
     );
     let _ = write!(
         s,
-        r#"<text x="10" y="20" class="t">{} ({}): {} on {}, accuracy per delimiter</text>"#,
-        esc(source),
-        esc(label),
-        esc(model),
-        esc(bench)
+        r#"<text x="10" y="18" class="t">{}</text><text x="10" y="34" class="a">{}</text>"#,
+        esc(&title),
+        esc(&subtitle)
     );
     for (i, v) in variants.iter().enumerate() {
-        let ly = 38.0 + 16.0 * i as f64;
+        let ly = 54.0 + 16.0 * i as f64;
         let _ = write!(
             s,
             r#"<circle cx="{}" cy="{}" r="4" fill="{}"/><text x="{}" y="{}" class="a">{}</text>"#,
@@ -573,7 +757,7 @@ h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ccc
 .d{color:#555;font-size:13px}.tw{overflow-x:auto}table{border-collapse:collapse;font-size:12px}\
 th,td{border:1px solid #ddd;padding:2px 6px;white-space:nowrap}th{background:#f0f0f0}td.n{text-align:right;font-family:monospace}\
 svg{display:block;margin:8px 0}svg .t{font:bold 13px sans-serif}svg .a{font:11px sans-serif;fill:#333}\
-.figs{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}";
+.figs{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}.h{font-size:15px;max-width:900px}";
 
 /// Per recorded source (label `recorded`: replies of real models), a plain-language paragraph
 /// built from the `requests` and `verdict` tables: how many requests each model got, how many
@@ -583,7 +767,7 @@ fn recorded_section(tables: &[Rendered]) -> Result<String, String> {
     let Some(req) = tables.iter().find(|t| t.name == "requests") else {
         return Ok(String::new());
     };
-    let t = &req.table;
+    let t = &req.recorded;
     let col = |n: &str| {
         t.col(n)
             .ok_or(format!("table requests has no column `{n}`"))
@@ -613,7 +797,7 @@ fn recorded_section(tables: &[Rendered]) -> Result<String, String> {
         .iter()
         .find(|t| t.name == "verdict")
         .and_then(|v| {
-            let t = &v.table;
+            let t = &v.recorded;
             let (s, c, st) = (t.col("source")?, t.col("criterion")?, t.col("statement")?);
             Some(
                 t.rows
@@ -657,38 +841,101 @@ fn recorded_section(tables: &[Rendered]) -> Result<String, String> {
     Ok(s)
 }
 
-/// The whole HTML report.
-pub(crate) fn report(title: &str, tables: &[Rendered]) -> Result<String, ReportError> {
+/// A table as the page shows it: whole, or its excerpt under the line that says how many rows
+/// the table has and links its CSV and Parquet files (relative to out/report/).
+fn shown_table(t: &Rendered, whole: bool) -> String {
+    let (Some(excerpt), false) = (&t.excerpt, whole && t.is_whole()) else {
+        return html_table(&t.head);
+    };
     let mut s = String::new();
     let _ = write!(
         s,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n<p class=\"d\">Generated by protospread from the stored answers. Every table is also written as canonical CSV (hashed). Floats have six decimals; SDs and ranges are in human SDs; conventions in docs/statistics.md. Sources are labelled (\"simulated\" data is marked as such in every table).</p>\n",
+        "<p class=\"d\">{} rows in all, see <a href=\"{n}.csv\">{n}.csv</a> (Parquet: <a href=\"../{f}\">{f}</a>); {}.</p>",
+        t.rows,
+        esc(&crate::excerpt_what(excerpt)),
+        n = esc(&t.name),
+        f = esc(&t.from),
+    );
+    match excerpt {
+        crate::Excerpt::Extremes { column, high, low } => {
+            let _ = write!(
+                s,
+                "<p class=\"d\">Highest {}:</p>{}<p class=\"d\">Lowest {}:</p>{}",
+                esc(column),
+                html_table(high),
+                esc(column),
+                html_table(low)
+            );
+        }
+        crate::Excerpt::First(first) => s.push_str(&html_table(first)),
+    }
+    s
+}
+
+/// Bytes of `t` shown whole.
+pub(crate) fn whole_bytes(t: &TextTable) -> usize {
+    html_table(t).len()
+}
+
+/// The whole HTML report: the headline, the figures, the recorded study, then every table
+/// (whole where `whole[i]`, else its excerpt). `points` are the kept cells of the `cells`
+/// table, when there is one.
+pub(crate) fn report(
+    title: &str,
+    tables: &[Rendered],
+    whole: &[bool],
+    points: Option<&PointsBuilder>,
+) -> Result<String, ReportError> {
+    let usage = |m: String| ReportError::Usage(format!("report.html: {m}"));
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
         esc(title),
         esc(title)
     );
-    if let Some(cells) = tables.iter().find(|t| t.name == "cells") {
-        let pts =
-            points(&cells.table).map_err(|m| ReportError::Usage(format!("report.html: {m}")))?;
+    let headlines = crate::headline::headlines(tables).map_err(usage)?;
+    if !headlines.is_empty() {
+        s.push_str("<h2>Headline</h2>\n");
+        for h in &headlines {
+            let _ = writeln!(s, "<p class=\"h\">{}</p>", esc(&h.sentence()));
+        }
+    }
+    let _ = writeln!(
+        s,
+        "<p class=\"d\">Generated by protospread from the stored answers. Every table is also written as canonical CSV (hashed). Floats have six decimals; SDs and ranges are in human SDs; conventions in docs/statistics.md. Sources are labelled (\"simulated\" data is marked as such in every table).</p>"
+    );
+    if let Some(pb) = points {
         s.push_str("<h2>Figures</h2>\n");
-        for ((source, label), p) in &pts {
+        for ((source, label), p) in pb.groups.iter().take(FIGURE_SOURCES) {
             let _ = write!(
                 s,
                 "<h3>Source {} ({})</h3>\n<div class=\"figs\">",
                 esc(source),
                 esc(label)
             );
-            s.push_str(&scatter(p, source, label));
-            s.push_str(&range_strip(p, source, label));
+            s.push_str(&scatter(pb, p, source, label));
+            s.push_str(&range_strip(pb, p, source, label));
             s.push_str("</div>\n");
+        }
+        if pb.groups.len() > FIGURE_SOURCES {
+            let _ = writeln!(
+                s,
+                "<p class=\"d\">Figures for the first {FIGURE_SOURCES} of {} sources; every cell is in the table <code>cells</code>.</p>",
+                pb.groups.len()
+            );
         }
     }
     if let Some(acc) = tables.iter().find(|t| t.name == "sweep_accuracy") {
-        let groups = sweep_points(&acc.table)
-            .map_err(|m| ReportError::Usage(format!("report.html: {m}")))?;
+        let mut groups = sweep_points(&acc.head).map_err(usage)?;
+        if !acc.is_whole() {
+            // The last group may continue past the rows kept.
+            groups.pop_last();
+        }
         if !groups.is_empty() {
             s.push_str("<h2>Delimiter sweep</h2>\n<p class=\"d\">Accuracy per few-shot delimiter and variant with its exact 95% interval (table <code>sweep_accuracy</code>; docs/sweep.md).</p>\n");
         }
-        for (key, p) in &groups {
+        for (key, p) in groups.iter().take(SWEEP_FIGURES) {
             let _ = write!(
                 s,
                 "<h3>Source {} ({}): {}, {}</h3>\n<div class=\"figs\">",
@@ -700,12 +947,17 @@ pub(crate) fn report(title: &str, tables: &[Rendered]) -> Result<String, ReportE
             s.push_str(&sweep_figure(key, p));
             s.push_str("</div>\n");
         }
+        if groups.len() > SWEEP_FIGURES || !acc.is_whole() {
+            let _ = writeln!(
+                s,
+                "<p class=\"d\">Figures for the first {} model and benchmark pairs; every row is in the table <code>sweep_accuracy</code>.</p>",
+                groups.len().min(SWEEP_FIGURES)
+            );
+        }
     }
-    s.push_str(
-        &recorded_section(tables).map_err(|m| ReportError::Usage(format!("report.html: {m}")))?,
-    );
+    s.push_str(&recorded_section(tables).map_err(usage)?);
     s.push_str("<h2>Tables</h2>\n");
-    for t in tables {
+    for (t, whole) in tables.iter().zip(whole) {
         let _ = writeln!(s, "<h3 id=\"{}\">{}</h3>", esc(&t.name), esc(&t.title));
         if !t.description.is_empty() {
             let _ = writeln!(s, "<p class=\"d\">{}</p>", esc(&t.description));
@@ -716,7 +968,7 @@ pub(crate) fn report(title: &str, tables: &[Rendered]) -> Result<String, ReportE
             esc(&t.name),
             esc(&t.from)
         );
-        s.push_str(&html_table(&t.table));
+        s.push_str(&shown_table(t, *whole));
         s.push('\n');
     }
     s.push_str("</body>\n</html>\n");
@@ -765,7 +1017,10 @@ mod tests {
         assert_eq!(groups.len(), 2, "one figure per source");
         let (key, pts) = groups.iter().next().unwrap();
         let svg = sweep_figure(key, pts);
-        assert!(svg.contains("runs/a (recorded): m&lt;1&gt; on b"), "{svg}");
+        assert!(
+            svg.contains(">runs/a (recorded)</text><text x=\"10\" y=\"34\" class=\"a\">m&lt;1&gt; on b, accuracy per delimiter</text>"),
+            "{svg}"
+        );
         assert_eq!(svg.matches("<title>").count(), 3);
         assert!(svg.contains("<title>nl plain: 3/12 = 25.00% (95% CI 1.00 to 50.00)</title>"));
         // A table without the provenance columns is refused, not drawn without them.
@@ -796,8 +1051,8 @@ mod tests {
         );
         let verdict = table(
             "verdict",
-            &["source", "criterion", "statement"],
-            &[&["rec", "verdict", "no kept cells: no verdict"]],
+            &["source", "label", "criterion", "statement"],
+            &[&["rec", "recorded", "verdict", "no kept cells: no verdict"]],
         );
         let s = recorded_section(&[req.clone(), verdict]).unwrap();
         assert!(s.contains("<h2>Recorded study</h2>"));
@@ -810,7 +1065,7 @@ mod tests {
             "simulated sources are not in the recorded section"
         );
         let mut bad = req;
-        bad.table.rows[0][3] = "x".into();
+        bad.recorded.rows[0][3] = "x".into();
         assert!(recorded_section(&[bad])
             .unwrap_err()
             .contains("not a count"));
@@ -821,5 +1076,42 @@ mod tests {
         assert_eq!(tick_step(1.0, 5.0), 0.2);
         assert_eq!(tick_step(3.84, 6.0), 1.0);
         assert_eq!(esc("<a&\"b\">"), "&lt;a&amp;&quot;b&quot;&gt;");
+    }
+
+    /// docs/report.md states every limit of the documents' size; a change of a limit that the
+    /// page does not follow fails here.
+    #[test]
+    fn docs_state_the_size_limits() {
+        let doc = include_str!("../../../docs/report.md");
+        let thousands = |n: usize| {
+            let d = n.to_string();
+            let mut out = String::new();
+            for (i, ch) in d.chars().enumerate() {
+                if i > 0 && (d.len() - i).is_multiple_of(3) {
+                    out.push(',');
+                }
+                out.push(ch);
+            }
+            out
+        };
+        let k = crate::EXTREME_ROWS;
+        for s in [
+            format!("at most {} rows", thousands(crate::FULL_ROWS)),
+            format!("the {k} rows with the highest and the {k} with the lowest `ratio`"),
+            format!("the first {} rows", 2 * k),
+            format!(
+                "at most {} bytes of HTML",
+                thousands(crate::PAGE_TABLE_BYTES)
+            ),
+            format!("at most {} cells", thousands(SCATTER_POINTS)),
+            format!("{SCATTER_BINS} x {SCATTER_BINS} grid"),
+            format!("at most {STRIP_MODELS} models"),
+            format!("counted in {STRIP_BINS} bins"),
+            format!("the first {FIGURE_SOURCES} sources"),
+            format!("the first {SWEEP_FIGURES} model x benchmark pairs"),
+        ] {
+            assert!(doc.contains(&s), "docs/report.md does not say `{s}`");
+        }
+        assert_eq!(text_width("abcde", "t"), 5.0 * 0.6 * 13.0);
     }
 }

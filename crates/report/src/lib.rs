@@ -2,16 +2,21 @@
 //! HTML report; plus `verify` (compare a regeneration with committed checksums) and `bag`
 //! (a BagIt archive, RFC 8493).
 //!
-//! The report stage renders Parquet tables generically (`render`): every table of
+//! The report stage renders Parquet tables generically (`render`, `stream`): every table of
 //! `out/aggregate/` and the tables listed in `[report] tables` (by default the score stage's
 //! parity, mutation-sweep and norms tables). One float formatting rule
-//! (`fmt_float`) is used for every figure. See docs/report.md.
+//! (`push_float`) is used for every figure. Each table is read once, batch by batch, straight
+//! into its CSV file; the Markdown and the HTML hold whole only the tables of at most
+//! [`FULL_ROWS`] rows (and report.html at most [`PAGE_TABLE_BYTES`] of them), and of larger
+//! tables an excerpt, so their size does not grow with the study. See docs/report.md.
 
 mod bag;
+mod headline;
 mod html;
 mod provenance;
 mod recorded;
 mod render;
+mod stream;
 mod verify;
 
 /// Tables built in unit tests: one helper for every module's tests.
@@ -21,20 +26,30 @@ mod test_tables {
     use crate::Rendered;
 
     /// A rendered table `name` of text cells, no title or description.
+    /// Its `recorded` rows are those whose `label` is `recorded`, as the report stage keeps them.
     pub(crate) fn table(name: &str, header: &[&str], rows: &[&[&str]]) -> Rendered {
+        let head = TextTable {
+            header: header.iter().map(|s| s.to_string()).collect(),
+            numeric: vec![false; header.len()],
+            rows: rows
+                .iter()
+                .map(|r| r.iter().map(|s| s.to_string()).collect())
+                .collect(),
+        };
+        let mut recorded = head.clone();
+        let label = head.col("label");
+        recorded
+            .rows
+            .retain(|r| label.is_some_and(|l| r[l] == "recorded"));
         Rendered {
             name: name.into(),
             title: String::new(),
             description: String::new(),
             from: String::new(),
-            table: TextTable {
-                header: header.iter().map(|s| s.to_string()).collect(),
-                numeric: vec![false; header.len()],
-                rows: rows
-                    .iter()
-                    .map(|r| r.iter().map(|s| s.to_string()).collect())
-                    .collect(),
-            },
+            rows: head.rows.len(),
+            head,
+            excerpt: None,
+            recorded,
         }
     }
 }
@@ -42,6 +57,7 @@ mod test_tables {
 pub use bag::{bagging_date, write_bag, BagSummary, Content, PayloadFile};
 pub use provenance::{bag_contents, BagContents, Tool};
 pub use render::{to_markdown, TextTable};
+pub use stream::{EXTREME_ROWS, FULL_ROWS};
 pub use verify::{
     compare_inputs, compare_outputs, first_csv_difference, input_manifest, read_expected,
     update as update_checksums, Difference,
@@ -60,6 +76,30 @@ pub enum ReportError {
         path: PathBuf,
         /// What is wrong, for the user.
         message: String,
+    },
+    /// A Parquet table that cannot be read.
+    #[error("{path}: {source}")]
+    Parquet {
+        /// The table file.
+        path: PathBuf,
+        /// The reader's error.
+        source: parquet::errors::ParquetError,
+    },
+    /// A column the renderer cannot turn into text.
+    #[error("{path}: {source}")]
+    Arrow {
+        /// The table file.
+        path: PathBuf,
+        /// The formatter's error.
+        source: arrow::error::ArrowError,
+    },
+    /// A CSV output that cannot be written.
+    #[error("{path}: {source}")]
+    Csv {
+        /// The CSV file being written.
+        path: PathBuf,
+        /// The writer's error.
+        source: csv::Error,
     },
     /// A command-line usage error.
     #[error("{0}")]
@@ -108,7 +148,37 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     ("sweep_delimiter_gain_mean", "Delimiter sweep: gain over the mean, summary", "Per benchmark, variant and delimiter: the gain over the mean of all delimiters, averaged over models, in points."),
 ];
 
-/// A rendered table with its provenance.
+/// What the Markdown and the HTML show of a table too large to show whole.
+#[derive(Debug, Clone)]
+pub enum Excerpt {
+    /// The [`EXTREME_ROWS`] rows with the highest and the lowest value of `column` (rows
+    /// without a value left out; ties in table order).
+    Extremes {
+        /// The column the rows are ordered by (`ratio`).
+        column: String,
+        /// Highest first.
+        high: TextTable,
+        /// Lowest first.
+        low: TextTable,
+    },
+    /// The table's first `2 * EXTREME_ROWS` rows (a table without a `ratio` column).
+    First(TextTable),
+}
+
+/// What an excerpt shows, in words (after "N rows in all, see FILE;").
+pub(crate) fn excerpt_what(e: &Excerpt) -> String {
+    match e {
+        Excerpt::Extremes { column, high, low } => format!(
+            "shown: the {} rows with the highest and the {} with the lowest {column}",
+            high.rows.len(),
+            low.rows.len()
+        ),
+        Excerpt::First(t) => format!("shown: its first {} rows", t.rows.len()),
+    }
+}
+
+/// A rendered table with its provenance: its CSV is written; what the documents show of it is
+/// kept.
 #[derive(Debug, Clone)]
 pub struct Rendered {
     /// File stem of the outputs (`<name>.csv`, `<name>.md`).
@@ -119,8 +189,50 @@ pub struct Rendered {
     pub description: String,
     /// Parquet file it was rendered from, relative to the output folder.
     pub from: String,
-    /// The table's cells as text.
-    pub table: render::TextTable,
+    /// Rows in the whole table (and its CSV).
+    pub rows: usize,
+    /// The whole table when it has at most [`FULL_ROWS`] rows, else its first [`FULL_ROWS`].
+    pub head: TextTable,
+    /// For a table of more than `2 * EXTREME_ROWS` rows, what is shown instead of the whole.
+    pub excerpt: Option<Excerpt>,
+    /// The rows labelled `recorded`, all of them (the recorded-study section).
+    pub(crate) recorded: TextTable,
+}
+
+impl Rendered {
+    /// Whether [`Rendered::head`] is the whole table.
+    pub fn is_whole(&self) -> bool {
+        self.head.rows.len() == self.rows
+    }
+
+    /// The table as Markdown: whole when `whole` and [`Rendered::is_whole`], else its
+    /// excerpt under the line "N rows in all, see <name>.csv ...".
+    pub fn markdown(&self, whole: bool) -> String {
+        let Some(e) = self
+            .excerpt
+            .as_ref()
+            .filter(|_| !(whole && self.is_whole()))
+        else {
+            return render::to_markdown(&self.head);
+        };
+        let mut s = format!(
+            "{} rows in all, see [{n}.csv]({n}.csv) (Parquet: [{f}](../{f})); {}.\n\n",
+            self.rows,
+            excerpt_what(e),
+            n = self.name,
+            f = self.from
+        );
+        match e {
+            Excerpt::Extremes { column, high, low } => {
+                s.push_str(&format!("Highest {column}:\n\n"));
+                s.push_str(&render::to_markdown(high));
+                s.push_str(&format!("\nLowest {column}:\n\n"));
+                s.push_str(&render::to_markdown(low));
+            }
+            Excerpt::First(t) => s.push_str(&render::to_markdown(t)),
+        }
+        s
+    }
 }
 
 /// What the report stage wrote.
@@ -131,6 +243,10 @@ pub struct Summary {
     /// Files written, relative to the report folder, sorted.
     pub files: Vec<String>,
 }
+
+/// Bytes of whole tables report.html holds at most: the tables are taken in report order,
+/// and one that would pass this is shown as its excerpt (report.md follows the same choice).
+pub const PAGE_TABLE_BYTES: usize = 3_000_000;
 
 fn catalog_entry(name: &str) -> (usize, String, String) {
     match CATALOG.iter().position(|(n, _, _)| *n == name) {
@@ -181,10 +297,18 @@ pub fn check_section(section: &ReportSection) -> Result<(), ReportError> {
     Ok(())
 }
 
+/// A table to render: its place in report order, its file stem and its file relative to
+/// the output folder.
+struct Source {
+    order: usize,
+    name: String,
+    rel: PathBuf,
+}
+
 /// Every table the report renders, in report order: all of `out/aggregate/*.parquet`, then
 /// the `[report] tables`. A listed table that is missing, or two tables with one file stem,
 /// is an error.
-pub fn collect_tables(out: &Path, section: &ReportSection) -> Result<Vec<Rendered>, ReportError> {
+fn collect_sources(out: &Path, section: &ReportSection) -> Result<Vec<Source>, ReportError> {
     let agg = out.join("aggregate");
     let mut sources: Vec<PathBuf> = Vec::new();
     let rd = fs_err::read_dir(&agg)
@@ -213,38 +337,143 @@ pub fn collect_tables(out: &Path, section: &ReportSection) -> Result<Vec<Rendere
         }
         sources.push(t.clone());
     }
-    let mut out_tables: Vec<(usize, Rendered)> = Vec::new();
+    let mut out_sources: Vec<Source> = Vec::new();
     for rel in sources {
         let name = rel
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if out_tables.iter().any(|(_, r)| r.name == name) {
+        if out_sources.iter().any(|s| s.name == name) {
             return Err(ReportError::table(
                 &out.join(&rel),
                 format!("a second table named `{name}`; table file names must be unique"),
             ));
         }
-        let table = render::read_table(&out.join(&rel))?;
-        let (order, title, description) = catalog_entry(&name);
-        out_tables.push((
-            order,
-            Rendered {
-                name,
-                title,
-                description,
-                from: protospread_core::rel_path(Path::new(""), &rel),
-                table,
-            },
-        ));
+        let (order, _, _) = catalog_entry(&name);
+        out_sources.push(Source { order, name, rel });
     }
-    out_tables.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
-    Ok(out_tables.into_iter().map(|(_, r)| r).collect())
+    out_sources.sort_by(|a, b| (a.order, &a.name).cmp(&(b.order, &b.name)));
+    Ok(out_sources)
 }
 
-/// The Markdown document holding every table.
-pub fn markdown_report(title: &str, tables: &[Rendered]) -> Result<String, ReportError> {
-    let mut s = format!("# {title}\n\nEvery figure is also in the CSV file named in each section (the canonical, hashed form). Floats: six decimals; SDs and ranges in human SDs. Conventions: docs/statistics.md.\n");
+/// One table to render: its source, and the staged files its CSV and Markdown go to.
+struct Job {
+    source: Source,
+    parquet: PathBuf,
+    csv: PathBuf,
+    md: PathBuf,
+}
+
+/// Render one table: its CSV in one pass over the Parquet file, then its Markdown (each file
+/// written and synced here, so that several tables' files are written at once).
+fn render_table(job: &Job) -> Result<(Rendered, Option<html::PointsBuilder>), ReportError> {
+    let p = stream::pass(&job.parquet, &job.source.name, &job.csv)?;
+    let (_, title, description) = catalog_entry(&job.source.name);
+    let t = Rendered {
+        title,
+        description,
+        from: protospread_core::rel_path(Path::new(""), &job.source.rel),
+        name: job.source.name.clone(),
+        rows: p.rows,
+        head: p.head,
+        excerpt: p.excerpt,
+        recorded: p.recorded,
+    };
+    (|| {
+        use std::io::Write;
+        let mut f = fs_err::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&job.md)?;
+        f.write_all(t.markdown(true).as_bytes())?;
+        f.sync_all()
+    })()
+    .map_err(protospread_core::CoreError::Fs)?;
+    Ok((t, p.points))
+}
+
+/// [`render_table`] for every job, on up to four threads (largest files first); results in
+/// the order of `jobs`. Of several failures the first table's is returned.
+fn render_all(jobs: &[Job]) -> Result<Vec<(Rendered, Option<html::PointsBuilder>)>, ReportError> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    type Slot = Mutex<Option<Result<(Rendered, Option<html::PointsBuilder>), ReportError>>>;
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| {
+        std::cmp::Reverse(fs_err::metadata(&jobs[i].parquet).map_or(0, |m| m.len()))
+    });
+    let results: Vec<Slot> = jobs.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4)
+        .min(jobs.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&i) = order.get(k) else { break };
+                let r = render_table(&jobs[i]);
+                if let Ok(mut slot) = results[i].lock() {
+                    *slot = Some(r);
+                }
+            });
+        }
+    });
+    results
+        .into_iter()
+        .zip(jobs)
+        .map(|(m, job)| {
+            m.into_inner()
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| Err(ReportError::table(&job.parquet, "its renderer stopped")))
+        })
+        .collect()
+}
+
+/// Which tables report.html and report.md show whole: in report order, every table kept whole
+/// while the whole tables stay within [`PAGE_TABLE_BYTES`] of HTML.
+fn page_choices(tables: &[Rendered]) -> Vec<bool> {
+    let mut used = 0usize;
+    tables
+        .iter()
+        .map(|t| {
+            if !t.is_whole() {
+                return false;
+            }
+            if t.excerpt.is_none() {
+                return true;
+            }
+            let n = html::whole_bytes(&t.head);
+            if used + n <= PAGE_TABLE_BYTES {
+                used += n;
+                true
+            } else {
+                false
+            }
+        })
+        .collect()
+}
+
+/// The Markdown document: the headline, the recorded study, then every table (whole where
+/// `whole[i]`, else its excerpt).
+fn markdown_report(
+    title: &str,
+    tables: &[Rendered],
+    whole: &[bool],
+) -> Result<String, ReportError> {
+    let mut s = format!("# {title}\n\n");
+    let headlines =
+        headline::headlines(tables).map_err(|m| ReportError::Usage(format!("report.md: {m}")))?;
+    if !headlines.is_empty() {
+        s.push_str("## Headline\n\n");
+        for h in &headlines {
+            s.push_str(&h.sentence());
+            s.push_str("\n\n");
+        }
+    }
+    s.push_str("Every figure is also in the CSV file named in each section (the canonical, hashed form). Floats: six decimals; SDs and ranges in human SDs. Conventions: docs/statistics.md.\n");
     let recorded =
         recorded::paragraphs(tables).map_err(|m| ReportError::Usage(format!("report.md: {m}")))?;
     if !recorded.is_empty() {
@@ -256,14 +485,14 @@ pub fn markdown_report(title: &str, tables: &[Rendered]) -> Result<String, Repor
             s.push_str("\n\n");
         }
     }
-    for t in tables {
+    for (t, whole) in tables.iter().zip(whole) {
         s.push_str(&format!("\n## {}\n\n", t.title));
         if !t.description.is_empty() {
             s.push_str(&t.description);
             s.push_str("\n\n");
         }
         s.push_str(&format!("`{}.csv` (from `{}`)\n\n", t.name, t.from));
-        s.push_str(&render::to_markdown(&t.table));
+        s.push_str(&t.markdown(*whole));
     }
     Ok(s)
 }
@@ -272,28 +501,42 @@ pub fn markdown_report(title: &str, tables: &[Rendered]) -> Result<String, Repor
 /// `report.html`), all or nothing, then write `out/report/SHA256SUMS`.
 pub fn run(out: &Path, section: &ReportSection) -> Result<Summary, ReportError> {
     check_section(section)?;
-    let tables = collect_tables(out, section)?;
+    let sources = collect_sources(out, section)?;
     let dir = out.join("report");
     // The whole folder is replaced in one step: files of tables that no longer exist go with
     // the previous folder, and a failure changes nothing.
     let mut staged = protospread_core::Staged::in_dir(&dir)?;
     let mut files = Vec::new();
-    for t in &tables {
-        for (ext, bytes) in [
-            ("csv", render::to_csv(&t.table)),
-            ("md", render::to_markdown(&t.table).into_bytes()),
-        ] {
-            let name = format!("{}.{ext}", t.name);
-            staged.put(&dir.join(&name), &bytes)?;
-            files.push(name);
-        }
+    let mut jobs = Vec::new();
+    for source in sources {
+        let (csv, md) = (
+            format!("{}.csv", source.name),
+            format!("{}.md", source.name),
+        );
+        jobs.push(Job {
+            parquet: out.join(&source.rel),
+            csv: staged.file(&dir.join(&csv))?,
+            md: staged.file(&dir.join(&md))?,
+            source,
+        });
+        files.push(csv);
+        files.push(md);
     }
+    let mut points = None;
+    let mut tables = Vec::new();
+    for (t, p) in render_all(&jobs)? {
+        if p.is_some() {
+            points = p;
+        }
+        tables.push(t);
+    }
+    let whole = page_choices(&tables);
     staged.put(
         &dir.join("report.md"),
-        markdown_report(&section.title, &tables)?.as_bytes(),
+        markdown_report(&section.title, &tables, &whole)?.as_bytes(),
     )?;
     files.push("report.md".to_string());
-    let html = html::report(&section.title, &tables)?;
+    let html = html::report(&section.title, &tables, &whole, points.as_ref())?;
     staged.put(&dir.join("report.html"), html.as_bytes())?;
     files.push("report.html".to_string());
     // check_section refused a listed table named like the report's files, and aggregate

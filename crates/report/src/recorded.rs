@@ -1,9 +1,10 @@
 //! The recorded study (sources labelled `recorded`: replies of real models) in plain language
 //! and one figure, generated from the rendered tables `reply_rules`,
-//! `protocol_vs_sampling_by_rule` and `verdict_by_rule` (the same strings as their CSVs): no
-//! number here is typed by hand.
+//! `protocol_vs_sampling_by_rule` and `verdict_by_rule` (the same strings as their CSVs; their
+//! rows labelled `recorded`, all of them at any size of the table): no number here is typed by
+//! hand.
 
-use crate::html::esc;
+use crate::html::{esc, text_width};
 use crate::render::TextTable;
 use crate::Rendered;
 use std::collections::BTreeMap;
@@ -12,8 +13,9 @@ use std::fmt::Write;
 /// Label of the sources this section is about.
 const RECORDED: &str = "recorded";
 
+/// The rows labelled `recorded` of table `name`, when the report has it.
 fn find<'a>(tables: &'a [Rendered], name: &str) -> Option<&'a TextTable> {
-    tables.iter().find(|t| t.name == name).map(|t| &t.table)
+    tables.iter().find(|t| t.name == name).map(|t| &t.recorded)
 }
 
 /// The column indices `names` of `t` (table `name`), or an error naming the missing column.
@@ -215,7 +217,24 @@ pub(crate) fn figures(tables: &[Rendered]) -> Result<Vec<String>, String> {
         let pw = (28.0 * names.len().max(1) as f64).max(500.0);
         let group = pw / names.len().max(1) as f64;
         let gap = group - bar * rules.len() as f64;
-        let (w, ph) = (ml + pw + 16.0, 160.0);
+        let subtitle = format!(
+            "source {source} (recorded): share of replies readable per condition, by reply rule"
+        );
+        // Wide enough for the title lines and the legend.
+        let w = (ml + pw + 16.0)
+            .max(ml + text_width(&subtitle, "a") + 10.0)
+            .max(ml + text_width(model, "t") + 10.0)
+            .max(
+                rules
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (r, _))| {
+                        ml + 150.0 * i as f64 + 14.0 + text_width(&format!("{r} rule"), "a") + 10.0
+                    })
+                    .fold(0.0, f64::max),
+            )
+            .ceil();
+        let ph = 160.0;
         let h = mt + ph + mb;
         let y = |v: f64| mt + ph - v * ph;
         let mut s = String::new();
@@ -226,9 +245,9 @@ pub(crate) fn figures(tables: &[Rendered]) -> Result<Vec<String>, String> {
         );
         let _ = write!(
             s,
-            "<text class=\"t\" x=\"{ml}\" y=\"16\">{}</text><text class=\"a\" x=\"{ml}\" y=\"32\">source {} (recorded): share of replies readable per condition, by reply rule</text>",
+            "<text class=\"t\" x=\"{ml}\" y=\"16\">{}</text><text class=\"a\" x=\"{ml}\" y=\"32\">{}</text>",
             esc(model),
-            esc(source)
+            esc(&subtitle)
         );
         for (i, (rule, _)) in rules.iter().enumerate() {
             let x = ml + 150.0 * i as f64;
@@ -382,7 +401,7 @@ mod tests {
             vec!["Source rec (recorded, real model): model m: readable under the strict rule 2 of 50 single-item and 0 of 1 whole-test replies; under the lenient rule 40 of 50 single-item and 1 of 1 whole-test replies. Cells kept per reply rule / protocol set: strict / primary: 0 of 5 arm=local cells kept; lenient / secondary_single_item: 4 of 5 arm=local cells kept. Verdict lines: strict / primary: \"no verdict: why\"."]
         );
         let mut bad = tables();
-        bad[0].table.rows[0][6] = "x".into();
+        bad[0].recorded.rows[0][6] = "x".into();
         assert!(paragraphs(&bad).unwrap_err().contains("not a count"));
     }
 

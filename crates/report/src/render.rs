@@ -1,31 +1,35 @@
 //! Any Parquet table to text: canonical CSV and Markdown, with ONE float formatting rule.
 //!
-//! The rule ([`fmt_float`]): a finite float is written with exactly six decimals
+//! The rule ([`push_float`]): a finite float is written with exactly six decimals
 //! (`format!("{:.6}")`, round-half-to-even on the binary value as Rust's formatter does), a
 //! negative zero after rounding is written as `0.000000`, infinities as `inf` / `-inf`, NaN as
 //! `NaN`. Integers are written in full, booleans as `true` / `false`, a null as an empty field.
 //! Every table of every study goes through this one function, so a figure is the same string
 //! in the CSV, the Markdown and the HTML.
 
-use crate::ReportError;
-use arrow::array::{Array, ArrayRef, AsArray};
-use arrow::datatypes::{DataType, Float32Type, Float64Type};
-use arrow::record_batch::RecordBatch;
-use std::path::Path;
-
-/// The one float formatting rule of every table (see the module documentation).
+/// The one float formatting rule of every table (see the module documentation), as a string.
+#[cfg(test)]
 pub(crate) fn fmt_float(x: f64) -> String {
+    let mut s = String::new();
+    push_float(&mut s, x);
+    s
+}
+
+/// The one float formatting rule of every table (see the module documentation), appended to
+/// `out`.
+pub(crate) fn push_float(out: &mut String, x: f64) {
+    use std::fmt::Write;
     if x.is_nan() {
-        return "NaN".to_string();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "inf" } else { "-inf" }.to_string();
-    }
-    let s = format!("{x:.6}");
-    if s == "-0.000000" {
-        "0.000000".to_string()
+        out.push_str("NaN");
+    } else if x.is_infinite() {
+        out.push_str(if x > 0.0 { "inf" } else { "-inf" });
     } else {
-        s
+        let start = out.len();
+        let _ = write!(out, "{x:.6}");
+        if &out[start..] == "-0.000000" {
+            out.truncate(start);
+            out.push_str("0.000000");
+        }
     }
 }
 
@@ -47,88 +51,12 @@ impl TextTable {
     }
 }
 
-fn cell(path: &Path, name: &str, a: &ArrayRef, i: usize) -> Result<String, ReportError> {
-    if a.is_null(i) {
-        return Ok(String::new());
-    }
-    Ok(match a.data_type() {
-        DataType::Float64 => fmt_float(a.as_primitive::<Float64Type>().value(i)),
-        DataType::Float32 => fmt_float(a.as_primitive::<Float32Type>().value(i) as f64),
-        DataType::Boolean => a.as_boolean().value(i).to_string(),
-        DataType::Utf8
-        | DataType::LargeUtf8
-        | DataType::Utf8View
-        | DataType::Int8
-        | DataType::Int16
-        | DataType::Int32
-        | DataType::Int64
-        | DataType::UInt8
-        | DataType::UInt16
-        | DataType::UInt32
-        | DataType::UInt64
-        | DataType::Date32 => {
-            let f = arrow::util::display::ArrayFormatter::try_new(a.as_ref(), &Default::default())
-                .map_err(|e| ReportError::table(path, format!("column `{name}`: {e}")))?;
-            f.value(i).to_string()
-        }
-        other => {
-            return Err(ReportError::table(
-                path,
-                format!("column `{name}` has type {other}, which the renderer does not write"),
-            ))
-        }
-    })
-}
-
-fn is_numeric(t: &DataType) -> bool {
-    t.is_numeric()
-}
-
-/// Render record batches (any schema of the supported types) to a text table.
-pub(crate) fn to_text(
-    path: &Path,
-    batches: &[RecordBatch],
-    schema: &arrow::datatypes::Schema,
-) -> Result<TextTable, ReportError> {
-    let header: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
-    let numeric = schema
-        .fields()
-        .iter()
-        .map(|f| is_numeric(f.data_type()))
-        .collect();
-    let mut rows = Vec::new();
-    for b in batches {
-        for i in 0..b.num_rows() {
-            let mut row = Vec::with_capacity(header.len());
-            for (j, name) in header.iter().enumerate() {
-                row.push(cell(path, name, b.column(j), i)?);
-            }
-            rows.push(row);
-        }
-    }
-    Ok(TextTable {
-        header,
-        numeric,
-        rows,
-    })
-}
-
-/// Read a Parquet file and render it.
-pub(crate) fn read_table(path: &Path) -> Result<TextTable, ReportError> {
-    let (schema, batches) = protospread_core::read_parquet(path)?;
-    to_text(path, &batches, &schema)
-}
-
-/// Canonical CSV: RFC 4180 quoting where needed, `\n` line ends, header first.
-pub(crate) fn to_csv(t: &TextTable) -> Vec<u8> {
-    let mut w = csv::WriterBuilder::new()
+/// The canonical CSV writer: RFC 4180 quoting where needed, `\n` line ends.
+pub(crate) fn csv_writer<W: std::io::Write>(w: W) -> csv::Writer<W> {
+    csv::WriterBuilder::new()
         .terminator(csv::Terminator::Any(b'\n'))
-        .from_writer(Vec::new());
-    w.write_record(&t.header).expect("write to memory");
-    for r in &t.rows {
-        w.write_record(r).expect("write to memory");
-    }
-    w.into_inner().expect("flush to memory")
+        .buffer_capacity(1 << 16)
+        .from_writer(w)
 }
 
 /// Parse canonical CSV back (for comparisons in `verify`).
@@ -193,6 +121,15 @@ mod tests {
         assert_eq!(fmt_float(f64::NEG_INFINITY), "-inf");
         assert_eq!(fmt_float(f64::NAN), "NaN");
         assert_eq!(fmt_float(1.0 / 3.0), "0.333333");
+    }
+
+    fn to_csv(t: &TextTable) -> Vec<u8> {
+        let mut w = csv_writer(Vec::new());
+        w.write_record(&t.header).unwrap();
+        for r in &t.rows {
+            w.write_record(r).unwrap();
+        }
+        w.into_inner().unwrap()
     }
 
     #[test]

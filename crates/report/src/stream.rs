@@ -1,0 +1,382 @@
+//! One pass over a Parquet table, batch by batch: every row goes to the canonical CSV file
+//! as it is read, and only a bounded part of the table stays in memory (its first rows, the
+//! rows with the most extreme ratio, the rows labelled `recorded`, and for `cells` the
+//! figures' points). Nothing is held per row of a large table but one reused row of strings.
+
+use crate::html::PointsBuilder;
+use crate::render::{push_float, TextTable};
+use crate::{Excerpt, ReportError};
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::{DataType, Float32Type, Float64Type, SchemaRef};
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use std::cmp::Ordering;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// A table of at most this many rows is kept whole for `<name>.md`, report.md and report.html.
+pub const FULL_ROWS: usize = 2000;
+/// Rows shown at each end of a larger table's excerpt (highest and lowest ratio), or twice
+/// this many first rows for a table without a ratio.
+pub const EXTREME_ROWS: usize = 25;
+/// The column an excerpt is ordered by, when the table has it.
+const EXTREME_COLUMN: &str = "ratio";
+/// Label of the rows kept for the recorded-study section.
+const RECORDED: &str = "recorded";
+const BATCH_ROWS: usize = 8192;
+
+/// What one pass over a table keeps.
+#[derive(Debug)]
+pub(crate) struct Pass {
+    /// Rows in the whole table.
+    pub(crate) rows: usize,
+    /// The whole table when it has at most [`FULL_ROWS`] rows, else its first rows.
+    pub(crate) head: TextTable,
+    /// For a table of more than `2 * EXTREME_ROWS` rows, the excerpt shown instead of the
+    /// whole table where the whole would be too large.
+    pub(crate) excerpt: Option<Excerpt>,
+    /// Rows whose `label` is `recorded`, all of them.
+    pub(crate) recorded: TextTable,
+    /// For the `cells` table: the kept cells the figures draw.
+    pub(crate) points: Option<PointsBuilder>,
+}
+
+/// How one column's values are written as text.
+enum Col<'a> {
+    F64(&'a arrow::array::Float64Array),
+    F32(&'a arrow::array::Float32Array),
+    Bool(&'a arrow::array::BooleanArray),
+    Utf8(&'a arrow::array::StringArray),
+    Large(&'a arrow::array::LargeStringArray),
+    View(&'a arrow::array::StringViewArray),
+    Other(ArrayFormatter<'a>),
+}
+
+impl Col<'_> {
+    fn push(&self, i: usize, out: &mut String) {
+        match self {
+            Col::F64(a) => push_float(out, a.value(i)),
+            Col::F32(a) => push_float(out, f64::from(a.value(i))),
+            Col::Bool(a) => out.push_str(if a.value(i) { "true" } else { "false" }),
+            Col::Utf8(a) => out.push_str(a.value(i)),
+            Col::Large(a) => out.push_str(a.value(i)),
+            Col::View(a) => out.push_str(a.value(i)),
+            Col::Other(f) => {
+                let _ = write!(out, "{}", f.value(i));
+            }
+        }
+    }
+}
+
+fn supported(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Float64
+            | DataType::Float32
+            | DataType::Boolean
+            | DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+            | DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
+            | DataType::UInt64
+            | DataType::Date32
+    )
+}
+
+/// The rows with the highest and the lowest value of one column, ties in table order.
+struct Extremes {
+    column: usize,
+    high: Vec<(f64, Vec<String>)>,
+    low: Vec<(f64, Vec<String>)>,
+}
+
+impl Extremes {
+    /// Offer row `cells` with value `v`. Rows come in table order, so a row equal to a kept
+    /// one goes after it, and does not displace it.
+    fn offer(&mut self, v: f64, cells: &[String]) {
+        let k = EXTREME_ROWS;
+        if self.high.len() < k || v.total_cmp(&self.high[k - 1].0) == Ordering::Greater {
+            let at = self
+                .high
+                .partition_point(|e| e.0.total_cmp(&v) != Ordering::Less);
+            self.high.insert(at, (v, cells.to_vec()));
+            self.high.truncate(k);
+        }
+        if self.low.len() < k || v.total_cmp(&self.low[k - 1].0) == Ordering::Less {
+            let at = self
+                .low
+                .partition_point(|e| e.0.total_cmp(&v) != Ordering::Greater);
+            self.low.insert(at, (v, cells.to_vec()));
+            self.low.truncate(k);
+        }
+    }
+}
+
+/// Read the Parquet table at `path` once: write its canonical CSV to `csv_path` (a file this
+/// function creates, writes and syncs) and return what the Markdown, the HTML and the figures
+/// need. `name` is the table's file stem (`cells` also collects the figures' points).
+pub(crate) fn pass(path: &Path, name: &str, csv_path: &Path) -> Result<Pass, ReportError> {
+    let perr = |source| ReportError::Parquet {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = fs_err::File::open(path)
+        .map_err(protospread_core::CoreError::Fs)?
+        .into_parts()
+        .0;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(perr)?;
+    let rows = usize::try_from(builder.metadata().file_metadata().num_rows())
+        .map_err(|_| ReportError::table(path, "negative row count in the file's metadata"))?;
+    let schema: SchemaRef = builder.schema().clone();
+    for f in schema.fields() {
+        if !supported(f.data_type()) {
+            return Err(ReportError::table(
+                path,
+                format!(
+                    "column `{}` has type {}, which the renderer does not write",
+                    f.name(),
+                    f.data_type()
+                ),
+            ));
+        }
+    }
+    let reader = builder.with_batch_size(BATCH_ROWS).build().map_err(perr)?;
+    let header: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+    let numeric: Vec<bool> = schema
+        .fields()
+        .iter()
+        .map(|f| f.data_type().is_numeric())
+        .collect();
+    let empty = |h: &[String], n: &[bool]| TextTable {
+        header: h.to_vec(),
+        numeric: n.to_vec(),
+        rows: Vec::new(),
+    };
+    let mut head = empty(&header, &numeric);
+    let mut recorded = empty(&header, &numeric);
+    let label = schema.index_of("label").ok();
+    let mut extremes = if rows > 2 * EXTREME_ROWS {
+        schema
+            .index_of(EXTREME_COLUMN)
+            .ok()
+            .filter(|&i| matches!(schema.field(i).data_type(), DataType::Float64))
+            .map(|column| Extremes {
+                column,
+                high: Vec::new(),
+                low: Vec::new(),
+            })
+    } else {
+        None
+    };
+    let mut points = if name == "cells" {
+        Some(PointsBuilder::new(&header).map_err(|m| ReportError::table(path, m))?)
+    } else {
+        None
+    };
+
+    let cerr = |source| ReportError::Csv {
+        path: csv_path.to_path_buf(),
+        source,
+    };
+    let out = fs_err::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(csv_path)
+        .map_err(protospread_core::CoreError::Fs)?;
+    let mut w = crate::render::csv_writer(out);
+    w.write_record(&header).map_err(cerr)?;
+    let mut cells: Vec<String> = vec![String::new(); header.len()];
+    let mut row_no = 0usize;
+    let options = FormatOptions::default();
+    for batch in reader {
+        let batch = batch.map_err(|e| ReportError::Arrow {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+        let cols =
+            batch
+                .columns()
+                .iter()
+                .map(|a| {
+                    Ok(match a.data_type() {
+                        DataType::Float64 => Col::F64(a.as_primitive::<Float64Type>()),
+                        DataType::Float32 => Col::F32(a.as_primitive::<Float32Type>()),
+                        DataType::Boolean => Col::Bool(a.as_boolean()),
+                        DataType::Utf8 => Col::Utf8(a.as_string::<i32>()),
+                        DataType::LargeUtf8 => Col::Large(a.as_string::<i64>()),
+                        DataType::Utf8View => Col::View(a.as_string_view()),
+                        _ => Col::Other(ArrayFormatter::try_new(a.as_ref(), &options).map_err(
+                            |e| ReportError::Arrow {
+                                path: path.to_path_buf(),
+                                source: e,
+                            },
+                        )?),
+                    })
+                })
+                .collect::<Result<Vec<_>, ReportError>>()?;
+        let extreme_values = extremes
+            .as_ref()
+            .map(|x| batch.column(x.column).as_primitive::<Float64Type>());
+        for i in 0..batch.num_rows() {
+            for (j, col) in cols.iter().enumerate() {
+                let s = &mut cells[j];
+                s.clear();
+                if !batch.column(j).is_null(i) {
+                    col.push(i, s);
+                }
+            }
+            w.write_record(&cells).map_err(cerr)?;
+            if head.rows.len() < FULL_ROWS {
+                head.rows.push(cells.clone());
+            }
+            if let (Some(x), Some(values)) = (extremes.as_mut(), extreme_values) {
+                if values.is_valid(i) && !values.value(i).is_nan() {
+                    x.offer(values.value(i), &cells);
+                }
+            }
+            if label.is_some_and(|l| cells[l] == RECORDED) {
+                recorded.rows.push(cells.clone());
+            }
+            if let Some(p) = points.as_mut() {
+                p.push(&cells)
+                    .map_err(|m| ReportError::table(path, format!("row {}: {m}", row_no + 1)))?;
+            }
+            row_no += 1;
+        }
+    }
+    let file = w
+        .into_inner()
+        .map_err(|e| protospread_core::CoreError::Fs(e.into_error()))?;
+    file.sync_all().map_err(protospread_core::CoreError::Fs)?;
+    if row_no != rows {
+        return Err(ReportError::table(
+            path,
+            format!("the metadata says {rows} rows, the file holds {row_no}"),
+        ));
+    }
+    let excerpt = if rows <= 2 * EXTREME_ROWS {
+        None
+    } else if let Some(x) = extremes {
+        let part = |rows: Vec<(f64, Vec<String>)>| TextTable {
+            header: header.clone(),
+            numeric: numeric.clone(),
+            rows: rows.into_iter().map(|(_, r)| r).collect(),
+        };
+        Some(Excerpt::Extremes {
+            column: EXTREME_COLUMN.to_string(),
+            high: part(x.high),
+            low: part(x.low),
+        })
+    } else {
+        Some(Excerpt::First(TextTable {
+            header,
+            numeric,
+            rows: head.rows[..2 * EXTREME_ROWS].to_vec(),
+        }))
+    };
+    Ok(Pass {
+        rows,
+        head,
+        excerpt,
+        recorded,
+        points,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{ArrayRef, BinaryArray, Float64Array, StringArray};
+    use arrow::datatypes::{Field, Schema};
+    use arrow::record_batch::RecordBatch;
+    use std::sync::Arc;
+
+    fn write(dir: &Path, cols: Vec<(&str, ArrayRef)>) -> std::path::PathBuf {
+        let schema = Arc::new(Schema::new(
+            cols.iter()
+                .map(|(n, a)| Field::new(*n, a.data_type().clone(), true))
+                .collect::<Vec<_>>(),
+        ));
+        let b =
+            RecordBatch::try_new(schema.clone(), cols.into_iter().map(|c| c.1).collect()).unwrap();
+        let p = dir.join("t.parquet");
+        protospread_core::write_parquet(&p, schema, &[b]).unwrap();
+        p
+    }
+
+    #[test]
+    fn one_pass_writes_every_row_and_keeps_the_extremes() {
+        let dir = tempfile::tempdir().unwrap();
+        let n = 120;
+        // Ratios 0, 1, ..., with ties (i / 2), a null and a NaN that no end shows.
+        let ratio: Vec<Option<f64>> = (0..n)
+            .map(|i| match i {
+                5 => None,
+                6 => Some(f64::NAN),
+                _ => Some((i / 2) as f64),
+            })
+            .collect();
+        let label: Vec<&str> = (0..n)
+            .map(|i| if i == 7 { "recorded" } else { "simulated" })
+            .collect();
+        let p = write(
+            dir.path(),
+            vec![
+                ("label", Arc::new(StringArray::from(label)) as ArrayRef),
+                ("ratio", Arc::new(Float64Array::from(ratio))),
+            ],
+        );
+        let csv = dir.path().join("t.csv");
+        let r = pass(&p, "t", &csv).unwrap();
+        let text = fs_err::read_to_string(&csv).unwrap();
+        assert_eq!(text.lines().count(), n + 1);
+        assert!(text.contains("\nsimulated,\nsimulated,NaN\nrecorded,3.000000\n"));
+        assert_eq!((r.rows, r.head.rows.len()), (n, n));
+        assert_eq!(r.recorded.rows, vec![vec!["recorded", "3.000000"]]);
+        let Some(Excerpt::Extremes { column, high, low }) = r.excerpt else {
+            panic!("{:?}", r.excerpt)
+        };
+        assert_eq!(column, "ratio");
+        let values = |t: &TextTable| t.rows.iter().map(|r| r[1].clone()).collect::<Vec<_>>();
+        assert_eq!(high.rows.len(), EXTREME_ROWS);
+        assert_eq!(values(&high)[..3], ["59.000000", "59.000000", "58.000000"]);
+        assert_eq!(
+            values(&low)[..5],
+            ["0.000000", "0.000000", "1.000000", "1.000000", "2.000000"]
+        );
+        assert!(
+            !values(&low).contains(&"NaN".to_string()) && !values(&low).contains(&String::new())
+        );
+    }
+
+    #[test]
+    fn a_column_the_renderer_cannot_write_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            vec![(
+                "blob",
+                Arc::new(BinaryArray::from(vec![b"x".as_ref()])) as ArrayRef,
+            )],
+        );
+        let e = pass(&p, "t", &dir.path().join("t.csv"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("t.parquet") && e.contains("column `blob` has type Binary"),
+            "{e}"
+        );
+        let bad = dir.path().join("bad.parquet");
+        fs_err::write(&bad, b"not parquet").unwrap();
+        let e = pass(&bad, "t", &dir.path().join("u.csv"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bad.parquet"), "{e}");
+    }
+}
