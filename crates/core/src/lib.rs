@@ -13,7 +13,10 @@
 //! - Atomic writes: write-to-temporary-then-rename ([`write_atomic`]) and sets of files
 //!   committed together ([`Staged`]), so a failed run never clobbers outputs.
 //! - Limits: bounds on every number from pipeline.toml or the command line
-//!   ([`check_range`] and the `*_RANGE` bounds).
+//!   ([`check_range`] and the `*_RANGE` bounds), and on what one input may make protospread
+//!   hold: a cell, a record, a Parquet footer, row-group count and page ([`MAX_CELL_BYTES`]
+//!   and the other `MAX_*` bounds, enforced by [`CsvLimiter`], [`read_line_limited`],
+//!   [`read_limited`], [`check_parquet_footer`] and [`check_parquet_pages`]).
 //! - Output folders: ownership marker, lock and one-step switch ([`claim_out_dir`],
 //!   [`RunStaging`], [`TopManifest`]).
 //! - Scratch folders in the temporary folder, removed on drop, on a signal
@@ -33,6 +36,7 @@ mod atomic;
 mod config;
 mod contract;
 mod hash;
+mod input_limits;
 mod instruments;
 mod limits;
 mod outdir;
@@ -52,6 +56,11 @@ pub use contract::{Column, ColumnType, ContractError, TableContract};
 pub use hash::{
     is_sha256_hex, rel_path, sha256_file, sha256_hex, write_manifest, Manifest, ManifestDiff,
     MANIFEST_NAME,
+};
+pub use input_limits::{
+    check_parquet_footer, check_parquet_pages, read_limited, read_line_limited, CsvLimiter,
+    Limited, Line, Place, TooLarge, MAX_CELL_BYTES, MAX_PARQUET_FOOTER_BYTES,
+    MAX_PARQUET_PAGE_BYTES, MAX_PARQUET_ROW_GROUPS, MAX_RECORD_BYTES,
 };
 pub use instruments::{
     instrument_by_name, instrument_schema, study_instruments, Instrument, ItemKind,

@@ -313,7 +313,7 @@ impl SeenIds {
 /// A human CSV being read: the header checked, then rows parsed into column builders.
 struct HumanParser<R: std::io::Read> {
     file: PathBuf,
-    rdr: csv::Reader<std::io::BufReader<R>>,
+    rdr: csv::Reader<protospread_core::CsvLimiter<std::io::BufReader<R>>>,
     rec: csv::ByteRecord,
     schema: SchemaRef,
     expected: Vec<String>,
@@ -341,11 +341,39 @@ impl<R: std::io::Read> HumanParser<R> {
     fn read(&mut self) -> Result<bool, CsvError> {
         self.rdr
             .read_byte_record(&mut self.rec)
-            .map_err(|e| CsvError {
-                file: self.file.clone(),
-                place: CsvPlace::File,
-                message: format!("CSV: {e}"),
+            .map_err(|e| match e.kind() {
+                csv::ErrorKind::Io(io) => match protospread_core::TooLarge::in_io(io) {
+                    Some(t) => self.too_large(t),
+                    None => self.err(CsvPlace::File, format!("CSV: {e}")),
+                },
+                _ => self.err(CsvPlace::File, format!("CSV: {e}")),
             })
+    }
+
+    /// A cell or row over the input size limits (`protospread_core::MAX_CELL_BYTES`), named
+    /// by its row and column.
+    fn too_large(&self, t: &protospread_core::TooLarge) -> CsvError {
+        let protospread_core::Place::Record {
+            record,
+            line,
+            field,
+        } = t.place
+        else {
+            return self.err(CsvPlace::File, t.to_string());
+        };
+        let column = field.unwrap_or(0) + 1;
+        let name = self.expected.get(column - 1).cloned();
+        let place = if record == 0 {
+            CsvPlace::Header { column, name }
+        } else {
+            CsvPlace::Row {
+                row: record as usize,
+                line,
+                column,
+                name: name.unwrap_or_else(|| "(none)".to_string()),
+            }
+        };
+        self.err(place, t.to_string())
     }
 
     /// Open `reader` and check its header against `inst`'s columns.
@@ -364,7 +392,7 @@ impl<R: std::io::Read> HumanParser<R> {
             rdr: csv::ReaderBuilder::new()
                 .has_headers(false)
                 .flexible(true)
-                .from_reader(reader),
+                .from_reader(protospread_core::CsvLimiter::new(reader)),
             rec: csv::ByteRecord::new(),
             cols: schema
                 .fields()

@@ -18,7 +18,7 @@ use crate::delimiter::Delimiter;
 use crate::ingest::SampleRecord;
 use crate::lmeval::naming_line;
 use crate::{SweepError, SweepSpec};
-use protospread_core::{sha256_hex, SweepVariant};
+use protospread_core::{read_line_limited, sha256_hex, Line, SweepVariant, MAX_RECORD_BYTES};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -398,30 +398,44 @@ fn variant_from(s: &str) -> Option<SweepVariant> {
     }
 }
 
-/// Read a records file (missing file: empty). Every complete line must be a [`Record`].
+/// Read a records file (missing file: empty). Every complete line must be a [`Record`] of at
+/// most `protospread_core::MAX_RECORD_BYTES`; the file is read a line at a time.
 pub(crate) fn load(path: &Path) -> Result<Loaded, SweepError> {
-    let bytes = match fs_err::read(path) {
-        Ok(b) => b,
+    let file = match fs_err::File::open(path) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
         Err(e) => return Err(SweepError::Fs(e)),
     };
-    let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let text = std::str::from_utf8(&bytes[..complete]).map_err(|e| SweepError::Malformed {
-        file: path.to_path_buf(),
-        line: 0,
-        message: format!("not UTF-8: {e}"),
-    })?;
+    let mut reader = std::io::BufReader::new(file);
+    let mut buf = Vec::new();
     let mut records = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let r: Record = serde_json::from_str(line).map_err(|e| SweepError::Malformed {
+    for line in 1.. {
+        match read_line_limited(&mut reader, &mut buf, MAX_RECORD_BYTES).map_err(SweepError::Fs)? {
+            Line::End => break,
+            Line::TooLong => return Err(crate::ingest::too_long(path, line)),
+            Line::Read => {}
+        }
+        let Some(complete) = buf.strip_suffix(b"\n") else {
+            return Ok(Loaded {
+                records,
+                truncated_bytes: buf.len(),
+            });
+        };
+        let complete = complete.strip_suffix(b"\r").unwrap_or(complete);
+        let text = std::str::from_utf8(complete).map_err(|e| SweepError::Malformed {
             file: path.to_path_buf(),
-            line: i + 1,
+            line,
+            message: format!("not UTF-8: {e}"),
+        })?;
+        let r: Record = serde_json::from_str(text).map_err(|e| SweepError::Malformed {
+            file: path.to_path_buf(),
+            line,
             message: format!("not a dictionary record: {e}"),
         })?;
         if r.format_version != FORMAT_VERSION || r.task != BENCHMARK {
             return Err(SweepError::Malformed {
                 file: path.to_path_buf(),
-                line: i + 1,
+                line,
                 message: format!(
                     "format_version {} task {:?}: expected {FORMAT_VERSION} and {BENCHMARK:?}",
                     r.format_version, r.task
@@ -432,7 +446,7 @@ pub(crate) fn load(path: &Path) -> Result<Loaded, SweepError> {
     }
     Ok(Loaded {
         records,
-        truncated_bytes: bytes.len() - complete,
+        truncated_bytes: 0,
     })
 }
 
@@ -554,6 +568,26 @@ pub(crate) fn ingest(path: &Path, spec: &SweepSpec) -> Result<Vec<SampleRecord>,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_line_over_the_record_limit_is_refused_naming_it() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("records.jsonl");
+        let mut text = "x".repeat(protospread_core::MAX_RECORD_BYTES + 1);
+        text.push('\n');
+        fs_err::write(&p, text).unwrap();
+        let Err(e) = load(&p) else {
+            panic!("a line over the limit was read")
+        };
+        let e = e.to_string();
+        assert!(
+            e.contains("records.jsonl: line 1: record over the limit of 64 MiB"),
+            "{e}"
+        );
+        // An incomplete last line is counted, not parsed, as before.
+        fs_err::write(&p, "{\"format_version\"").unwrap();
+        assert_eq!(load(&p).unwrap().truncated_bytes, 17);
+    }
 
     #[test]
     fn score_rule_table() {

@@ -23,9 +23,9 @@ use arrow::array::{
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use protospread_core::{rel_path, SweepVariant};
+use protospread_core::{Line, MAX_RECORD_BYTES};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -284,6 +284,17 @@ fn model_of(results: &Value, file: &Path) -> Result<String, SweepError> {
     ))
 }
 
+/// A line (or, for line 0, a whole JSON document) over the record size limit.
+pub(crate) fn too_long(file: &Path, line: usize) -> SweepError {
+    let t = protospread_core::TooLarge {
+        what: protospread_core::Limited::Record,
+        size: MAX_RECORD_BYTES as u64 + 1,
+        exact: false,
+        place: protospread_core::Place::File,
+    };
+    malformed(file, line, t.to_string())
+}
+
 fn malformed(file: &Path, line: usize, message: impl Into<String>) -> SweepError {
     SweepError::Malformed {
         file: file.to_path_buf(),
@@ -300,23 +311,26 @@ pub(crate) fn read_samples(
     metric: &str,
     filter: &str,
 ) -> Result<RecordBatch, SweepError> {
-    let reader = std::io::BufReader::new(fs_err::File::open(file).map_err(SweepError::Fs)?);
+    let mut reader = std::io::BufReader::new(fs_err::File::open(file).map_err(SweepError::Fs)?);
     let mut cols = DocColumns::default();
     let mut seen: BTreeMap<u64, usize> = BTreeMap::new();
     let mut filters_seen: BTreeSet<String> = BTreeSet::new();
-    for (i, line) in reader.lines().enumerate() {
-        let ln = i + 1;
-        let line = line.map_err(|e| {
-            if e.kind() == std::io::ErrorKind::InvalidData {
-                malformed(file, ln, "not UTF-8")
-            } else {
-                SweepError::Fs(e)
-            }
-        })?;
+    let mut buf = Vec::new();
+    for ln in 1.. {
+        match protospread_core::read_line_limited(&mut reader, &mut buf, MAX_RECORD_BYTES)
+            .map_err(SweepError::Fs)?
+        {
+            Line::End => break,
+            Line::TooLong => return Err(too_long(file, ln)),
+            Line::Read => {}
+        }
+        let bytes = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+        let line = std::str::from_utf8(bytes).map_err(|_| malformed(file, ln, "not UTF-8"))?;
         if line.trim().is_empty() {
             return Err(malformed(file, ln, "empty line"));
         }
-        let v: Value = serde_json::from_str(&line)
+        let v: Value = serde_json::from_str(line)
             .map_err(|e| malformed(file, ln, format!("not JSON: {e}")))?;
         let o = v
             .as_object()
@@ -595,7 +609,9 @@ pub(crate) fn ingest_lm_eval(
             continue;
         };
         results_files += 1;
-        let bytes = fs_err::read(f).map_err(SweepError::Fs)?;
+        let bytes = protospread_core::read_limited(f, MAX_RECORD_BYTES)
+            .map_err(SweepError::Fs)?
+            .map_err(|_| too_long(f, 0))?;
         let results: Value = serde_json::from_slice(&bytes)
             .map_err(|e| malformed(f, e.line(), format!("not JSON: {e}")))?;
         let model = model_of(&results, f)?;
@@ -875,4 +891,37 @@ pub(crate) fn check(samples: &[TaskSamples], spec: &SweepSpec) -> Checked {
     problems.sort();
     gaps.sort();
     Checked { problems, gaps }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A samples line of exactly `len` bytes (padded in `doc`).
+    fn line(len: usize) -> String {
+        let hash = "0".repeat(64);
+        let make = |pad: usize| {
+            format!(
+                "{{\"doc_id\":0,\"doc\":\"{}\",\"target\":\"a\",\"arguments\":[],\"resps\":[],\"filtered_resps\":[],\"filter\":\"none\",\"metrics\":[\"acc\"],\"doc_hash\":\"{hash}\",\"prompt_hash\":\"{hash}\",\"target_hash\":\"{hash}\",\"acc\":1}}",
+                "p".repeat(pad)
+            )
+        };
+        let base = make(0).len();
+        make(len - base)
+    }
+
+    #[test]
+    fn a_samples_line_over_the_record_limit_is_refused_naming_it() {
+        let d = tempfile::tempdir().unwrap();
+        let ok = d.path().join("ok.jsonl");
+        fs_err::write(&ok, format!("{}\n", line(MAX_RECORD_BYTES))).unwrap();
+        assert_eq!(read_samples(&ok, "acc", "none").unwrap().num_rows(), 1);
+        let bad = d.path().join("bad.jsonl");
+        fs_err::write(&bad, format!("{}\n", line(MAX_RECORD_BYTES + 1))).unwrap();
+        let e = read_samples(&bad, "acc", "none").unwrap_err().to_string();
+        assert!(
+            e.contains("bad.jsonl: line 1: record over the limit of 64 MiB"),
+            "{e}"
+        );
+    }
 }

@@ -13,6 +13,7 @@
 //! integer key (`keyed`), and checked between neighbours as it streams out sorted.
 
 mod keyed;
+mod limits;
 mod sorted;
 mod vectorized;
 
@@ -466,10 +467,19 @@ fn read_csv(path: &Path, f: &mut RowSink) -> Result<bool, ImportError> {
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(false)
-        .from_reader(std::io::BufReader::new(file));
+        .from_reader(protospread_core::CsvLimiter::new(std::io::BufReader::new(
+            file,
+        )));
+    let too_large = |e: &csv::Error| match e.kind() {
+        csv::ErrorKind::Io(io) => protospread_core::TooLarge::in_io(io).cloned(),
+        _ => None,
+    };
     let headers = rdr
         .headers()
-        .map_err(|e| file_err(path, format!("header: {e}")))?
+        .map_err(|e| match too_large(&e) {
+            Some(t) => limits::csv(path, &t, &[]),
+            None => file_err(path, format!("header: {e}")),
+        })?
         .iter()
         .map(|s| s.to_string())
         .collect::<Vec<_>>();
@@ -480,6 +490,9 @@ fn read_csv(path: &Path, f: &mut RowSink) -> Result<bool, ImportError> {
     for (i, rec) in rdr.records().enumerate() {
         let row = i + 1;
         let rec = rec.map_err(|e| {
+            if let Some(t) = too_large(&e) {
+                return limits::csv(path, &t, &headers);
+            }
             let line = e.position().map(|p| p.line() as usize);
             ImportError::from(FormatError::Record {
                 file: path.to_path_buf(),
@@ -569,21 +582,22 @@ impl<'de> serde::Deserialize<'de> for JsonLine {
 }
 
 fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<bool, ImportError> {
-    use std::io::BufRead;
+    use protospread_core::{Line, MAX_RECORD_BYTES};
     let file = fs_err::File::open(path).map_err(ImportError::Fs)?;
     let mut reader = std::io::BufReader::new(file);
     let mut rows = 0usize;
     let mut buf = Vec::new();
     let mut lineno = 0usize;
     loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
+        let read = protospread_core::read_line_limited(&mut reader, &mut buf, MAX_RECORD_BYTES)
             .map_err(ImportError::Fs)?;
-        if n == 0 {
+        if read == Line::End {
             break;
         }
         lineno += 1;
+        if read == Line::TooLong {
+            return Err(limits::json_line(path, rows + 1, lineno));
+        }
         let bytes = buf.strip_suffix(b"\n").unwrap_or(&buf);
         let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
         if bytes.is_empty() {
@@ -629,7 +643,11 @@ fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<bool, ImportError> {
             cells[idx] = match v {
                 serde_json::Value::Null => None,
                 serde_json::Value::String(s) if s.is_empty() => None,
-                serde_json::Value::String(s) => Some(Cow::Borrowed(s.as_str())),
+                serde_json::Value::String(s) => {
+                    protospread_core::TooLarge::check_cell(s.len(), protospread_core::Place::File)
+                        .map_err(|t| err(k, t.to_string()))?;
+                    Some(Cow::Borrowed(s.as_str()))
+                }
                 serde_json::Value::Number(n) => Some(Cow::Owned(n.to_string())),
                 other => {
                     return Err(err(
@@ -672,9 +690,21 @@ pub fn already_imported(path: &Path, vocab: &Vocabulary) -> Option<usize> {
     if FileKind::of(path).ok()? != FileKind::Parquet {
         return None;
     }
+    // Within the size limits (else the import names what is over), and the footer decoded
+    // once for every reader below.
+    limits::parquet_footer(path).ok()?;
+    let metadata = parquet::arrow::arrow_reader::ArrowReaderMetadata::load(
+        &fs_err::File::open(path).ok()?.into_parts().0,
+        Default::default(),
+    )
+    .ok()?;
+    limits::parquet_layout(path, metadata.metadata()).ok()?;
     let open = || {
         let file = fs_err::File::open(path).ok()?;
-        ParquetRecordBatchReaderBuilder::try_new(file.into_parts().0).ok()
+        Some(ParquetRecordBatchReaderBuilder::new_with_metadata(
+            file.into_parts().0,
+            metadata.clone(),
+        ))
     };
     let builder = open()?;
     let stored = STORED_ANSWERS.schema();
@@ -755,8 +785,10 @@ fn already_imported_run(
     let mut in_order = InOrder::new(ADMIN_SETTINGS.iter().map(|(c, _)| *c).collect());
     let mut records = 0usize;
     let mut first = None;
+    let names: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
     for b in reader {
         let b = b.ok()?;
+        limits::parquet_cells(Path::new(""), &b, &names, first_row + records).ok()?;
         let staged = vectorized::accept(&b, &map, vocab, first_row + records, &staging)?;
         // Unchanged: the same arrays (the checks keep a column's buffers when they change
         // nothing), or equal values.
@@ -791,8 +823,10 @@ fn read_parquet(
 ) -> Result<bool, ImportError> {
     let perr =
         |e: parquet::errors::ParquetError| file_err(path, format!("not a Parquet file: {e}"));
+    limits::parquet_footer(path)?;
     let file = fs_err::File::open(path).map_err(ImportError::Fs)?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file.into_parts().0).map_err(perr)?;
+    limits::parquet_layout(path, builder.metadata())?;
     let names: Vec<String> = builder
         .schema()
         .fields()
@@ -804,6 +838,7 @@ fn read_parquet(
     let schema = staging_schema();
     for b in builder.with_batch_size(BATCH_ROWS).build().map_err(perr)? {
         let b = b.map_err(|e| file_err(path, format!("reading Parquet: {e}")))?;
+        limits::parquet_cells(path, &b, &names, *records + 1)?;
         let staged = match vectorized::accept(&b, &map, vocab, *records + 1, &schema) {
             Some(staged) => {
                 *records += b.num_rows();
