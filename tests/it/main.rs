@@ -11,6 +11,7 @@ mod cli_json;
 mod contracts;
 mod doc_rules;
 mod fetch;
+mod inference;
 mod limits;
 mod reliability;
 mod report;

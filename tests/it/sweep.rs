@@ -623,7 +623,7 @@ mod real_lm_eval {
             .replace("mmlu_x_delim_nl_plain", "zeta_2");
         fs::rename(&sf, d.join(name)).unwrap();
         let after = tables(&cfg);
-        assert_eq!(before.len(), 8);
+        assert_eq!(before.len(), 10);
         assert_eq!(before, after);
     }
 

@@ -16,6 +16,7 @@
 //! `tests/tables.rs`).
 
 mod admins;
+mod infer;
 mod plan;
 mod stage;
 mod stats;

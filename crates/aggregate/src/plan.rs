@@ -809,3 +809,99 @@ pub(crate) fn verdict(p: &Params, w: &str, side: Option<&Cut>) -> String {
            FROM {w} w) ORDER BY {k}source, ord",
     )
 }
+
+/// The inference tables (docs/statistics.md, "Inference"), over the study's per-cell views
+/// (`sc` of the strict x primary combination) and `cells`: first the intermediate tables to
+/// materialize, in order, then the tables, each (name, SQL).
+pub(crate) struct Inference {
+    pub(crate) intermediate: Vec<(&'static str, String)>,
+    pub(crate) tables: Vec<(&'static str, String)>,
+}
+
+/// See [`Inference`]. `cell_lists` holds each cell's protocol scores (with their condition)
+/// and sampling scores as lists; `ctest` every kept cell's columns of `cells` with its
+/// permutation test (`ps_perm`) and its lowest and highest setups.
+pub(crate) fn inference(p: &Params) -> Inference {
+    let lists = "SELECT source, model, test, dimension, \
+           array_agg(named_struct('c', condition, 'v', v)) FILTER (WHERE is_p AND has_z AND v IS NOT NULL) AS pl, \
+           array_agg(named_struct('v', v)) FILTER (WHERE is_s AND has_z AND v IS NOT NULL) AS sl \
+         FROM sc WHERE is_used GROUP BY source, model, test, dimension"
+        .to_string();
+    let ctest = "SELECT source, label, model, arm, cohort, test, dimension, protocol_n, sampling_n, \
+           protocol_mean_z, protocol_sd, sampling_sd, ratio, protocol_gt_sampling, min_z, max_z, \
+           get_field(t, 'splits') AS splits, get_field(t, 'at_least') AS at_least, get_field(t, 'protocol_gt') AS null_gt, lowest, highest, pl \
+         FROM (SELECT c.*, l.pl, ps_perm(l.pl, l.sl) AS t, ps_setups_at(l.pl, FALSE) AS lowest, \
+                 ps_setups_at(l.pl, TRUE) AS highest \
+               FROM cells c JOIN cell_lists l ON c.source = l.source AND c.model = l.model \
+                 AND c.test = l.test AND c.dimension = l.dimension WHERE c.kept)"
+        .to_string();
+    let bh_of = "ps_bh(array_agg(named_struct('a', at_least, 'n', splits)))";
+    let cell_tests = format!(
+        "SELECT t.source, t.label, t.model, t.arm, t.cohort, t.test, t.dimension, t.protocol_n, \
+           t.sampling_n, t.splits, t.at_least AS splits_at_least, \
+           CAST(t.at_least AS DOUBLE) / CAST(t.splits AS DOUBLE) AS p_value, \
+           CAST(t.null_gt AS DOUBLE) / CAST(t.splits AS DOUBLE) AS null_share_protocol_gt, \
+           t.at_least * 20 <= t.splits AS p_le_0_05, \
+           COALESCE(t.at_least * b.cut_n <= b.cut_a * t.splits, FALSE) AS bh_rejected \
+         FROM ctest t JOIN (SELECT source, arm, get_field(x, 'cut_a') AS cut_a, get_field(x, 'cut_n') AS cut_n \
+             FROM (SELECT source, arm, {bh_of} AS x FROM ctest WHERE splits IS NOT NULL GROUP BY source, arm)) b \
+           ON t.source = b.source AND t.arm = b.arm \
+         WHERE t.splits IS NOT NULL ORDER BY t.source, t.model, t.test, t.dimension"
+    );
+    let g = grouped(p);
+    let (keys, order) = group_keys(p);
+    let by_group = format!(
+        "SELECT source, label, grp AS \"group\", cells, p_le_0_05, get_field(b, 'count') AS bh_rejected FROM ( \
+           SELECT source, {keys}, grp, {LABEL}, COUNT(*) AS cells, \
+             SUM(CASE WHEN at_least * 20 <= splits THEN 1 ELSE 0 END) AS p_le_0_05, {bh_of} AS b \
+           FROM (SELECT x.*, t.at_least, t.splits FROM {g} x JOIN ctest t ON x.source = t.source \
+                   AND x.model = t.model AND x.test = t.test AND x.dimension = t.dimension \
+                 WHERE t.splits IS NOT NULL) \
+           GROUP BY source, {keys}, grp) ORDER BY source, \"group\", {order}"
+    );
+    let headline = format!(
+        "SELECT source, label, arm, get_field(h, 'models') AS models, compared_cells, protocol_gt_sampling, \
+           get_field(h, 'share') AS share, get_field(h, 'share_low') AS share_low, get_field(h, 'share_high') AS share_high, ratio_cells, \
+           get_field(h, 'median_ratio') AS median_ratio, get_field(h, 'median_ratio_low') AS median_ratio_low, \
+           get_field(h, 'median_ratio_high') AS median_ratio_high, get_field(h, 'null_expected_share') AS null_expected_share, \
+           get_field(h, 'replicates') AS replicates, CAST({seed} AS BIGINT) AS seed FROM ( \
+           SELECT t.source, first_value(t.label ORDER BY t.model, t.test, t.dimension) AS label, \
+             MIN(hl.arm) AS arm, COUNT(t.protocol_gt_sampling) AS compared_cells, \
+             SUM(CASE WHEN t.protocol_gt_sampling THEN 1 ELSE 0 END) AS protocol_gt_sampling, \
+             COUNT(t.ratio) AS ratio_cells, \
+             ps_headline(array_agg(named_struct('model', t.model, 'gt', t.protocol_gt_sampling, \
+               'ratio', t.ratio, 'null_gt', t.null_gt, 'splits', t.splits))) AS h \
+           FROM ctest t JOIN headline hl ON t.source = hl.source AND t.arm = hl.arm \
+           GROUP BY t.source) ORDER BY source",
+        seed = protospread_inference::BOOTSTRAP_SEED as i64,
+    );
+    let error_bars = "SELECT source, label, model, arm, cohort, test, dimension, protocol_n, \
+           protocol_mean_z AS mean_z, lowest AS lowest_setups, min_z AS lowest_z, \
+           highest AS highest_setups, max_z AS highest_z, protocol_sd, sampling_sd, \
+           CASE WHEN sampling_sd IS NULL OR protocol_gt_sampling THEN protocol_sd ELSE sampling_sd END AS error_bar, \
+           CASE WHEN sampling_sd IS NULL OR protocol_gt_sampling THEN 'protocol' ELSE 'sampling' END AS error_bar_from \
+         FROM ctest ORDER BY source, model, test, dimension"
+        .to_string();
+    let ranking = "SELECT source, label, arm, test, dimension, get_field(r, 'setups') AS setups, get_field(r, 'models') AS models, \
+           get_field(r, 'setup_pairs') AS setup_pairs, get_field(r, 'tau_median') AS tau_median, get_field(r, 'tau_min') AS tau_min, \
+           get_field(r, 'model_pairs') AS model_pairs, get_field(r, 'flipped_pairs') AS flipped_pairs, \
+           CASE WHEN get_field(r, 'model_pairs') > 0 THEN CAST(get_field(r, 'flipped_pairs') AS DOUBLE) / CAST(get_field(r, 'model_pairs') AS DOUBLE) END \
+             AS flipped_share, \
+           get_field(r, 'leaders') AS leaders, get_field(r, 'leading_models') AS leading_models, \
+           get_field(r, 'leaders') = get_field(r, 'models') AS every_model_can_lead FROM ( \
+           SELECT source, first_value(label ORDER BY model) AS label, arm, test, dimension, \
+             ps_ranking(array_agg(named_struct('model', model, 'pl', pl))) AS r \
+           FROM ctest GROUP BY source, arm, test, dimension) \
+         ORDER BY source, arm, test, dimension"
+        .to_string();
+    Inference {
+        intermediate: vec![("cell_lists", lists), ("ctest", ctest)],
+        tables: vec![
+            ("cell_tests", cell_tests),
+            ("cell_tests_by_group", by_group),
+            ("headline_interval", headline),
+            ("error_bars", error_bars),
+            ("ranking", ranking),
+        ],
+    }
+}

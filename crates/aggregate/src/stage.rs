@@ -615,7 +615,30 @@ impl Run<'_> {
             &plan::verdict_summary(a, study, "req", "adm", false),
             &f.scores,
         )?;
-        emit(self.table("verdict", &plan::verdict(a, "verdict_w", None), &f.scores)?)
+        emit(self.table("verdict", &plan::verdict(a, "verdict_w", None), &f.scores)?)?;
+        self.inference_tables(a, emit)
+    }
+
+    /// The inference tables over the study's cells (the session's per-cell views and `cells`
+    /// are strict x primary here), each written in the columns of its contract.
+    fn inference_tables(&self, a: &AggregateSection, emit: Emit<'_>) -> Result<(), AggregateError> {
+        let path = &self.files.scores;
+        let inf = plan::inference(a);
+        for (name, sql) in &inf.intermediate {
+            self.materialize(name, sql, path)?;
+        }
+        for (name, sql) in &inf.tables {
+            let contract = INFERENCE_TABLES
+                .iter()
+                .find(|c| c.name == *name)
+                .expect("every inference table has a contract");
+            let (schema, batches) = self.run(name, sql, path)?;
+            emit(
+                Table::from_contract(contract, &schema, &batches)
+                    .map_err(|e| AggregateError::engine(path, format!("table {name}"), e))?,
+            )?;
+        }
+        Ok(())
     }
 
     /// The per-cell views of `cut` and its table `cells`, sorted by its key.
@@ -773,6 +796,15 @@ impl Run<'_> {
         Ok(out)
     }
 }
+
+/// The contracts of the tables of [`plan::inference`].
+const INFERENCE_TABLES: [&TableContract; 5] = [
+    &protospread_core::CELL_TESTS,
+    &protospread_core::CELL_TESTS_BY_GROUP,
+    &protospread_core::HEADLINE_INTERVAL,
+    &protospread_core::ERROR_BARS,
+    &protospread_core::RANKING,
+];
 
 /// The side-by-side tables, in the order [`Run::side_tables`] returns their rows.
 const SIDE_TABLES: [&str; 3] = [

@@ -291,7 +291,10 @@ pub(crate) fn register(ctx: &SessionContext) {
         udf("ps_ratio_rule", six(), Utf8, ratio_rule_udf),
         udf("ps_variance_gt", six(), Boolean, variance_gt_udf),
         crate::admins::udf(),
-    ] {
+    ]
+    .into_iter()
+    .chain(crate::infer::udfs())
+    {
         ctx.register_udf(f);
     }
 }

@@ -64,6 +64,39 @@ impl Table {
         })
     }
 
+    /// One batch from query results in the columns of `contract`: the query's columns must
+    /// be the contract's, in its order; each is cast to the contract's type, and a required
+    /// column that holds a null is an error.
+    pub(crate) fn from_contract(
+        contract: &protospread_core::TableContract,
+        schema: &SchemaRef,
+        batches: &[RecordBatch],
+    ) -> Result<Table, ArrowError> {
+        let got: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        if got != contract.names() {
+            return Err(ArrowError::SchemaError(format!(
+                "table {}: the plan gives the columns {got:?}, the contract {:?}",
+                contract.name,
+                contract.names()
+            )));
+        }
+        let out_schema = contract.schema();
+        let mut conformed = Vec::with_capacity(batches.len());
+        for b in batches {
+            let cols = b
+                .columns()
+                .iter()
+                .zip(out_schema.fields())
+                .map(|(c, f)| cast(c, f.data_type()))
+                .collect::<Result<Vec<ArrayRef>, _>>()?;
+            conformed.push(RecordBatch::try_new(out_schema.clone(), cols)?);
+        }
+        Ok(Table {
+            name: contract.name.to_string(),
+            batch: concat_batches(&out_schema, &conformed)?,
+        })
+    }
+
     /// The Arrow schema of the table.
     pub fn schema(&self) -> SchemaRef {
         self.batch.schema()

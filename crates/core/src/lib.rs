@@ -30,7 +30,10 @@
 //!   [`TableContract`] (name, columns with type and nullability, sort key), from which its
 //!   schema, plan projection and input check derive ([`STORED_ANSWERS`], [`PARSED_ANSWERS`],
 //!   [`SCALE_SCORES`], [`SCALE_SCORES_BY_RULE`], [`REPLY_RULE_COUNTS`], [`REPLY_RERUNS`],
-//!   [`NORMS`]; all in [`CONTRACTS`]).
+//!   [`NORMS`]; the aggregate stage's inference tables [`CELL_TESTS`],
+//!   [`CELL_TESTS_BY_GROUP`], [`HEADLINE_INTERVAL`], [`ERROR_BARS`], [`RANKING`], and the
+//!   sweep's [`SWEEP_SIGNIFICANCE`], [`SWEEP_RANKING`]; all in
+//!   [`CONTRACTS`]).
 
 mod atomic;
 mod config;
@@ -78,8 +81,9 @@ pub use pq::{
 pub use scratch::{clean_up_on_signals, remove_dead_scratch, Scratch};
 pub use table_writer::TableWriter;
 pub use tables::{
-    CONTRACTS, NORMS, PARSED_ANSWERS, REPLY_RERUNS, REPLY_RULE_COUNTS, SCALE_SCORES,
-    SCALE_SCORES_BY_RULE, STORED_ANSWERS,
+    CELL_TESTS, CELL_TESTS_BY_GROUP, CONTRACTS, ERROR_BARS, HEADLINE_INTERVAL, NORMS,
+    PARSED_ANSWERS, RANKING, REPLY_RERUNS, REPLY_RULE_COUNTS, SCALE_SCORES, SCALE_SCORES_BY_RULE,
+    STORED_ANSWERS, SWEEP_RANKING, SWEEP_SIGNIFICANCE,
 };
 
 use std::path::PathBuf;

@@ -197,8 +197,202 @@ pub const NORMS: TableContract = TableContract::new(
     &["test", "dimension"],
 );
 
+/// The keys of a cell in the aggregate stage's per-cell tables: its source and the model's
+/// label, arm and cohort, then the scale.
+const CELL: &[Column] = &[
+    req("source", Text),
+    req("label", Text),
+    req("model", Text),
+    req("arm", Text),
+    opt("cohort", Text),
+    req("test", Text),
+    req("dimension", Text),
+];
+
+/// `out/aggregate/cell_tests.parquet`: the exact permutation test of every kept cell with a
+/// sampling SD (docs/statistics.md, "Inference"): splits enumerated, splits at least as
+/// extreme, p, the null probability of protocol SD > sampling SD, p <= 0.05, and whether
+/// Benjamini-Hochberg at q = 0.05 over the cells of the same source and arm rejects it.
+pub const CELL_TESTS: TableContract = TableContract::new(
+    "cell_tests",
+    "aggregate",
+    1,
+    &[
+        CELL,
+        &[
+            req("protocol_n", Int64),
+            req("sampling_n", Int64),
+            req("splits", Int64),
+            req("splits_at_least", Int64),
+            req("p_value", Float64),
+            req("null_share_protocol_gt", Float64),
+            req("p_le_0_05", Boolean),
+            req("bh_rejected", Boolean),
+        ],
+    ],
+    &["source", "model", "test", "dimension"],
+);
+
+/// `out/aggregate/cell_tests_by_group.parquet`: per source and group (the groups of
+/// `protocol_vs_sampling`), the tested cells, those with p <= 0.05 and those Benjamini-Hochberg
+/// at q = 0.05 rejects within the group.
+pub const CELL_TESTS_BY_GROUP: TableContract = TableContract::new(
+    "cell_tests_by_group",
+    "aggregate",
+    1,
+    &[&[
+        req("source", Text),
+        req("label", Text),
+        req("group", Text),
+        req("cells", Int64),
+        req("p_le_0_05", Int64),
+        req("bh_rejected", Int64),
+    ]],
+    &["source", "group"],
+);
+
+/// `out/aggregate/headline_interval.parquet`: per source, over the kept cells of its headline
+/// arm: the share of cells with protocol SD > sampling SD and the median ratio, each with its
+/// 95% cluster-bootstrap interval over models, and the share expected under the permutation
+/// null; the replicates used and the generator's seed.
+pub const HEADLINE_INTERVAL: TableContract = TableContract::new(
+    "headline_interval",
+    "aggregate",
+    1,
+    &[&[
+        req("source", Text),
+        req("label", Text),
+        req("arm", Text),
+        req("models", Int64),
+        req("compared_cells", Int64),
+        req("protocol_gt_sampling", Int64),
+        opt("share", Float64),
+        opt("share_low", Float64),
+        opt("share_high", Float64),
+        req("ratio_cells", Int64),
+        opt("median_ratio", Float64),
+        opt("median_ratio_low", Float64),
+        opt("median_ratio_high", Float64),
+        opt("null_expected_share", Float64),
+        req("replicates", Int64),
+        req("seed", Int64),
+    ]],
+    &["source"],
+);
+
+/// `out/aggregate/error_bars.parquet`: per kept cell, the mean z over the protocol setups, the
+/// lowest and highest setup with their z, the protocol and sampling SDs and the error bar (the
+/// larger of the two) with which it is.
+pub const ERROR_BARS: TableContract = TableContract::new(
+    "error_bars",
+    "aggregate",
+    1,
+    &[
+        CELL,
+        &[
+            req("protocol_n", Int64),
+            req("mean_z", Float64),
+            req("lowest_setups", Text),
+            req("lowest_z", Float64),
+            req("highest_setups", Text),
+            req("highest_z", Float64),
+            req("protocol_sd", Float64),
+            opt("sampling_sd", Float64),
+            req("error_bar", Float64),
+            req("error_bar_from", Text),
+        ],
+    ],
+    &["source", "model", "test", "dimension"],
+);
+
+/// `out/aggregate/ranking.parquet`: per source, arm and scale, how much the order of models
+/// depends on the protocol setup: Kendall's tau-b between setups (median, minimum), model
+/// pairs whose order flips, and the models some setup ranks first.
+pub const RANKING: TableContract = TableContract::new(
+    "ranking",
+    "aggregate",
+    1,
+    &[&[
+        req("source", Text),
+        req("label", Text),
+        req("arm", Text),
+        req("test", Text),
+        req("dimension", Text),
+        req("setups", Int64),
+        req("models", Int64),
+        req("setup_pairs", Int64),
+        opt("tau_median", Float64),
+        opt("tau_min", Float64),
+        req("model_pairs", Int64),
+        req("flipped_pairs", Int64),
+        opt("flipped_share", Float64),
+        req("leaders", Int64),
+        req("leading_models", Text),
+        req("every_model_can_lead", Boolean),
+    ]],
+    &["source", "arm", "test", "dimension"],
+);
+
+/// `out/aggregate/sweep_significance.parquet` (written with the aggregate stage's tables): per
+/// model, benchmark and variant of a delimiter sweep, Cochran's Q across the delimiters over
+/// the paired documents, and McNemar's exact test between the best and the worst delimiter.
+pub const SWEEP_SIGNIFICANCE: TableContract = TableContract::new(
+    "sweep_significance",
+    "aggregate",
+    1,
+    &[&[
+        req("source", Text),
+        req("label", Text),
+        req("model", Text),
+        req("benchmark", Text),
+        req("variant", Text),
+        req("delimiters", Int64),
+        req("documents", Int64),
+        req("cochran_q", Float64),
+        req("cochran_df", Int64),
+        req("cochran_p", Float64),
+        req("best_delimiter", Text),
+        req("best_pct", Float64),
+        req("worst_delimiter", Text),
+        req("worst_pct", Float64),
+        req("best_only", Int64),
+        req("worst_only", Int64),
+        req("mcnemar_p", Float64),
+        req("more_than_noise", Boolean),
+    ]],
+    // Then the variant, plain before named (the sweep's order, not the text's).
+    &["model", "benchmark"],
+);
+
+/// `out/aggregate/sweep_ranking.parquet`: per label, benchmark and variant of a delimiter sweep,
+/// the ranking measures of [`RANKING`] with the delimiters as setups.
+pub const SWEEP_RANKING: TableContract = TableContract::new(
+    "sweep_ranking",
+    "aggregate",
+    1,
+    &[&[
+        req("source", Text),
+        req("label", Text),
+        req("benchmark", Text),
+        req("variant", Text),
+        req("setups", Int64),
+        req("models", Int64),
+        req("setup_pairs", Int64),
+        opt("tau_median", Float64),
+        opt("tau_min", Float64),
+        req("model_pairs", Int64),
+        req("flipped_pairs", Int64),
+        opt("flipped_share", Float64),
+        req("leaders", Int64),
+        req("leading_models", Text),
+        req("every_model_can_lead", Boolean),
+    ]],
+    // Then the variant, plain before named.
+    &["label", "benchmark"],
+);
+
 /// Every contract of this module, in pipeline order.
-pub const CONTRACTS: [&TableContract; 7] = [
+pub const CONTRACTS: [&TableContract; 14] = [
     &STORED_ANSWERS,
     &PARSED_ANSWERS,
     &SCALE_SCORES,
@@ -206,4 +400,11 @@ pub const CONTRACTS: [&TableContract; 7] = [
     &REPLY_RULE_COUNTS,
     &REPLY_RERUNS,
     &NORMS,
+    &CELL_TESTS,
+    &CELL_TESTS_BY_GROUP,
+    &HEADLINE_INTERVAL,
+    &ERROR_BARS,
+    &RANKING,
+    &SWEEP_SIGNIFICANCE,
+    &SWEEP_RANKING,
 ];

@@ -6,6 +6,8 @@
 //!   complete sweep over identical documents.
 //! - [`tables`]: accuracy with exact intervals, spread, ranks and leads, naming gains.
 //! - [`stats`]: the Clopper-Pearson interval.
+//! - `significance`: Cochran's Q and McNemar's exact test over the paired documents, and the
+//!   shared ranking measures (`sweep_significance`, `sweep_ranking`).
 //! - [`dictionary`]: the native sweep on a generated dictionary-lookup task.
 //!
 //! The aggregate stage calls [`tables`] with the loaded configuration.
@@ -14,6 +16,7 @@ mod delimiter;
 mod dictionary;
 mod ingest;
 mod lmeval;
+mod significance;
 mod stats;
 mod tables;
 mod yaml;
@@ -147,7 +150,16 @@ pub fn tables(config: &Config) -> Result<Vec<(String, RecordBatch)>, SweepError>
     }
     samples.extend(ingest_dictionary_runs(config, &spec)?);
     let cells = tables::cells(&samples, &spec)?;
-    Ok(tables::build(&cells, &spec))
+    let mut out = tables::build(&cells, &spec);
+    out.push((
+        protospread_core::SWEEP_SIGNIFICANCE.name.to_string(),
+        significance::significance(&samples, &cells, &spec),
+    ));
+    out.push((
+        protospread_core::SWEEP_RANKING.name.to_string(),
+        significance::sweep_ranking(&cells),
+    ));
+    Ok(out)
 }
 
 /// The label of every lm-eval run and of a dictionary record file not declared as an input:

@@ -118,7 +118,7 @@ fn join<'a>(v: impl IntoIterator<Item = &'a str>) -> String {
 const SEP: &str = "; ";
 
 /// The sources and labels of a group of cells.
-fn provenance(g: &[&Cell]) -> (String, String) {
+pub(crate) fn provenance(g: &[&Cell]) -> (String, String) {
     (
         join(g.iter().flat_map(|c| c.source.split(SEP))),
         join(g.iter().flat_map(|c| c.label.split(SEP))),
@@ -149,12 +149,12 @@ fn batch(cols: Vec<(&str, ArrayRef)>) -> RecordBatch {
 }
 
 /// `a` better than `b` by exact comparison of correct/n (no float rounding in ranks).
-fn cmp_acc(a: &Cell, b: &Cell) -> std::cmp::Ordering {
+pub(crate) fn cmp_acc(a: &Cell, b: &Cell) -> std::cmp::Ordering {
     (a.correct as u128 * b.n as u128).cmp(&(b.correct as u128 * a.n as u128))
 }
 
 /// Group cells by a key, keeping table order within each group.
-fn group<K: Ord>(cells: &[Cell], key: impl Fn(&Cell) -> K) -> BTreeMap<K, Vec<&Cell>> {
+pub(crate) fn group<K: Ord>(cells: &[Cell], key: impl Fn(&Cell) -> K) -> BTreeMap<K, Vec<&Cell>> {
     let mut m: BTreeMap<K, Vec<&Cell>> = BTreeMap::new();
     for c in cells {
         m.entry(key(c)).or_default().push(c);
@@ -372,14 +372,28 @@ pub(crate) fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatc
         ));
     }
 
-    // Does some delimiter put each model in the lead?
+    // Does some delimiter put each model in the lead? The judgement is the shared ranking
+    // code's (`protospread_inference::ranking`, the questionnaire's `ranking` table too) over
+    // the models scored under every delimiter; a model missing a delimiter leads where its
+    // rank is 1.
     {
+        // (label, benchmark, variant) -> (model -> can lead, every model can lead)
+        type Leads = BTreeMap<(String, String, SweepVariant), (BTreeMap<String, bool>, bool)>;
+        let mut shared: Leads = BTreeMap::new();
+        for (key, sc) in crate::significance::model_scores(cells) {
+            if let Ok(r) = protospread_inference::ranking(&sc.scores) {
+                let all = r.can_lead.iter().all(|l| *l);
+                shared.insert(key, (sc.models.into_iter().zip(r.can_lead).collect(), all));
+            }
+        }
         let mut every: BTreeMap<(String, String, SweepVariant), bool> = BTreeMap::new();
-        for ((_, bench, var), (ds, _, label)) in &leads {
-            let e = every
-                .entry((label.clone(), bench.clone(), *var))
-                .or_insert(true);
-            *e &= !ds.is_empty();
+        for ((model, bench, var), (ds, _, label)) in &leads {
+            let key = (label.clone(), bench.clone(), *var);
+            let leads = shared
+                .get(&key)
+                .and_then(|(m, _)| m.get(model).copied())
+                .unwrap_or(!ds.is_empty());
+            *every.entry(key).or_insert(true) &= leads;
         }
         let (mut m, mut bn, mut v, mut n, mut any, mut which, mut all) =
             (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
@@ -391,7 +405,12 @@ pub(crate) fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatc
             bn.push(bench.clone());
             v.push(var.as_str().to_string());
             n.push(ds.len() as i64);
-            any.push(!ds.is_empty());
+            any.push(
+                shared
+                    .get(&(label.clone(), bench.clone(), *var))
+                    .and_then(|(m, _)| m.get(model).copied())
+                    .unwrap_or(!ds.is_empty()),
+            );
             which.push(
                 ds.iter()
                     .map(|i| spec.delimiters[*i].slug.clone())

@@ -69,7 +69,9 @@ fn fixture_tables_by_hand() {
             "sweep_named_gain",
             "sweep_named_gain_mean",
             "sweep_delimiter_gain",
-            "sweep_delimiter_gain_mean"
+            "sweep_delimiter_gain_mean",
+            "sweep_significance",
+            "sweep_ranking"
         ]
     );
     // Rows: SmolLM2 plain (nl, !, #), SmolLM2 named, Qwen plain, Qwen named.
@@ -93,6 +95,38 @@ fn fixture_tables_by_hand() {
     );
     // Eight documents per cell: no extreme pair is outside sampling error.
     assert_eq!(bools(sp, "intervals_disjoint"), [false; 4]);
+
+    // Paired tests. The fixture answers documents 0..k-1 right (k per cell), so for SmolLM2
+    // plain (nl 6, exclam 3, hash 5 of 8) the delimiters right per document are 3,3,3,2,2,1,0,0:
+    // C = (6, 3, 5), N = 14, Q = 2 (3 x 70 - 196) / (3 x 14 - 36) = 28/6, p = exp(-Q/2);
+    // McNemar nl (best) vs exclam (worst): documents 3, 4, 5 right under nl only, none the
+    // other way: p = 2 / 2^3. SmolLM2 named (7, 5, 6): Q = 12/4, b = 2; Qwen plain (4, 5, 2):
+    // Q = 28/6, b = 3; Qwen named (6, 6, 4): Q = 16/4, best nl (first of the tie), b = 2.
+    let sig = get(&t, "sweep_significance");
+    assert_eq!(floats(sig, "cochran_q"), [4.666667, 3.0, 4.666667, 4.0]);
+    assert_eq!(
+        floats(sig, "cochran_p"),
+        [0.096972, 0.22313, 0.096972, 0.135335]
+    );
+    assert_eq!(ints(sig, "cochran_df"), [2; 4]);
+    assert_eq!(ints(sig, "documents"), [8; 4]);
+    assert_eq!(strs(sig, "best_delimiter"), ["nl", "nl", "exclam", "nl"]);
+    assert_eq!(
+        strs(sig, "worst_delimiter"),
+        ["exclam", "exclam", "hash", "hash"]
+    );
+    assert_eq!(ints(sig, "best_only"), [3, 2, 3, 2]);
+    assert_eq!(ints(sig, "worst_only"), [0; 4]);
+    assert_eq!(floats(sig, "mcnemar_p"), [0.25, 0.5, 0.25, 0.5]);
+    assert_eq!(bools(sig, "more_than_noise"), [false; 4]);
+
+    // Two models whose order flips between delimiters: tau-b -1, 1, -1 over the three pairs.
+    let rk = get(&t, "sweep_ranking");
+    assert_eq!(strs(rk, "variant"), ["plain", "named"]);
+    assert_eq!(floats(rk, "tau_median"), [-1.0, -1.0]);
+    assert_eq!(floats(rk, "tau_min"), [-1.0, -1.0]);
+    assert_eq!(ints(rk, "flipped_pairs"), [1, 1]);
+    assert_eq!(bools(rk, "every_model_can_lead"), [true, true]);
 
     // Plain: SmolLM2 leads under nl (6>4) and hash (5>2), Qwen under exclam (5>3).
     // Named: SmolLM2 leads under nl (7>6) and hash (6>4); exclam 5 vs 6 -> Qwen.
