@@ -11,6 +11,8 @@ mod cli_json;
 mod contracts;
 mod doc_rules;
 mod fetch;
+mod progress;
+mod provenance;
 mod reliability;
 mod report;
 mod rules;
