@@ -196,6 +196,8 @@ fn error_text(e: &anyhow::Error) -> String {
 }
 
 /// `--memory-limit` by the same rule as `[engine] memory_limit`.
+// Not `bytesize`: it reads `1GB` as 10^9 bytes and takes fractions; sizes here take binary
+// units only and refuse the decimal ones, which are easily mistaken for them.
 fn parse_size(text: &str) -> Result<u64, String> {
     protospread_core::ByteSize::parse(text).map(|b| b.0)
 }

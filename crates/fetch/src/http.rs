@@ -13,6 +13,8 @@ use std::time::Duration;
 pub(crate) const MAX_REDIRECTS: usize = 5;
 
 /// Delay before retry `n` (1-based): 250 ms, 500 ms, 1 s, 2 s, then 4 s each.
+// Not `backon`: one blocking loop over `attempt_once` with this fixed schedule is all the retry
+// logic there is, and its waits are tested to the millisecond (`backoff_is_bounded`).
 pub(crate) fn backoff(n: u32) -> Duration {
     Duration::from_millis(250u64 << (n.saturating_sub(1)).min(4))
 }
@@ -95,51 +97,12 @@ pub(crate) fn resolve_location(base: &str, location: &str) -> Result<String, Str
             ));
         }
     }
-    let b = url_parts(base)?;
-    if let Some(rest) = location.strip_prefix("//") {
-        return Ok(format!("{}://{rest}", b.scheme));
-    }
-    if location.starts_with('/') {
-        return Ok(format!("{}{}", b.origin, remove_dot_segments(location)));
-    }
-    let path = match b.path_and_query.split(['?', '#']).next() {
-        Some(p) if p.starts_with('/') => p,
-        _ => "/",
-    };
-    let dir = &path[..=path.rfind('/').unwrap_or(0)];
-    Ok(format!(
-        "{}{}",
-        b.origin,
-        remove_dot_segments(&format!("{dir}{location}"))
-    ))
-}
-
-/// RFC 3986 section 5.2.4 for an absolute path (query and fragment kept as they are).
-fn remove_dot_segments(path_and_query: &str) -> String {
-    let split = path_and_query
-        .find(['?', '#'])
-        .unwrap_or(path_and_query.len());
-    let (path, rest) = path_and_query.split_at(split);
-    let mut out: Vec<&str> = Vec::new();
-    let segments: Vec<&str> = path.split('/').skip(1).collect();
-    for (i, seg) in segments.iter().enumerate() {
-        let last = i + 1 == segments.len();
-        match *seg {
-            "." => {
-                if last {
-                    out.push("");
-                }
-            }
-            ".." => {
-                out.pop();
-                if last {
-                    out.push("");
-                }
-            }
-            s => out.push(s),
-        }
-    }
-    format!("/{}{rest}", out.join("/"))
+    url_parts(base)?;
+    // RFC 3986 section 5.2 (merge and remove_dot_segments) by the url crate.
+    let base = url::Url::parse(base).map_err(|e| format!("`{base}`: {e}"))?;
+    base.join(location)
+        .map(String::from)
+        .map_err(|e| format!("`{location}`: {e}"))
 }
 
 /// Why one attempt failed, and whether another attempt may help.

@@ -226,16 +226,16 @@ pub fn hf_url(endpoint: &str, hf: &HfSource) -> String {
     )
 }
 
+/// Every byte but the unreserved characters of RFC 3986 and the segment separator `/`.
+const PATH_ENCODED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
+
 fn encode_path(p: &str) -> String {
-    let mut s = String::new();
-    for b in p.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
-            s.push(b as char);
-        } else {
-            s.push_str(&format!("%{b:02X}"));
-        }
-    }
-    s
+    percent_encoding::utf8_percent_encode(p, PATH_ENCODED).to_string()
 }
 
 /// Where an input's bytes are.
