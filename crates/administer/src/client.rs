@@ -103,7 +103,7 @@ impl Client {
     }
 
     // Not `backon`: each wait is the larger of the exponential step and the server's
-    // `Retry-After`, and the attempt count goes into the outcome; a plain loop says both.
+    // `Retry-After`, and backon's blocking retry cannot change a wait by the error it follows.
     fn send_with_retries(&self, body: &str) -> Outcome {
         let mut attempt = 0u32;
         loop {
