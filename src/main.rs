@@ -9,6 +9,7 @@
 
 mod cmd;
 mod outcome;
+mod progress;
 
 /// jemalloc, with a background thread that returns freed pages (its options are set where it
 /// is built, `.cargo/config.toml`). The stages' operators free most of what they allocate
@@ -103,23 +104,25 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
-    /// Load and validate pipeline.toml, and record the run's provenance (version,
-    /// configuration sha256, input sha256s) for the key-value metadata of every Parquet output.
+    /// Load and validate pipeline.toml.
     pub(crate) fn config(&self) -> anyhow::Result<protospread_core::Config> {
-        let cfg = protospread_core::Config::load(&self.config_path)
-            .context("reading the configuration")?;
+        protospread_core::Config::load(&self.config_path).context("reading the configuration")
+    }
+
+    /// The provenance of the Parquet files `command` writes from `cfg` (the configuration
+    /// loaded from `--config`): protospread's version, the configuration's sha256, the inputs'.
+    pub(crate) fn provenance(
+        &self,
+        cfg: &protospread_core::Config,
+        command: &str,
+    ) -> anyhow::Result<protospread_core::Provenance> {
         let config_sha = protospread_core::sha256_file(&self.config_path)?;
-        let inputs: Vec<(String, String)> = cfg
-            .inputs
-            .iter()
-            .map(|i| (i.name.clone(), i.sha256.clone()))
-            .collect();
-        protospread_core::set_parquet_provenance(protospread_core::parquet_provenance_pairs(
-            env!("CARGO_PKG_VERSION"),
+        Ok(protospread_core::Provenance::new(
+            cfg,
             &config_sha,
-            &inputs,
-        ));
-        Ok(cfg)
+            env!("CARGO_PKG_VERSION"),
+            command,
+        ))
     }
 
     /// With `--json`, keep `value` as member `name` of the single JSON object the process prints
@@ -156,6 +159,17 @@ impl Ctx {
         self.memory_limit.unwrap_or(cfg.engine.memory_limit.0)
     }
 
+    /// Where a stage reports its progress: bars on standard error when standard output is a
+    /// terminal and neither `--quiet` nor `--json` is given; nowhere otherwise.
+    pub(crate) fn observer(&self) -> std::sync::Arc<dyn protospread_core::Progress> {
+        use std::io::IsTerminal;
+        if !self.quiet && !self.json && std::io::stdout().is_terminal() {
+            std::sync::Arc::new(progress::Bars::default())
+        } else {
+            std::sync::Arc::new(protospread_core::NoProgress)
+        }
+    }
+
     /// Print a line of human-readable output unless --quiet or --json.
     pub(crate) fn say(&self, line: impl AsRef<str>) {
         if !self.quiet && !self.json {
@@ -182,6 +196,8 @@ fn error_text(e: &anyhow::Error) -> String {
 }
 
 /// `--memory-limit` by the same rule as `[engine] memory_limit`.
+// Not `bytesize`: it reads `1GB` as 10^9 bytes and takes fractions; sizes here take binary
+// units only and refuse the decimal ones, which are easily mistaken for them.
 fn parse_size(text: &str) -> Result<u64, String> {
     protospread_core::ByteSize::parse(text).map(|b| b.0)
 }

@@ -42,6 +42,8 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         &params,
         &engine,
         &sweep,
+        &ctx.provenance(&cfg, "protospread aggregate")?,
+        &*ctx.observer(),
     )
     .context("aggregate stage")?;
     if ctx.json {

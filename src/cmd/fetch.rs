@@ -18,6 +18,8 @@ pub(crate) fn run(ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
     let opts = Options {
         progress: !ctx.quiet && std::io::stderr().is_terminal(),
         memory_limit: ctx.memory_limit,
+        provenance: ctx.provenance(&cfg, "protospread fetch")?,
+        observer: ctx.observer(),
         ..Options::from_env()
     };
     let summary = protospread_fetch::run(&cfg, &ctx.out, &opts)?;

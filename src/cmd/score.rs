@@ -104,8 +104,18 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         memory_limit: ctx.memory_limit_for(&cfg),
         ..Default::default()
     };
+    let prov = ctx.provenance(&cfg, &stage_command(&args))?;
     let st = run_stage(
-        &cfg, &ctx.out, &key, &legacy, &allowlist, &inputs, sweep, &engine,
+        &cfg,
+        &ctx.out,
+        &key,
+        &legacy,
+        &allowlist,
+        &inputs,
+        sweep,
+        &engine,
+        &prov,
+        &*ctx.observer(),
     )
     .with_context(|| format!("score stage ({})", ctx.out.join("score").display()))?;
     let parity_json = print_summary(ctx, &st.parity, &allowlist);
@@ -147,6 +157,19 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_PARITY));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The command line that writes these tables, as the files' metadata names it: the options
+/// that change what is written, not `--out`.
+fn stage_command(args: &Args) -> String {
+    let mut c = String::from("protospread score");
+    if let Some(dir) = &args.human_csv {
+        c.push_str(&format!(" --human-csv {}", dir.display()));
+    }
+    if args.no_sweep {
+        c.push_str(" --no-sweep");
+    }
+    c
 }
 
 /// Failing rows named one by one on standard error; the rest are counted.

@@ -313,7 +313,8 @@ fn csv_jsonl_and_parquet_import_identically() {
     // Parquet as the fetch stage writes it.
     let (schema, batches) = import_file(&c).unwrap();
     let p = dir.path().join("a.parquet");
-    protospread_core::write_parquet(&p, schema, &batches).unwrap();
+    protospread_core::write_parquet(&p, schema, &batches, &protospread_core::FileMeta::default())
+        .unwrap();
     assert_eq!(read_records(&p, &Vocabulary::default()).unwrap(), from_csv);
 }
 
@@ -422,7 +423,13 @@ fn sorted_files_skip_the_sort_and_break_rules_with_the_same_errors() {
     let parquet = |recs: &[protospread_format::StoredRecord], name: &str| {
         let p = dir.path().join(name);
         let b = protospread_format::to_batch(recs).unwrap();
-        protospread_core::write_parquet(&p, b.schema(), &[b]).unwrap();
+        protospread_core::write_parquet(
+            &p,
+            b.schema(),
+            &[b],
+            &protospread_core::FileMeta::default(),
+        )
+        .unwrap();
         p
     };
     let p = parquet(&a, "sorted.parquet");
@@ -454,7 +461,13 @@ fn sorted_files_skip_the_sort_and_break_rules_with_the_same_errors() {
         .collect();
     let typed = with_columns(&b, cols, true);
     let p = dir.path().join("typed.parquet");
-    protospread_core::write_parquet(&p, typed.schema(), &[typed]).unwrap();
+    protospread_core::write_parquet(
+        &p,
+        typed.schema(),
+        &[typed],
+        &protospread_core::FileMeta::default(),
+    )
+    .unwrap();
     assert_eq!(read_records(&p, &Vocabulary::default()).unwrap(), a);
     let mut arm = a;
     arm[9001].arm = protospread_format::Arm::Cli;
@@ -507,6 +520,7 @@ fn files_already_in_the_output_form_are_recognised_and_copied() {
         &good,
         fs_err::read(&good).unwrap(),
         protospread_core::STORED_ANSWERS.schema(),
+        &protospread_core::FileMeta::default(),
     )
     .unwrap();
     fs_err::write(&copied, &bytes).unwrap();
@@ -534,7 +548,8 @@ fn files_already_in_the_output_form_are_recognised_and_copied() {
         protospread_core::copy_parquet_chunks(
             &good,
             fs_err::read(&good).unwrap(),
-            protospread_core::STORED_ANSWERS.schema()
+            protospread_core::STORED_ANSWERS.schema(),
+            &protospread_core::FileMeta::default()
         )
         .unwrap(),
         bytes
@@ -575,8 +590,13 @@ fn files_already_in_the_output_form_are_recognised_and_copied() {
         arrow::array::RecordBatch::try_new(b.schema(), cols).unwrap()
     };
     let p = dir.path().join("empty_cohort.parquet");
-    protospread_core::write_parquet(&p, b.schema(), &[with_empty("cohort", 388 * 18..389 * 18)])
-        .unwrap();
+    protospread_core::write_parquet(
+        &p,
+        b.schema(),
+        &[with_empty("cohort", 388 * 18..389 * 18)],
+        &protospread_core::FileMeta::default(),
+    )
+    .unwrap();
     assert_eq!(already_imported(&p, &vocab), None);
     assert_eq!(read_records(&p, &vocab).unwrap()[7000].cohort, None);
     // An invalid record: left to the import, which names it.
@@ -592,12 +612,19 @@ fn files_already_in_the_output_form_are_recognised_and_copied() {
     cols[i] = arrow::compute::cast(&cols[i], &arrow::datatypes::DataType::Int64).unwrap();
     let wide = with_columns(&b, cols, false);
     let p = dir.path().join("wide.parquet");
-    protospread_core::write_parquet(&p, wide.schema(), &[wide]).unwrap();
+    protospread_core::write_parquet(
+        &p,
+        wide.schema(),
+        &[wide],
+        &protospread_core::FileMeta::default(),
+    )
+    .unwrap();
     assert_eq!(already_imported(&p, &vocab), None);
     assert!(protospread_core::copy_parquet_chunks(
         &p,
         fs_err::read(&p).unwrap(),
-        protospread_core::STORED_ANSWERS.schema()
+        protospread_core::STORED_ANSWERS.schema(),
+        &protospread_core::FileMeta::default()
     )
     .is_err());
 

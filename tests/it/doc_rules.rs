@@ -31,8 +31,13 @@ fn aggregate(edit: impl Fn(&mut Vec<FxScore>)) -> BTreeMap<String, RecordBatch> 
         ("norms", nb),
         ("reply_rules", rb),
     ] {
-        protospread_core::write_parquet(&score.join(format!("{name}.parquet")), b.schema(), &[b])
-            .unwrap();
+        protospread_core::write_parquet(
+            &score.join(format!("{name}.parquet")),
+            b.schema(),
+            &[b],
+            &protospread_core::FileMeta::default(),
+        )
+        .unwrap();
     }
     let out = dir.path().join("aggregate");
     let params = Params::from(AggregateSection::default());

@@ -13,6 +13,8 @@ mod doc_rules;
 mod fetch;
 mod inference;
 mod limits;
+mod progress;
+mod provenance;
 mod reliability;
 mod report;
 mod rules;

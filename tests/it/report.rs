@@ -542,8 +542,13 @@ fn write_many_models(score: &Path, copies: usize) {
         ("norms", nb),
         ("reply_rules", rb),
     ] {
-        protospread_core::write_parquet(&score.join(format!("{name}.parquet")), b.schema(), &[b])
-            .unwrap();
+        protospread_core::write_parquet(
+            &score.join(format!("{name}.parquet")),
+            b.schema(),
+            &[b],
+            &protospread_core::FileMeta::default(),
+        )
+        .unwrap();
     }
 }
 

@@ -106,7 +106,13 @@ fn score_dir(records: &[StoredRecord], rules: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let write = |name: &str, schema, batches: &[RecordBatch]| {
-        protospread_core::write_parquet(&d.join(name), schema, batches).unwrap();
+        protospread_core::write_parquet(
+            &d.join(name),
+            schema,
+            batches,
+            &protospread_core::FileMeta::default(),
+        )
+        .unwrap();
     };
     write(
         "scale_scores.parquet",
@@ -564,7 +570,13 @@ fn each_combination_is_the_study_of_its_rule_and_protocol_set() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let write = |name: &str, schema, batches: &[RecordBatch]| {
-            protospread_core::write_parquet(&d.join(name), schema, batches).unwrap();
+            protospread_core::write_parquet(
+                &d.join(name),
+                schema,
+                batches,
+                &protospread_core::FileMeta::default(),
+            )
+            .unwrap();
         };
         let study: Vec<RecordBatch> = as_strict(&by_rule, names[0]);
         let scales: Vec<RecordBatch> = study

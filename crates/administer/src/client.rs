@@ -2,7 +2,7 @@
 //!
 //! Retry policy (docs/administer.md): HTTP 429, HTTP 5xx, timeouts and connection errors are
 //! retried up to `retries` times, waiting `backoff * 2^(attempt-1)` (capped at 60 s) and at
-//! least the server's `Retry-After` seconds (also capped). Any other status, a body that is not
+//! least the server's `Retry-After` (seconds or an HTTP-date; also capped). Any other status, a body that is not
 //! JSON, and a response without choices fail at once: retrying an identical request would not
 //! change them within a run, and a later run retries every failed request anyway.
 
@@ -41,6 +41,8 @@ impl std::fmt::Debug for Client {
 }
 
 /// `base_url` + `/chat/completions`; the base is e.g. `http://127.0.0.1:8088/v1`.
+// Not `url::Url::join`: it drops a base's last segment without a trailing `/` (`/v1` joined
+// with `chat/completions` is `/chat/completions`); OpenAI clients append to the base.
 pub(crate) fn chat_url(base_url: &str) -> Result<String, String> {
     let b = base_url.trim_end_matches('/');
     if !(b.starts_with("http://") || b.starts_with("https://")) {
@@ -100,6 +102,8 @@ impl Client {
         scrub(self.send_with_retries(body), &self.redactor)
     }
 
+    // Not `backon`: each wait is the larger of the exponential step and the server's
+    // `Retry-After`, and backon's blocking retry cannot change a wait by the error it follows.
     fn send_with_retries(&self, body: &str) -> Outcome {
         let mut attempt = 0u32;
         loop {
@@ -156,8 +160,7 @@ impl Client {
             .headers()
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+            .and_then(|v| retry_after(v, std::time::SystemTime::now()));
         let text = match resp
             .body_mut()
             .with_config()
@@ -206,6 +209,18 @@ impl Client {
 
 /// Every text of `o` that came from the server or the network, with the key redacted in any
 /// form; errors also lose every `Bearer` token and `Authorization` value.
+/// The wait a `Retry-After` value asks for (RFC 9110, section 10.2.3): a number of seconds, or
+/// an HTTP-date whose distance from `now` is the wait (none once it has passed). `None` for
+/// anything else.
+fn retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let v = value.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(v).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
 fn scrub(mut o: Outcome, r: &Redactor) -> Outcome {
     o.error = o.error.map(|e| redact_headers(&r.redact(&e)));
     o.reply = o.reply.map(|t| r.redact(&t));
@@ -348,6 +363,30 @@ pub(crate) fn parse_response(text: &str) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_after_in_seconds_or_as_an_http_date() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(1_445_412_470);
+        assert_eq!(retry_after(" 120 ", now), Some(Duration::from_secs(120)));
+        // RFC 9110's example date, 10 s after `now`; all three date forms it allows.
+        for date in [
+            "Wed, 21 Oct 2015 07:28:00 GMT",
+            "Wednesday, 21-Oct-15 07:28:00 GMT",
+            "Wed Oct 21 07:28:00 2015",
+        ] {
+            assert_eq!(
+                retry_after(date, now),
+                Some(Duration::from_secs(10)),
+                "{date}"
+            );
+        }
+        assert_eq!(
+            retry_after("Wed, 21 Oct 2015 07:27:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(retry_after("soon", now), None);
+        assert_eq!(retry_after("-5", now), None);
+    }
 
     #[test]
     fn reply_is_first_choice_content() {

@@ -256,20 +256,33 @@ pub fn compute_tables_with(
 /// `SHA256SUMS`. Parquet files in `out_dir` that this run does not write are removed, so the
 /// folder holds exactly the current tables.
 pub fn run(score_dir: &Path, out_dir: &Path, params: &Params) -> Result<Summary, AggregateError> {
-    run_with_extra(score_dir, out_dir, params, &EngineOptions::default(), &[])
+    run_with_extra(
+        score_dir,
+        out_dir,
+        params,
+        &EngineOptions::default(),
+        &[],
+        &protospread_core::Provenance::default(),
+        &protospread_core::NoProgress,
+    )
 }
 
 /// [`run`], also writing `extra` tables computed elsewhere (the sweep's tables), each as
 /// `out_dir/<name>.parquet` in the same all-or-nothing commit and the same manifest. A name
-/// that collides with a table of this stage is an error.
+/// that collides with a table of this stage is an error. Each file's key-value metadata comes
+/// from `prov` ([`protospread_core::Provenance::stage_table`]); each table staged is counted
+/// to `progress`.
 pub fn run_with_extra(
     score_dir: &Path,
     out_dir: &Path,
     params: &Params,
     engine: &EngineOptions,
     extra: &[(String, arrow::record_batch::RecordBatch)],
+    prov: &protospread_core::Provenance,
+    progress: &dyn protospread_core::Progress,
 ) -> Result<Summary, AggregateError> {
     validate(params)?;
+    progress.begin("aggregate", "tables", None);
     let mut staged = protospread_core::Staged::in_dir(out_dir)?;
     let mut files = Vec::new();
     let mut sources = Vec::new();
@@ -281,10 +294,16 @@ pub fn run_with_extra(
         }
         let name = format!("{}.parquet", t.name);
         let path = out_dir.join(&name);
-        let bytes =
-            protospread_core::encode_parquet(&path, t.schema(), std::slice::from_ref(&t.batch))?;
+        let meta = prov.stage_table("aggregate", &t.name, protospread_core::UNDECLARED_VERSION);
+        let bytes = protospread_core::encode_parquet(
+            &path,
+            t.schema(),
+            std::slice::from_ref(&t.batch),
+            &meta,
+        )?;
         staged.put(&path, &bytes)?;
         files.push(name);
+        progress.advance(1);
         Ok(())
     })?;
     for (stem, batch) in extra {
@@ -296,14 +315,21 @@ pub fn run_with_extra(
                 message: "an extra table has the name of a table of the aggregate stage".into(),
             });
         }
-        let bytes =
-            protospread_core::encode_parquet(&path, batch.schema(), std::slice::from_ref(batch))?;
+        let meta = prov.stage_table("aggregate", stem, protospread_core::UNDECLARED_VERSION);
+        let bytes = protospread_core::encode_parquet(
+            &path,
+            batch.schema(),
+            std::slice::from_ref(batch),
+            &meta,
+        )?;
         staged.put(&path, &bytes)?;
         files.push(name);
+        progress.advance(1);
     }
     // Replaces the folder with exactly these files and their SHA256SUMS: a stale table of an
     // earlier run is gone without deleting anything protospread did not write.
     staged.commit()?;
+    progress.end();
     files.sort();
     Ok(Summary { sources, files })
 }

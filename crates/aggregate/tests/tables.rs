@@ -878,14 +878,33 @@ fn write_scores(dir: &Path, rows: &[FxScore], answers: &[FxAnswer]) {
     let sb = fixture::scores_batch(rows);
     let bb = fixture::by_rule_batch(&sb, "strict");
     let nb = fixture::norms_batch();
-    protospread_core::write_parquet(&dir.join("scale_scores.parquet"), sb.schema(), &[sb]).unwrap();
-    protospread_core::write_parquet(&dir.join("norms.parquet"), nb.schema(), &[nb]).unwrap();
+    protospread_core::write_parquet(
+        &dir.join("scale_scores.parquet"),
+        sb.schema(),
+        &[sb],
+        &protospread_core::FileMeta::default(),
+    )
+    .unwrap();
+    protospread_core::write_parquet(
+        &dir.join("norms.parquet"),
+        nb.schema(),
+        &[nb],
+        &protospread_core::FileMeta::default(),
+    )
+    .unwrap();
     let rb = fixture::reply_rules_batch(answers);
-    protospread_core::write_parquet(&dir.join("reply_rules.parquet"), rb.schema(), &[rb]).unwrap();
+    protospread_core::write_parquet(
+        &dir.join("reply_rules.parquet"),
+        rb.schema(),
+        &[rb],
+        &protospread_core::FileMeta::default(),
+    )
+    .unwrap();
     protospread_core::write_parquet(
         &dir.join("scale_scores_by_rule.parquet"),
         bb.schema(),
         &[bb],
+        &protospread_core::FileMeta::default(),
     )
     .unwrap();
 }
@@ -990,6 +1009,7 @@ fn refusal_of_rules(
         &dir.join("reply_rules.parquet"),
         rules.schema(),
         std::slice::from_ref(rules),
+        &protospread_core::FileMeta::default(),
     )
     .unwrap();
     refusal(dir, p)
@@ -1143,6 +1163,7 @@ fn bad_inputs_are_named() {
         &dir.path().join("scale_scores.parquet"),
         sb2.schema(),
         &[sb2],
+        &protospread_core::FileMeta::default(),
     )
     .unwrap();
     let e = refusal(dir.path(), &p);
@@ -1183,6 +1204,7 @@ fn bad_inputs_are_named() {
         &dir.path().join("scale_scores_by_rule.parquet"),
         fewer.schema(),
         &[fewer],
+        &protospread_core::FileMeta::default(),
     )
     .unwrap();
     let e = refusal(dir.path(), &p);

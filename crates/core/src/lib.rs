@@ -26,6 +26,11 @@
 //!   writer for large tables sorted by their keys that encodes their text and 32-bit integer
 //!   columns as runs
 //!   ([`TableWriter`]), and reading ([`read_parquet`]).
+//! - Progress: what a long stage reports as it goes ([`Progress`], [`NoProgress`]); the
+//!   binary draws it, the library crates never print.
+//! - Provenance: each Parquet file's key-value metadata ([`FileMeta`]), made by
+//!   [`Provenance`] from the table, the stage and command, and the inputs that table is
+//!   computed from.
 //! - Inter-stage tables: every table passed between stages declared once as a
 //!   [`TableContract`] (name, columns with type and nullability, sort key), from which its
 //!   schema, plan projection and input check derive ([`STORED_ANSWERS`], [`PARSED_ANSWERS`],
@@ -44,6 +49,8 @@ mod instruments;
 mod limits;
 mod outdir;
 mod pq;
+mod progress;
+mod provenance;
 mod scratch;
 mod table_writer;
 mod tables;
@@ -75,9 +82,11 @@ pub use outdir::{
     TopManifest, STAGE_DIRS,
 };
 pub use pq::{
-    copy_parquet_chunks, encode_parquet, parquet_provenance_pairs, parquet_writer_properties,
-    parquet_writer_properties_with_statistics, read_parquet, set_parquet_provenance, write_parquet,
+    copy_parquet_chunks, encode_parquet, parquet_writer_properties,
+    parquet_writer_properties_with_statistics, read_parquet, write_parquet,
 };
+pub use progress::{NoProgress, Progress};
+pub use provenance::{FileMeta, InputHash, Provenance, UNDECLARED_VERSION};
 pub use scratch::{clean_up_on_signals, remove_dead_scratch, Scratch};
 pub use table_writer::TableWriter;
 pub use tables::{

@@ -4,56 +4,22 @@
 //! compression, encodings, row-group size, page limits and statistics level are fixed here and
 //! nothing of the run (time, host, thread count) is written into the file.
 //!
-//! Every file also carries the run's provenance in its key-value metadata (see
-//! [`set_parquet_provenance`]): the protospread version, the configuration's sha256 and each input's
-//! sha256. These depend only on the inputs, so they do not break byte-for-byte reproduction.
+//! Every file also carries its provenance in its key-value metadata, given by the caller as a
+//! [`FileMeta`] (see [`crate::Provenance`]): its table and layout version, the stage and command
+//! that wrote it, the protospread version and the sha256 of the configuration and of the inputs
+//! it is computed from. These depend only on the inputs, so they do not break byte-for-byte
+//! reproduction.
 
+use crate::provenance::FileMeta;
 use crate::{CoreError, Result};
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
-use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
-
-static PROVENANCE: OnceLock<Vec<KeyValue>> = OnceLock::new();
-
-/// Record, once per process, the provenance every Parquet file written afterwards carries in
-/// its key-value metadata. Keys are written sorted, so the order of `pairs` does not matter.
-/// Returns false (and changes nothing) when provenance was already set: one process computes
-/// one run.
-pub fn set_parquet_provenance(pairs: impl IntoIterator<Item = (String, String)>) -> bool {
-    let mut kv: Vec<KeyValue> = pairs
-        .into_iter()
-        .map(|(k, v)| KeyValue::new(k, v))
-        .collect();
-    kv.sort_by(|a, b| a.key.cmp(&b.key));
-    kv.dedup_by(|a, b| a.key == b.key);
-    PROVENANCE.set(kv).is_ok()
-}
-
-/// The provenance pairs of this process: `protospread.version`, `protospread.config_sha256`,
-/// `protospread.input.<name>.sha256`. Built by the binary from the loaded configuration.
-pub fn parquet_provenance_pairs(
-    version: &str,
-    config_sha256: &str,
-    inputs: &[(String, String)],
-) -> Vec<(String, String)> {
-    let mut v = vec![
-        ("protospread.version".to_string(), version.to_string()),
-        (
-            "protospread.config_sha256".to_string(),
-            config_sha256.to_string(),
-        ),
-    ];
-    for (name, sha) in inputs {
-        v.push((format!("protospread.input.{name}.sha256"), sha.clone()));
-    }
-    v
-}
+use std::sync::Arc;
 
 /// The `created_by` string written into every Parquet footer. It names the format, not the
 /// build, so that a rebuild of the tool does not change output bytes.
@@ -62,9 +28,9 @@ pub(crate) const CREATED_BY: &str = "protospread (parquet-rs 59, pinned writer s
 /// Rows per row group; large enough that every table of the study is one row group.
 pub(crate) const MAX_ROW_GROUP_SIZE: usize = 1 << 20;
 
-/// The pinned writer settings.
-pub fn parquet_writer_properties() -> WriterProperties {
-    pinned().build()
+/// The pinned writer settings, with `meta` as the file's key-value metadata.
+pub fn parquet_writer_properties(meta: &FileMeta) -> WriterProperties {
+    pinned(meta).build()
 }
 
 /// The pinned writer settings with column-chunk statistics (min, max, null count) for the
@@ -72,11 +38,14 @@ pub fn parquet_writer_properties() -> WriterProperties {
 /// columns hold their few values in every row group or are free text, so that their statistics
 /// could not prune a read, yet computing them compares every value (measured at 10^6 answers:
 /// 10 % of the fetch stage's instructions, 5 % of the score stage's).
-pub fn parquet_writer_properties_with_statistics(stats_columns: &[&str]) -> WriterProperties {
+pub fn parquet_writer_properties_with_statistics(
+    meta: &FileMeta,
+    stats_columns: &[&str],
+) -> WriterProperties {
     stats_columns
         .iter()
         .fold(
-            pinned().set_statistics_enabled(EnabledStatistics::None),
+            pinned(meta).set_statistics_enabled(EnabledStatistics::None),
             |b, c| {
                 b.set_column_statistics_enabled(
                     parquet::schema::types::ColumnPath::from(*c),
@@ -87,7 +56,7 @@ pub fn parquet_writer_properties_with_statistics(stats_columns: &[&str]) -> Writ
         .build()
 }
 
-fn pinned() -> parquet::file::properties::WriterPropertiesBuilder {
+fn pinned(meta: &FileMeta) -> parquet::file::properties::WriterPropertiesBuilder {
     WriterProperties::builder()
         .set_writer_version(WriterVersion::PARQUET_1_0)
         .set_created_by(CREATED_BY.to_string())
@@ -97,18 +66,24 @@ fn pinned() -> parquet::file::properties::WriterPropertiesBuilder {
         .set_max_row_group_row_count(Some(MAX_ROW_GROUP_SIZE))
         .set_data_page_size_limit(1 << 20)
         .set_write_batch_size(1024)
-        .set_key_value_metadata(PROVENANCE.get().filter(|kv| !kv.is_empty()).cloned())
+        .set_key_value_metadata(meta.key_values())
 }
 
-/// Encode batches to Parquet bytes in memory. `path` only names the output in errors.
-pub fn encode_parquet(path: &Path, schema: SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
+/// Encode batches to Parquet bytes in memory, with `meta` as key-value metadata. `path` only
+/// names the output in errors.
+pub fn encode_parquet(
+    path: &Path,
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+    meta: &FileMeta,
+) -> Result<Vec<u8>> {
     let perr = |e: parquet::errors::ParquetError| CoreError::Parquet {
         path: path.to_path_buf(),
         message: e.to_string(),
     };
     let mut buf = Vec::new();
-    let mut w =
-        ArrowWriter::try_new(&mut buf, schema, Some(parquet_writer_properties())).map_err(perr)?;
+    let mut w = ArrowWriter::try_new(&mut buf, schema, Some(parquet_writer_properties(meta)))
+        .map_err(perr)?;
     for b in batches {
         w.write(b).map_err(perr)?;
     }
@@ -116,22 +91,32 @@ pub fn encode_parquet(path: &Path, schema: SchemaRef, batches: &[RecordBatch]) -
     Ok(buf)
 }
 
-/// Encode and write atomically.
-pub fn write_parquet(path: &Path, schema: SchemaRef, batches: &[RecordBatch]) -> Result<()> {
-    let bytes = encode_parquet(path, schema, batches)?;
+/// Encode (with `meta` as key-value metadata) and write atomically.
+pub fn write_parquet(
+    path: &Path,
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+    meta: &FileMeta,
+) -> Result<()> {
+    let bytes = encode_parquet(path, schema, batches, meta)?;
     crate::atomic::write_atomic(path, &bytes)
 }
 
 /// A Parquet file of `schema` whose encoded column chunks are those of the Parquet file `src`
 /// (its bytes; `path` names it in errors), copied byte for byte row group by row group, under
-/// a footer written with the pinned settings (`created_by`, the provenance and the Arrow
+/// a footer written with the pinned settings (`created_by`, `meta` and the Arrow
 /// schema in its key-value metadata, no page index). For a file whose records are already
 /// exactly what a writer would be given, this is the same table as encoding them again,
 /// without the encoding: the chunks keep `src`'s encodings, compression, pages and
-/// statistics, so the bytes depend on `src` and the provenance only. Each column of `src`
+/// statistics, so the bytes depend on `src` and `meta` only. Each column of `src`
 /// must have the type, repetition and path the pinned writer gives the same column of
 /// `schema`; otherwise this is an error naming `path`.
-pub fn copy_parquet_chunks(path: &Path, src: Vec<u8>, schema: SchemaRef) -> Result<Vec<u8>> {
+pub fn copy_parquet_chunks(
+    path: &Path,
+    src: Vec<u8>,
+    schema: SchemaRef,
+    meta: &FileMeta,
+) -> Result<Vec<u8>> {
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::file::writer::SerializedFileWriter;
     let perr = |e: parquet::errors::ParquetError| CoreError::Parquet {
@@ -140,7 +125,7 @@ pub fn copy_parquet_chunks(path: &Path, src: Vec<u8>, schema: SchemaRef) -> Resu
     };
     let src = bytes::Bytes::from(src);
     let reader = SerializedFileReader::new(src.clone()).map_err(perr)?;
-    let mut props = parquet_writer_properties();
+    let mut props = parquet_writer_properties(meta);
     parquet::arrow::add_encoded_arrow_schema_to_metadata(&schema, &mut props);
     let descr = parquet::arrow::ArrowSchemaConverter::new()
         .convert(&schema)
@@ -207,12 +192,13 @@ mod tests {
         )
         .unwrap();
         let p = Path::new("t.parquet");
-        let x = encode_parquet(p, schema.clone(), std::slice::from_ref(&b)).unwrap();
-        let y = encode_parquet(p, schema.clone(), std::slice::from_ref(&b)).unwrap();
+        let none = FileMeta::default();
+        let x = encode_parquet(p, schema.clone(), std::slice::from_ref(&b), &none).unwrap();
+        let y = encode_parquet(p, schema.clone(), std::slice::from_ref(&b), &none).unwrap();
         assert_eq!(x, y);
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("t.parquet");
-        write_parquet(&f, schema, std::slice::from_ref(&b)).unwrap();
+        write_parquet(&f, schema, std::slice::from_ref(&b), &none).unwrap();
         let (_, got) = read_parquet(&f).unwrap();
         assert_eq!(got, vec![b]);
     }
@@ -234,7 +220,7 @@ mod tests {
         .unwrap();
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("t.parquet");
-        let props = parquet_writer_properties_with_statistics(&["key"]);
+        let props = parquet_writer_properties_with_statistics(&FileMeta::default(), &["key"]);
         let mut w =
             ArrowWriter::try_new(fs_err::File::create(&f).unwrap(), schema, Some(props)).unwrap();
         w.write(&b).unwrap();

@@ -164,40 +164,22 @@ pub(crate) fn parse_timestamp_micros(s: &str) -> Result<i64, String> {
         }
         _ => return Err(shape()),
     };
-    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
-        return Err(format!("`{s}` is not a valid calendar date"));
+    // The grammar above is stricter than chrono's RFC 3339 parser (which also takes `t`, `z`,
+    // a space, leap seconds and nanoseconds); chrono checks the calendar and counts the days.
+    let small = |v: i64| u32::try_from(v).ok();
+    let date = (small(month), small(day), i32::try_from(year).ok());
+    let date = match date {
+        (Some(m), Some(d), Some(y)) => chrono::NaiveDate::from_ymd_opt(y, m, d),
+        _ => None,
     }
-    if hour > 23 || minute > 59 || second > 59 {
-        return Err(format!("`{s}` is not a valid time of day"));
+    .ok_or_else(|| format!("`{s}` is not a valid calendar date"))?;
+    let at = match (small(hour), small(minute), small(second)) {
+        (Some(h), Some(m), Some(sec)) => date.and_hms_opt(h, m, sec),
+        _ => None,
     }
-    let days = days_from_civil(year, month, day);
-    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_seconds;
+    .ok_or_else(|| format!("`{s}` is not a valid time of day"))?;
+    let secs = at.and_utc().timestamp() - offset_seconds;
     Ok(secs * 1_000_000 + micros)
-}
-
-fn is_leap(y: i64) -> bool {
-    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-}
-
-fn days_in_month(y: i64, m: i64) -> i64 {
-    match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if is_leap(y) => 29,
-        2 => 28,
-        _ => 0,
-    }
-}
-
-/// Days from 1970-01-01 to the given proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]
@@ -330,7 +312,7 @@ mod tests {
             frac in proptest::option::of("[0-9]{1,6}"),
             off in proptest::option::of((any::<bool>(), 0i64..=23, 0i64..=59)),
         ) {
-            prop_assume!(d <= days_in_month(y, mo));
+            prop_assume!(chrono::NaiveDate::from_ymd_opt(y as i32, mo as u32, d as u32).is_some());
             let mut s = format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{se:02}");
             if let Some(f) = &frac {
                 s.push('.');

@@ -12,9 +12,14 @@ use std::time::Duration;
 /// Redirect hops followed within one attempt before giving up.
 pub(crate) const MAX_REDIRECTS: usize = 5;
 
-/// Delay before retry `n` (1-based): 250 ms, 500 ms, 1 s, 2 s, then 4 s each.
-pub(crate) fn backoff(n: u32) -> Duration {
-    Duration::from_millis(250u64 << (n.saturating_sub(1)).min(4))
+/// The waits before the `retries` retries: 250 ms, 500 ms, 1 s, 2 s, then 4 s each (no jitter:
+/// the schedule is the same on every run).
+pub(crate) fn backoff(retries: u32) -> backon::ExponentialBuilder {
+    backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(250))
+        .with_factor(2.0)
+        .with_max_delay(Duration::from_secs(4))
+        .with_max_times(retries as usize)
 }
 
 /// How downloads behave; built from `[fetch]`.
@@ -95,51 +100,12 @@ pub(crate) fn resolve_location(base: &str, location: &str) -> Result<String, Str
             ));
         }
     }
-    let b = url_parts(base)?;
-    if let Some(rest) = location.strip_prefix("//") {
-        return Ok(format!("{}://{rest}", b.scheme));
-    }
-    if location.starts_with('/') {
-        return Ok(format!("{}{}", b.origin, remove_dot_segments(location)));
-    }
-    let path = match b.path_and_query.split(['?', '#']).next() {
-        Some(p) if p.starts_with('/') => p,
-        _ => "/",
-    };
-    let dir = &path[..=path.rfind('/').unwrap_or(0)];
-    Ok(format!(
-        "{}{}",
-        b.origin,
-        remove_dot_segments(&format!("{dir}{location}"))
-    ))
-}
-
-/// RFC 3986 section 5.2.4 for an absolute path (query and fragment kept as they are).
-fn remove_dot_segments(path_and_query: &str) -> String {
-    let split = path_and_query
-        .find(['?', '#'])
-        .unwrap_or(path_and_query.len());
-    let (path, rest) = path_and_query.split_at(split);
-    let mut out: Vec<&str> = Vec::new();
-    let segments: Vec<&str> = path.split('/').skip(1).collect();
-    for (i, seg) in segments.iter().enumerate() {
-        let last = i + 1 == segments.len();
-        match *seg {
-            "." => {
-                if last {
-                    out.push("");
-                }
-            }
-            ".." => {
-                out.pop();
-                if last {
-                    out.push("");
-                }
-            }
-            s => out.push(s),
-        }
-    }
-    format!("/{}{rest}", out.join("/"))
+    url_parts(base)?;
+    // RFC 3986 section 5.2 (merge and remove_dot_segments) by the url crate.
+    let base = url::Url::parse(base).map_err(|e| format!("`{base}`: {e}"))?;
+    base.join(location)
+        .map(String::from)
+        .map_err(|e| format!("`{location}`: {e}"))
 }
 
 /// Why one attempt failed, and whether another attempt may help.
@@ -170,17 +136,17 @@ pub(crate) fn download(
         .user_agent(concat!("protospread/", env!("CARGO_PKG_VERSION")))
         .build()
         .into();
-    let mut attempt = 1u32;
-    loop {
-        match attempt_once(&agent, input, url, &origin, tmp, settings, attempt) {
-            Ok(n) => return Ok(n),
-            Err(Failure::Retry(_)) if attempt <= settings.retries => {
-                std::thread::sleep(backoff(attempt));
-                attempt += 1;
-            }
-            Err(Failure::Retry(e)) | Err(Failure::Fatal(e)) => return Err(e),
-        }
-    }
+    use backon::BlockingRetryable;
+    let mut attempt = 0u32;
+    let once = || {
+        attempt += 1;
+        attempt_once(&agent, input, url, &origin, tmp, settings, attempt)
+    };
+    once.retry(backoff(settings.retries))
+        .sleep(std::thread::sleep)
+        .when(|f| matches!(f, Failure::Retry(_)))
+        .call()
+        .map_err(|(Failure::Retry(e) | Failure::Fatal(e))| e)
 }
 
 fn attempt_once(
@@ -443,8 +409,12 @@ mod tests {
 
     #[test]
     fn backoff_is_bounded() {
-        assert_eq!(backoff(1), Duration::from_millis(250));
-        assert_eq!(backoff(2), Duration::from_millis(500));
-        assert_eq!(backoff(30), Duration::from_secs(4));
+        use backon::BackoffBuilder;
+        let ms = |n: u64| Duration::from_millis(n);
+        assert_eq!(
+            backoff(6).build().collect::<Vec<_>>(),
+            [ms(250), ms(500), ms(1000), ms(2000), ms(4000), ms(4000)]
+        );
+        assert_eq!(backoff(0).build().count(), 0);
     }
 }

@@ -32,6 +32,7 @@ pub use import::{
 };
 
 use fs_err as fs;
+use protospread_core::Progress;
 use protospread_core::{
     Config, CoreError, HfSource, Input, InputRole, InputSource, Staged, MANIFEST_NAME,
 };
@@ -40,6 +41,7 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Errors of the fetch stage. Each renders as one line naming the input.
@@ -158,7 +160,7 @@ fn attempts_note(n: &u32) -> String {
 }
 
 /// Run-time options that are not part of pipeline.toml.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// The value of the `HF_ENDPOINT` environment variable, if set; it overrides
     /// `[fetch] hf_endpoint` (see [`hf_endpoint`]).
@@ -169,6 +171,23 @@ pub struct Options {
     /// `--memory-limit` in bytes: overrides `[engine] memory_limit` for the stored-answer
     /// import's checks and sort.
     pub memory_limit: Option<u64>,
+    /// The run's provenance: each imported file's key-value metadata names its own input.
+    pub provenance: protospread_core::Provenance,
+    /// Where the import of each stored-answer file reports the records it reads (a phase per
+    /// input).
+    pub observer: Arc<dyn Progress>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            hf_endpoint_env: None,
+            progress: false,
+            memory_limit: None,
+            provenance: protospread_core::Provenance::default(),
+            observer: Arc::new(protospread_core::NoProgress),
+        }
+    }
 }
 
 impl Options {
@@ -207,16 +226,16 @@ pub fn hf_url(endpoint: &str, hf: &HfSource) -> String {
     )
 }
 
+/// Every byte but the unreserved characters of RFC 3986 and the segment separator `/`.
+const PATH_ENCODED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
+
 fn encode_path(p: &str) -> String {
-    let mut s = String::new();
-    for b in p.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
-            s.push(b as char);
-        } else {
-            s.push_str(&format!("%{b:02X}"));
-        }
-    }
-    s
+    percent_encoding::utf8_percent_encode(p, PATH_ENCODED).to_string()
 }
 
 /// Where an input's bytes are.
@@ -493,7 +512,6 @@ fn import_human_input(
         error,
     };
     let perr = parquet_error(dest);
-    let schema = protospread_core::instrument_schema(inst);
     let tmp = staged.file(dest)?;
     let mut reader = HashingReader {
         inner: fs::File::open(&v.path).map_err(io)?,
@@ -501,8 +519,10 @@ fn import_human_input(
     };
     let mut w = parquet::arrow::ArrowWriter::try_new(
         fs::File::create(&tmp).map_err(io)?,
-        schema.clone(),
-        Some(protospread_core::parquet_writer_properties()),
+        protospread_core::instrument_schema(inst),
+        Some(protospread_core::parquet_writer_properties(&human_meta(
+            opts, input, inst,
+        ))),
     )
     .map_err(perr)?;
     let streamed =
@@ -521,7 +541,7 @@ fn import_human_input(
     if !streamed.ascending {
         let unsorted = tmp.with_extension("unsorted.parquet");
         fs::rename(&tmp, &unsorted).map_err(io)?;
-        sort_human_by_id(cfg, input, &unsorted, &tmp, schema, opts, dest)?;
+        sort_human_by_id(cfg, input, &unsorted, &tmp, inst, opts, dest)?;
         fs::remove_file(&unsorted).map_err(io)?;
     }
     fs::File::open(&tmp)
@@ -530,7 +550,7 @@ fn import_human_input(
     Ok((streamed.rows, streamed.excluded))
 }
 
-/// Sort the human rows of the Parquet file `unsorted` by `id` into `out` (a file of `schema`),
+/// Sort the human rows of the Parquet file `unsorted` by `id` into `out` (a file of `inst`),
 /// in the engine's bounded, spilling session. Ids are unique (checked on import), so the
 /// order, and with it the file's bytes, is fixed.
 fn sort_human_by_id(
@@ -538,10 +558,11 @@ fn sort_human_by_id(
     input: &Input,
     unsorted: &Path,
     out: &Path,
-    schema: arrow::datatypes::SchemaRef,
+    inst: &'static protospread_core::Instrument,
     opts: &Options,
     dest: &Path,
 ) -> Result<(), FetchError> {
+    let schema = protospread_core::instrument_schema(inst);
     let fail = |message: String| FetchError::Input {
         input: input.name.clone(),
         message: format!("sorting the human rows by id: {message}"),
@@ -565,7 +586,9 @@ fn sort_human_by_id(
     let mut w = parquet::arrow::ArrowWriter::try_new(
         file,
         schema.clone(),
-        Some(protospread_core::parquet_writer_properties()),
+        Some(protospread_core::parquet_writer_properties(&human_meta(
+            opts, input, inst,
+        ))),
     )
     .map_err(perr)?;
     for b in engine
@@ -577,6 +600,20 @@ fn sort_human_by_id(
     }
     w.close().map_err(perr)?;
     Ok(())
+}
+
+/// The key-value metadata of the human rows of `inst` imported from `input`.
+fn human_meta(
+    opts: &Options,
+    input: &Input,
+    inst: &protospread_core::Instrument,
+) -> protospread_core::FileMeta {
+    opts.provenance.input_file(
+        "fetch",
+        &format!("human.{}", inst.name),
+        protospread_core::UNDECLARED_VERSION,
+        &input.name,
+    )
 }
 
 /// The error of a Parquet writer of the output `dest`.
@@ -630,6 +667,10 @@ pub fn import_answers_input(
     };
     let engine = engine_options(cfg, opts);
     let vocab = protospread_format::Vocabulary::from_section(&cfg.answers);
+    let answers = &protospread_core::STORED_ANSWERS;
+    let meta =
+        opts.provenance
+            .input_file(answers.stage, answers.name, answers.version, &input.name);
     // A file already in the output form (typically one written by `protospread simulate` or
     // by an earlier fetch) is checked like any other, then its column chunks are copied
     // under a footer of our own instead of being encoded again: the same table. The chunks
@@ -637,16 +678,13 @@ pub fn import_answers_input(
     // is refused, never copied.
     if let Some(rows) = already_imported(&verified.path, &vocab) {
         let src = read_verified(input, verified)?;
-        let bytes = protospread_core::copy_parquet_chunks(
-            &verified.path,
-            src,
-            protospread_core::STORED_ANSWERS.schema(),
-        )
-        .map_err(|e| wrap(e.into()))?;
+        let bytes =
+            protospread_core::copy_parquet_chunks(&verified.path, src, answers.schema(), &meta)
+                .map_err(|e| wrap(e.into()))?;
         return Ok((bytes, rows));
     }
     let (bytes, rows) = std::thread::scope(|scope| {
-        let mut sink = BytesSink::spawn(scope, dest);
+        let mut sink = BytesSink::spawn(scope, dest, meta, opts.observer.clone());
         let rows = import_into(&verified.path, &vocab, &engine, &mut sink)?;
         Ok((sink.finish()?, rows))
     })
@@ -663,10 +701,17 @@ struct BytesSink<'a> {
     tx: Option<std::sync::mpsc::SyncSender<Option<arrow::array::RecordBatch>>>,
     encoder:
         Option<std::thread::ScopedJoinHandle<'a, Result<Vec<u8>, parquet::errors::ParquetError>>>,
+    /// Where the import counts the records it reads.
+    progress: Arc<dyn Progress>,
 }
 
 impl<'a> BytesSink<'a> {
-    fn spawn<'env>(scope: &'a std::thread::Scope<'a, 'env>, dest: &'a Path) -> Self {
+    fn spawn<'env>(
+        scope: &'a std::thread::Scope<'a, 'env>,
+        dest: &'a Path,
+        meta: protospread_core::FileMeta,
+        progress: Arc<dyn Progress>,
+    ) -> Self {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Option<arrow::array::RecordBatch>>(2);
         let encoder = scope.spawn(move || {
             let writer = || {
@@ -676,6 +721,7 @@ impl<'a> BytesSink<'a> {
                     Vec::new(),
                     protospread_core::STORED_ANSWERS.schema(),
                     Some(protospread_core::parquet_writer_properties_with_statistics(
+                        &meta,
                         protospread_core::STORED_ANSWERS.sort_key,
                     )),
                 )
@@ -693,6 +739,7 @@ impl<'a> BytesSink<'a> {
             dest,
             tx: Some(tx),
             encoder: Some(encoder),
+            progress,
         }
     }
 
@@ -736,6 +783,10 @@ impl RecordSink for BytesSink<'_> {
 
     fn restart(&mut self) -> Result<(), ImportError> {
         self.send(None)
+    }
+
+    fn progress(&self) -> Arc<dyn Progress> {
+        self.progress.clone()
     }
 }
 
@@ -834,7 +885,11 @@ pub fn run(cfg: &Config, out: &Path, opts: &Options) -> Result<Summary, FetchErr
             InputRole::Answers => {
                 let rel = format!("answers/{}.parquet", input.name);
                 let dest = fetch_dir.join(&rel);
-                let (pq_bytes, rows) = import_answers_input(cfg, input, &v, &dest, opts)?;
+                opts.observer
+                    .begin(&format!("fetch {}", input.name), "records", None);
+                let imported = import_answers_input(cfg, input, &v, &dest, opts);
+                opts.observer.end();
+                let (pq_bytes, rows) = imported?;
                 staged.put(&dest, &pq_bytes)?;
                 (rel, Some(rows))
             }

@@ -35,7 +35,13 @@ fn every_cell_of_every_file_survives_csv_to_parquet_and_back() {
         // Parquet round trip through the pinned writer.
         let dir = tempfile::tempdir().unwrap();
         let pq = dir.path().join("t.parquet");
-        protospread_core::write_parquet(&pq, batch.schema(), std::slice::from_ref(&batch)).unwrap();
+        protospread_core::write_parquet(
+            &pq,
+            batch.schema(),
+            std::slice::from_ref(&batch),
+            &protospread_core::FileMeta::default(),
+        )
+        .unwrap();
         let (_, back) = protospread_core::read_parquet(&pq).unwrap();
         let back = arrow::compute::concat_batches(&batch.schema(), &back).unwrap();
         assert_eq!(back, batch, "{}", inst.name);

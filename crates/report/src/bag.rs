@@ -44,19 +44,10 @@ pub(crate) fn encode_path(p: &str) -> String {
         .replace('\n', "%0A")
 }
 
-/// `YYYY-MM-DD` of a count of days since 1970-01-01 (proleptic Gregorian calendar).
-pub(crate) fn civil_date(days: i64) -> String {
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    format!("{y:04}-{m:02}-{d:02}")
+/// `YYYY-MM-DD`, the UTC date of `secs` seconds since 1970-01-01T00:00:00Z (proleptic
+/// Gregorian calendar); `None` outside chrono's range of years.
+pub(crate) fn utc_date(secs: i64) -> Option<String> {
+    chrono::DateTime::from_timestamp(secs, 0).map(|t| t.format("%Y-%m-%d").to_string())
 }
 
 /// The `Bagging-Date`: `explicit` (a `YYYY-MM-DD` given by the user) if set; else the UTC date
@@ -83,15 +74,7 @@ pub fn bagging_date(
         }
         let num = |r: std::ops::Range<usize>| d[r].parse::<u32>().unwrap_or(0);
         let (y, m, day) = (num(0..4), num(5..7), num(8..10));
-        let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-        let days_in_month = match m {
-            1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-            4 | 6 | 9 | 11 => 30,
-            2 if leap => 29,
-            2 => 28,
-            _ => 0,
-        };
-        if days_in_month == 0 || day == 0 || day > days_in_month {
+        if chrono::NaiveDate::from_ymd_opt(y as i32, m, day).is_none() {
             return Err(ReportError::Usage(format!(
                 "--date {d:?}: not a calendar date (month 01..12, day within the month)"
             )));
@@ -104,15 +87,17 @@ pub fn bagging_date(
                 "SOURCE_DATE_EPOCH={e:?} is not a whole number of seconds"
             ))
         })?;
-        return Ok((
-            civil_date(secs.div_euclid(86_400)),
-            "from SOURCE_DATE_EPOCH",
-        ));
+        let date = utc_date(secs).ok_or_else(|| {
+            ReportError::Usage(format!(
+                "SOURCE_DATE_EPOCH={e:?} is out of the range of dates"
+            ))
+        })?;
+        return Ok((date, "from SOURCE_DATE_EPOCH"));
     }
-    Ok((
-        civil_date(now_secs.div_euclid(86_400)),
-        "the UTC date of the run",
-    ))
+    let date = utc_date(now_secs).ok_or_else(|| {
+        ReportError::Usage(format!("the clock ({now_secs} s since 1970) is not a date"))
+    })?;
+    Ok((date, "the UTC date of the run"))
 }
 
 fn check_payload_path(p: &str) -> Result<(), ReportError> {
@@ -254,9 +239,11 @@ mod tests {
 
     #[test]
     fn dates() {
-        assert_eq!(civil_date(0), "1970-01-01");
-        assert_eq!(civil_date(19_723), "2024-01-01");
-        assert_eq!(civil_date(11_016), "2000-02-29");
+        assert_eq!(utc_date(0).unwrap(), "1970-01-01");
+        assert_eq!(utc_date(19_723 * 86_400 + 86_399).unwrap(), "2024-01-01");
+        assert_eq!(utc_date(11_016 * 86_400).unwrap(), "2000-02-29");
+        assert_eq!(utc_date(-1).unwrap(), "1969-12-31");
+        assert!(bagging_date(None, Some("99999999999999"), 0).is_err());
         assert_eq!(
             bagging_date(Some("2025-01-02"), Some("0"), 5).unwrap().0,
             "2025-01-02"

@@ -306,7 +306,8 @@ mod tests {
         let b =
             RecordBatch::try_new(schema.clone(), cols.into_iter().map(|c| c.1).collect()).unwrap();
         let p = dir.join("t.parquet");
-        protospread_core::write_parquet(&p, schema, &[b]).unwrap();
+        protospread_core::write_parquet(&p, schema, &[b], &protospread_core::FileMeta::default())
+            .unwrap();
         p
     }
 

@@ -35,8 +35,13 @@ fn write_parity(out: &Path) {
         ],
     )
     .unwrap();
-    protospread_core::write_parquet(&out.join("score/parity_summary.parquet"), schema, &[b])
-        .unwrap();
+    protospread_core::write_parquet(
+        &out.join("score/parity_summary.parquet"),
+        schema,
+        &[b],
+        &protospread_core::FileMeta::default(),
+    )
+    .unwrap();
 }
 
 fn build() -> (tempfile::TempDir, protospread_report::Summary) {
@@ -189,17 +194,24 @@ fn build_recorded() -> tempfile::TempDir {
         &score.join("scale_scores.parquet"),
         sb.schema(),
         std::slice::from_ref(&sb),
+        &protospread_core::FileMeta::default(),
     )
     .unwrap();
     protospread_core::write_parquet(
         &score.join("scale_scores_by_rule.parquet"),
         both[0].schema(),
         &both,
+        &protospread_core::FileMeta::default(),
     )
     .unwrap();
     let rb = fixture::reply_rules_batch(&a);
-    protospread_core::write_parquet(&score.join("reply_rules.parquet"), rb.schema(), &[rb])
-        .unwrap();
+    protospread_core::write_parquet(
+        &score.join("reply_rules.parquet"),
+        rb.schema(),
+        &[rb],
+        &protospread_core::FileMeta::default(),
+    )
+    .unwrap();
     protospread_aggregate::run(&score, &out.join("aggregate"), &Default::default()).unwrap();
     let section = ReportSection {
         tables: vec![],

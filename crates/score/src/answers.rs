@@ -24,8 +24,8 @@ use arrow::datatypes::SchemaRef;
 use datafusion::datasource::MemTable;
 use datafusion::prelude::{DataFrame, SessionContext};
 use protospread_core::{
-    Config, InputRole, Staged, TableContract, PARSED_ANSWERS, REPLY_RERUNS, REPLY_RULE_COUNTS,
-    SCALE_SCORES, SCALE_SCORES_BY_RULE, STORED_ANSWERS,
+    Config, InputRole, Progress, Provenance, Staged, TableContract, PARSED_ANSWERS, REPLY_RERUNS,
+    REPLY_RULE_COUNTS, SCALE_SCORES, SCALE_SCORES_BY_RULE, STORED_ANSWERS,
 };
 use protospread_engine::{Engine, EngineOptions, KeyOrder};
 use protospread_format::{StoredRecord, Vocabulary};
@@ -620,12 +620,17 @@ struct Sink {
 }
 
 impl Sink {
-    fn parquet(dir: &Path, table: &TableContract, staged: &mut Staged) -> Result<Self, ScoreError> {
+    fn parquet(
+        dir: &Path,
+        table: &TableContract,
+        staged: &mut Staged,
+        prov: &Provenance,
+    ) -> Result<Self, ScoreError> {
         Self::parquet_with(
             dir,
             table,
             staged,
-            protospread_core::parquet_writer_properties(),
+            protospread_core::parquet_writer_properties(&prov.table(table)),
         )
     }
     fn parquet_with(
@@ -769,6 +774,7 @@ pub(crate) fn fetched_path(out: &Path, name: &str) -> PathBuf {
 /// `score_dir` through `staged`. With no answer inputs,
 /// the files are written empty (with their schemas), so that downstream stages always find
 /// them.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run_answers(
     cfg: &Config,
     out: &Path,
@@ -777,6 +783,8 @@ pub(crate) fn run_answers(
     norms: &Norms,
     engine: &EngineOptions,
     staged: &mut Staged,
+    prov: &Provenance,
+    progress: &dyn Progress,
 ) -> Result<AnswersSummary, ScoreError> {
     let vocab = Vocabulary::from_section(&cfg.answers);
     let mut inputs: Vec<_> = cfg.inputs_with_role(InputRole::Answers).collect();
@@ -808,12 +816,15 @@ pub(crate) fn run_answers(
         d,
         &PARSED_ANSWERS,
         staged,
-        protospread_core::parquet_writer_properties_with_statistics(&PARSED_KEY),
+        protospread_core::parquet_writer_properties_with_statistics(
+            &prov.table(&PARSED_ANSWERS),
+            &PARSED_KEY,
+        ),
     )?;
-    let mut scales = Sink::parquet(d, &SCALE_SCORES, staged)?;
-    let mut reruns = Sink::parquet(d, &REPLY_RERUNS, staged)?;
-    let mut rule_sink = Sink::parquet(d, &REPLY_RULE_COUNTS, staged)?;
-    let mut by_rule = Sink::parquet(d, &SCALE_SCORES_BY_RULE, staged)?;
+    let mut scales = Sink::parquet(d, &SCALE_SCORES, staged, prov)?;
+    let mut reruns = Sink::parquet(d, &REPLY_RERUNS, staged, prov)?;
+    let mut rule_sink = Sink::parquet(d, &REPLY_RULE_COUNTS, staged, prov)?;
+    let mut by_rule = Sink::parquet(d, &SCALE_SCORES_BY_RULE, staged, prov)?;
     let mut summary = AnswersSummary::default();
     for input in &inputs {
         let p = fetched_path(out, &input.name);
@@ -821,6 +832,7 @@ pub(crate) fn run_answers(
         engine
             .register_sorted_parquet("raw", &what, &STORED_ANSWERS.sorted_by())
             .map_err(|e| df_err(&what, e))?;
+        progress.begin(&format!("score {}", input.name), "answers", None);
         let sum = score_registered(
             &engine,
             &input.name,
@@ -835,8 +847,10 @@ pub(crate) fn run_answers(
                 reruns: &mut reruns,
                 rules: &mut rule_sink,
                 by_rule: &mut by_rule,
+                progress,
             },
         );
+        progress.end();
         engine
             .context()
             .deregister_table("raw")
@@ -859,6 +873,8 @@ struct Sinks<'a> {
     reruns: &'a mut Sink,
     rules: &'a mut Sink,
     by_rule: &'a mut Sink,
+    /// Counts the parsed answers written.
+    progress: &'a dyn Progress,
 }
 
 /// A chain of plans of one source, run by one thread, with its part of the summary.
@@ -928,6 +944,7 @@ fn score_registered(
         reruns,
         rules: rule_sink,
         by_rule,
+        progress,
     } = sinks;
     let plans = plan_source(engine, source, input_label, vocab, key, pairs, rules)?;
     let mut sum = AnswerSourceSummary {
@@ -970,6 +987,7 @@ fn score_registered(
             views,
             |b| {
                 tally_parsed(&mut part, &b);
+                progress.advance(b.num_rows() as u64);
                 parsed.write(&b)
             },
         )?;
@@ -1115,6 +1133,7 @@ pub fn score_in_memory(
             reruns: &mut reruns,
             rules: &mut rules,
             by_rule: &mut by_rule,
+            progress: &protospread_core::NoProgress,
         },
     )?;
     Ok(ScoredInMemory {

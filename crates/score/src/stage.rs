@@ -10,7 +10,7 @@ use crate::parity::{
 };
 use crate::tables::{parity_tables, ParityRowTables};
 use crate::ScoreError;
-use protospread_core::{Config, Instrument, Staged};
+use protospread_core::{Config, Instrument, Provenance, Staged};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -277,7 +277,8 @@ pub struct StageRun {
 ///
 /// The human rows stream: they are read [`HUMAN_CHUNK_ROWS`] at a time and the
 /// per-row tables are written to the staged folder as they are classified
-/// ([`run_parity_streaming`]).
+/// ([`run_parity_streaming`]). The parsed answers written are counted to `progress`, a phase
+/// per stored-answer input.
 #[allow(clippy::too_many_arguments)]
 pub fn run_stage(
     cfg: &Config,
@@ -288,21 +289,38 @@ pub fn run_stage(
     inputs: &[HumanInput],
     sweep: bool,
     engine: &protospread_engine::EngineOptions,
+    prov: &Provenance,
+    progress: &dyn protospread_core::Progress,
 ) -> Result<StageRun, ScoreError> {
     let out_dir = out.join("score");
     // The whole folder is staged: the commit replaces it with exactly these tables and their
     // SHA256SUMS, and refuses a folder holding files protospread did not write.
     let mut staged = Staged::in_dir(&out_dir)?;
     // The per-row tables stream into their staged files while the rows are classified.
-    let mut rows = ParityRowTables::new(&out_dir, &mut staged)?;
+    let mut rows = ParityRowTables::new(&out_dir, &mut staged, prov)?;
     let parity = parity_in_chunks(key, legacy, allowlist, inputs, sweep, Some(&mut rows))?;
     rows.finish()?;
     for t in parity_tables(&parity)? {
         let p = out_dir.join(t.file);
-        let bytes = protospread_core::encode_parquet(&p, t.schema, &[t.batch])?;
+        let meta = prov.stage_table(
+            "score",
+            t.file.trim_end_matches(".parquet"),
+            protospread_core::UNDECLARED_VERSION,
+        );
+        let bytes = protospread_core::encode_parquet(&p, t.schema, &[t.batch], &meta)?;
         staged.put(&p, &bytes)?;
     }
-    let answers = run_answers(cfg, out, &out_dir, key, &parity.norms, engine, &mut staged)?;
+    let answers = run_answers(
+        cfg,
+        out,
+        &out_dir,
+        key,
+        &parity.norms,
+        engine,
+        &mut staged,
+        prov,
+        progress,
+    )?;
     let failing: Vec<RowClass> = not_allowlisted(&parity.unexplained)
         .into_iter()
         .cloned()

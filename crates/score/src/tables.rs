@@ -20,7 +20,7 @@ use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::ArrowWriter;
-use protospread_core::Staged;
+use protospread_core::{Provenance, Staged};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -136,6 +136,8 @@ struct Stream {
     lazy: Vec<usize>,
     writer: Option<(ArrowWriter<BufWriter<fs_err::File>>, SchemaRef)>,
     written: usize,
+    /// The file's key-value metadata.
+    meta: protospread_core::FileMeta,
 }
 
 impl Stream {
@@ -145,8 +147,14 @@ impl Stream {
         staged: &mut Staged,
         cols: Vec<(&'static str, Col)>,
         lazy: Vec<usize>,
+        prov: &Provenance,
     ) -> Result<Stream, ScoreError> {
         let dest = dir.join(file);
+        let meta = prov.stage_table(
+            "score",
+            file.trim_end_matches(".parquet"),
+            protospread_core::UNDECLARED_VERSION,
+        );
         let tmp = staged.file(&dest)?;
         let (names, cols) = cols.into_iter().unzip();
         Ok(Stream {
@@ -157,6 +165,7 @@ impl Stream {
             lazy,
             writer: None,
             written: 0,
+            meta,
         })
     }
 
@@ -186,7 +195,7 @@ impl Stream {
         let w = ArrowWriter::try_new(
             BufWriter::new(file),
             schema.clone(),
-            Some(protospread_core::parquet_writer_properties()),
+            Some(protospread_core::parquet_writer_properties(&self.meta)),
         )
         .map_err(|e| self.perr(e))?;
         self.writer = Some((w, schema));
@@ -255,8 +264,13 @@ fn s(x: &str) -> Option<String> {
 }
 
 impl ParityRowTables {
-    /// Stage the two per-row tables of the score folder `dir`.
-    pub fn new(dir: &Path, staged: &mut Staged) -> Result<ParityRowTables, ScoreError> {
+    /// Stage the two per-row tables of the score folder `dir`, with key-value metadata from
+    /// `prov`.
+    pub fn new(
+        dir: &Path,
+        staged: &mut Staged,
+        prov: &Provenance,
+    ) -> Result<ParityRowTables, ScoreError> {
         let parity = Stream::new(
             dir,
             "parity_rows.parquet",
@@ -273,6 +287,7 @@ impl ParityRowTables {
                 ("allowlist_note", Col::S(vec![])),
             ],
             vec![8],
+            prov,
         )?;
         // human_scores: dimension order within a row is the instrument's column order, which
         // is alphabetical for the four study instruments; sorted explicitly anyway.
@@ -289,6 +304,7 @@ impl ParityRowTables {
                 ("equal", Col::B(vec![])),
             ],
             vec![],
+            prov,
         )?;
         Ok(ParityRowTables { parity, scores })
     }

@@ -161,8 +161,13 @@ fn same_parquet_bytes_twice() {
             .unwrap()
             .iter()
             .map(|(n, b)| {
-                protospread_core::encode_parquet(Path::new(n), b.schema(), std::slice::from_ref(b))
-                    .unwrap()
+                protospread_core::encode_parquet(
+                    Path::new(n),
+                    b.schema(),
+                    std::slice::from_ref(b),
+                    &protospread_core::FileMeta::default(),
+                )
+                .unwrap()
             })
             .collect()
     };

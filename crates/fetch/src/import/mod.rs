@@ -241,6 +241,11 @@ pub trait RecordSink {
     /// out not to be in the output order (the batches already written were in order, but the
     /// rest of the file must be sorted in with them).
     fn restart(&mut self) -> Result<(), ImportError>;
+    /// Where the import reports the records it has read and validated (every pass over the
+    /// file counts); none by default.
+    fn progress(&self) -> std::sync::Arc<dyn protospread_core::Progress> {
+        std::sync::Arc::new(protospread_core::NoProgress)
+    }
 }
 
 /// Collects the batches.
@@ -283,7 +288,7 @@ pub fn import_into(
     let kind = FileKind::of(path)?;
     let mut in_order = InOrder::new(ADMIN_SETTINGS.iter().map(|(c, _)| *c).collect());
     let stored: Vec<usize> = (0..COLUMNS.len()).collect();
-    let streamed = read_validated(path, kind, vocab, &mut |b| {
+    let streamed = read_validated(path, kind, vocab, &*sink.progress(), &mut |b| {
         in_order.push(&b)?;
         if !in_order.holds() {
             return Ok(false);
@@ -303,14 +308,19 @@ pub fn import_into(
 type StagedSink<'a> = dyn FnMut(RecordBatch) -> Result<bool, ImportError> + 'a;
 
 /// Read and validate every record of `path` (the first invalid one stops with its error),
-/// handing them to `out` in staging batches. The number of records, or `None` when `out`
-/// stopped the reading.
+/// handing them to `out` in staging batches and counting them to `progress`. The number of
+/// records, or `None` when `out` stopped the reading.
 fn read_validated(
     path: &Path,
     kind: FileKind,
     vocab: &Vocabulary,
+    progress: &dyn protospread_core::Progress,
     out: &mut StagedSink,
 ) -> Result<Option<usize>, ImportError> {
+    let out = &mut |b: RecordBatch| {
+        progress.advance(b.num_rows() as u64);
+        out(b)
+    };
     let mut builders = Builders::new();
     let mut records = 0usize;
     let finished = match kind {
@@ -356,7 +366,7 @@ fn import_staged(
     let mut writer =
         ArrowWriter::try_new(file, staging_schema(), Some(staging_properties())).map_err(pq_err)?;
     let mut domain = KeyDomain::default();
-    let records = read_validated(path, kind, vocab, &mut |b| {
+    let records = read_validated(path, kind, vocab, &*sink.progress(), &mut |b| {
         domain.observe(&b)?;
         writer.write(&b).map_err(pq_err)?;
         Ok(true)

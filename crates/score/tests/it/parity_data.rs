@@ -149,7 +149,13 @@ fn parity_counts_sweep_and_norms() {
     assert_eq!(n.percentile(n.min() - 1.0), 0.0);
     let dir = tempfile::tempdir().unwrap();
     for t in parity_tables(&run).unwrap() {
-        protospread_core::write_parquet(&dir.path().join(t.file), t.schema, &[t.batch]).unwrap();
+        protospread_core::write_parquet(
+            &dir.path().join(t.file),
+            t.schema,
+            &[t.batch],
+            &protospread_core::FileMeta::default(),
+        )
+        .unwrap();
     }
     assert_eq!(Norms::load(dir.path()).unwrap(), run.norms);
 }
@@ -274,7 +280,8 @@ fn parity_files(
     }
     let out = dir.join("score");
     let mut staged = protospread_core::Staged::in_dir(&out).unwrap();
-    let mut rows = ParityRowTables::new(&out, &mut staged).unwrap();
+    let mut rows =
+        ParityRowTables::new(&out, &mut staged, &protospread_core::Provenance::default()).unwrap();
     let run = run_parity_streaming(
         &key,
         &old,
@@ -288,7 +295,13 @@ fn parity_files(
     rows.finish().unwrap();
     for t in parity_tables(&run).unwrap() {
         let p = out.join(t.file);
-        let bytes = protospread_core::encode_parquet(&p, t.schema, &[t.batch]).unwrap();
+        let bytes = protospread_core::encode_parquet(
+            &p,
+            t.schema,
+            &[t.batch],
+            &protospread_core::FileMeta::default(),
+        )
+        .unwrap();
         staged.put(&p, &bytes).unwrap();
     }
     staged.commit().unwrap();
@@ -343,6 +356,12 @@ fn streamed_parity_is_independent_of_the_chunk_size() {
     {
         let p = a_dir.path().join("score").join(name);
         let (schema, batches) = protospread_core::read_parquet(&p).unwrap();
+        // The schema as the stage gives it, without the file's key-value metadata.
+        let schema = std::sync::Arc::new(schema.as_ref().clone().with_metadata(Default::default()));
+        let batches: Vec<_> = batches
+            .into_iter()
+            .map(|b| b.with_schema(schema.clone()).unwrap())
+            .collect();
         let one = arrow::compute::concat_batches(&schema, &batches).unwrap();
         if name == "human_scores.parquet" {
             let want: usize = inputs
@@ -351,7 +370,13 @@ fn streamed_parity_is_independent_of_the_chunk_size() {
                 .sum();
             assert_eq!(one.num_rows(), want);
         }
-        let whole = protospread_core::encode_parquet(&p, schema, &[one]).unwrap();
+        // The metadata the stage gives the file when it knows no run.
+        let meta = protospread_core::Provenance::default().stage_table(
+            "score",
+            name.trim_end_matches(".parquet"),
+            protospread_core::UNDECLARED_VERSION,
+        );
+        let whole = protospread_core::encode_parquet(&p, schema, &[one], &meta).unwrap();
         assert!(
             &whole == bytes,
             "{name}: streamed bytes differ from one batch"
