@@ -1,8 +1,9 @@
-//! The chi-square distribution's upper tail, from the regularized incomplete gamma function.
+//! The chi-square distribution's upper tail, from the regularized incomplete gamma function;
+//! the log-gamma function it rests on is also the sweep's (Clopper-Pearson bounds).
 
 /// Natural log of the gamma function, x > 0 (Lanczos approximation, g = 7, 9 coefficients;
 /// relative error below 1e-14 on the arguments used here).
-fn ln_gamma(x: f64) -> f64 {
+pub fn ln_gamma(x: f64) -> f64 {
     const G: f64 = 7.0;
     const C: [f64; 9] = [
         0.999_999_999_999_809_9,

@@ -23,7 +23,7 @@ pub use bootstrap::{
     BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED,
 };
 pub use frac::Fraction;
-pub use gamma::chi_square_sf;
+pub use gamma::{chi_square_sf, ln_gamma};
 pub use paired::{cochran_q, mcnemar_exact, CochranQ};
 pub use permutation::{permutation_test, PermutationTest, MAX_SPLITS};
 pub use ranking::{kendall_tau_b, median, ranking, Ranking};
