@@ -197,8 +197,12 @@ fn intervals(tables: &[Rendered]) -> Result<BTreeMap<(String, String), String>, 
         out.insert(
             (r[src].clone(), r[arm].clone()),
             format!(
-                "95% cluster-bootstrap interval over {} models ({} replicates): share {} to {}, median ratio {ratio}; share expected if setups and samples were exchangeable: {null}",
-                r[models], r[reps], r[lo], r[hi]
+                "95% cluster-bootstrap interval over {} {} ({} replicates): share {} to {}, median ratio {ratio}; share expected if setups and samples were exchangeable: {null}",
+                r[models],
+                if r[models] == "1" { "model" } else { "models" },
+                r[reps],
+                r[lo],
+                r[hi]
             ),
         );
     }
