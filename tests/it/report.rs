@@ -495,10 +495,78 @@ fn embedded_report_opens_on_the_headline_and_every_figure_text_fits() {
     let headline = html.find("<h2>Headline</h2>").expect("a headline");
     assert!(headline < html.find("<svg").unwrap());
     assert!(
-        html.contains("<p class=\"h\">simulated_answers (simulated): arm=api: protocol spread exceeds sampling noise: use the protocol spread as the error bar. Share of cells with protocol SD &gt; sampling SD: 0.873518 (221 of 253 compared cells, threshold 0.800000). Median ratio protocol SD / sampling SD: 2.949576 (threshold 2.000000). Interval: none computed.</p>"),
+        html.contains("<p class=\"h\">simulated_answers (simulated): arm=api: protocol spread exceeds sampling noise: use the protocol spread as the error bar. Share of cells with protocol SD &gt; sampling SD: 0.873518 (221 of 253 compared cells, threshold 0.800000). Median ratio protocol SD / sampling SD: 2.949576 (threshold 2.000000). Interval: 95% cluster-bootstrap interval over "),
         "{}",
         &html[headline..headline + 2000]
     );
+    // The interval's numbers are the headline_interval table's, and the test counts those of
+    // cell_tests_by_group, read from the stage's own Parquet files.
+    let read = |name: &str| {
+        let f = fs_err::File::open(out.join(format!("aggregate/{name}.parquet"))).unwrap();
+        let r = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+            f.into_parts().0,
+        )
+        .unwrap()
+        .build()
+        .unwrap();
+        let batches: Vec<_> = r.map(Result::unwrap).collect();
+        arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap()
+    };
+    let text_of = |b: &arrow::record_batch::RecordBatch, col: &str, i: usize| {
+        let a = b.column_by_name(col).unwrap();
+        if a.is_null(i) {
+            return String::new();
+        }
+        arrow::util::display::array_value_to_string(a, i).unwrap()
+    };
+    let f6 = |b: &arrow::record_batch::RecordBatch, col: &str, i: usize| {
+        let a = b.column_by_name(col).unwrap();
+        use arrow::array::AsArray;
+        format!(
+            "{:.6}",
+            a.as_primitive::<arrow::datatypes::Float64Type>().value(i)
+        )
+    };
+    let hi = read("headline_interval");
+    let sim = (0..hi.num_rows())
+        .find(|&i| text_of(&hi, "source", i) == "simulated_answers")
+        .expect("an interval for the simulated source");
+    let expected = format!(
+        "Interval: 95% cluster-bootstrap interval over {} models ({} replicates): share {} to {}, median ratio {} to {}; share expected if setups and samples were exchangeable: {}.",
+        text_of(&hi, "models", sim),
+        text_of(&hi, "replicates", sim),
+        f6(&hi, "share_low", sim),
+        f6(&hi, "share_high", sim),
+        f6(&hi, "median_ratio_low", sim),
+        f6(&hi, "median_ratio_high", sim),
+        f6(&hi, "null_expected_share", sim),
+    );
+    let tg = read("cell_tests_by_group");
+    let g = (0..tg.num_rows())
+        .find(|&i| {
+            text_of(&tg, "source", i) == "simulated_answers"
+                && text_of(&tg, "group", i) == "arm=api"
+        })
+        .expect("tests of the headline arm");
+    let tests = format!(
+        "Exact permutation tests: {} of {} tested cells with p &lt;= 0.05, {} after Benjamini-Hochberg at q = 0.05.</p>",
+        text_of(&tg, "p_le_0_05", g),
+        text_of(&tg, "cells", g),
+        text_of(&tg, "bh_rejected", g),
+    );
+    assert!(
+        html.contains(&format!("{expected} {tests}")),
+        "{expected} {tests}\n{}",
+        &html[headline..headline + 2000]
+    );
+    // The error-bar figures: one per scale, with its title and axis labels.
+    assert!(html.contains("<h2>Error bars per model and scale</h2>"));
+    assert!(html.contains(
+        "class=\"t\">simulated_answers (simulated): big_five E, mean z per model</text>"
+    ));
+    assert!(html.contains(">z, human SDs (dot: mean over the protocol setups)</text></svg>"));
+    assert!(html.contains(">whiskers: lowest and highest setup</text>"));
+    assert!(html.contains("<h2>Ranking robustness</h2>"));
     assert!(
         html.matches("<svg").count() >= 5,
         "scatter, range, sweep and recorded figures"
@@ -597,6 +665,17 @@ fn report_of_many_models_stays_small() {
         "the range figure is binned"
     );
     assert!(html.contains("binned: darker squares hold more cells"));
+    // Each error-bar figure shows the ends of its scale's thousands of models and says so.
+    let ends = "00 models in all; shown: the 20 with the highest and the 20 with the lowest mean (error_bars.csv)";
+    let figures = html.matches(ends).count();
+    assert!(
+        figures >= 5,
+        "one figure per scale of each source: {figures}"
+    );
+    assert_eq!(
+        html.matches(" models not shown ...</text>").count(),
+        figures
+    );
     let bad = texts_outside_their_figure(&html);
     assert!(
         bad.is_empty(),

@@ -1,7 +1,8 @@
 //! The headline: per source, the verdict in words with the figures it rests on (share of
-//! compared cells with protocol SD > sampling SD, median ratio, and an interval where one is
-//! computed), read from the `verdict` and `protocol_vs_sampling` tables; nothing is computed
-//! anew and every number is the string of its CSV.
+//! compared cells with protocol SD > sampling SD, median ratio, their bootstrap intervals and
+//! the null-expected share, the cells the permutation tests flag), read from the `verdict`,
+//! `protocol_vs_sampling`, `headline_interval` and `cell_tests_by_group` tables; nothing is
+//! computed anew and every number is the string of its CSV.
 
 use crate::render::TextTable;
 use crate::Rendered;
@@ -20,9 +21,12 @@ pub(crate) struct Headline {
     pub(crate) counts: Option<(String, String)>,
     /// The median-ratio criterion: value (empty when none) and threshold.
     pub(crate) median_ratio: (String, String),
-    /// An interval for the share or the ratio, in words, where the tables give one; none of
-    /// the current tables does.
+    /// The 95% bootstrap intervals of the share and of the median ratio and the share
+    /// expected under the permutation null, in words, from `headline_interval`.
     pub(crate) interval: Option<String>,
+    /// Cells tested, with p <= 0.05 and rejected by Benjamini-Hochberg, from
+    /// `cell_tests_by_group` (the headline arm's group).
+    pub(crate) tests: Option<(String, String, String)>,
 }
 
 impl Headline {
@@ -39,8 +43,14 @@ impl Headline {
             Some((above, compared)) => format!("{above} of {compared} compared cells, "),
             None => String::new(),
         };
+        let tests = match &self.tests {
+            Some((cells, p, bh)) => format!(
+                " Exact permutation tests: {p} of {cells} tested cells with p <= 0.05, {bh} after Benjamini-Hochberg at q = 0.05."
+            ),
+            None => String::new(),
+        };
         format!(
-            "{} ({}): {}. Share of cells with protocol SD > sampling SD: {} ({counts}threshold {}). Median ratio protocol SD / sampling SD: {} (threshold {}). Interval: {}.",
+            "{} ({}): {}. Share of cells with protocol SD > sampling SD: {} ({counts}threshold {}). Median ratio protocol SD / sampling SD: {} (threshold {}). Interval: {}.{tests}",
             self.source,
             self.label,
             self.verdict,
@@ -98,6 +108,23 @@ pub(crate) fn headlines(tables: &[Rendered]) -> Result<Vec<Headline>, String> {
             );
         }
     }
+    let intervals = intervals(tables)?;
+    // (source, group) -> (cells, p <= 0.05, BH rejected)
+    let mut tested: BTreeMap<(&str, &str), (String, String, String)> = BTreeMap::new();
+    if let Some(p) = tables.iter().find(|t| t.name == "cell_tests_by_group") {
+        let p = &p.head;
+        let [s, g, n, le, bh] = cols(
+            p,
+            "cell_tests_by_group",
+            ["source", "group", "cells", "p_le_0_05", "bh_rejected"],
+        )?;
+        for r in &p.rows {
+            tested.insert(
+                (r[s].as_str(), r[g].as_str()),
+                (r[n].clone(), r[le].clone(), r[bh].clone()),
+            );
+        }
+    }
     let mut out: Vec<Headline> = Vec::new();
     for r in &t.rows {
         let at = match out
@@ -115,7 +142,10 @@ pub(crate) fn headlines(tables: &[Rendered]) -> Result<Vec<Headline>, String> {
                         .get(&(r[src].as_str(), format!("arm={}", r[arm]).as_str()))
                         .cloned(),
                     median_ratio: Default::default(),
-                    interval: None,
+                    interval: intervals.get(&(r[src].clone(), r[arm].clone())).cloned(),
+                    tests: tested
+                        .get(&(r[src].as_str(), format!("arm={}", r[arm]).as_str()))
+                        .cloned(),
                 });
                 out.len() - 1
             }
@@ -127,6 +157,54 @@ pub(crate) fn headlines(tables: &[Rendered]) -> Result<Vec<Headline>, String> {
             "median_ratio" => h.median_ratio = (r[val].clone(), r[thr].clone()),
             _ => {}
         }
+    }
+    Ok(out)
+}
+
+/// Per (source, arm) of `headline_interval`, its intervals in words; a source whose share has
+/// no interval (no compared cell) has none.
+fn intervals(tables: &[Rendered]) -> Result<BTreeMap<(String, String), String>, String> {
+    let mut out = BTreeMap::new();
+    let Some(t) = tables.iter().find(|t| t.name == "headline_interval") else {
+        return Ok(out);
+    };
+    let t = &t.head;
+    let [src, arm, lo, hi, rlo, rhi, null, reps, models] = cols(
+        t,
+        "headline_interval",
+        [
+            "source",
+            "arm",
+            "share_low",
+            "share_high",
+            "median_ratio_low",
+            "median_ratio_high",
+            "null_expected_share",
+            "replicates",
+            "models",
+        ],
+    )?;
+    for r in &t.rows {
+        if r[lo].is_empty() {
+            continue;
+        }
+        let ratio = if r[rlo].is_empty() {
+            "none".to_string()
+        } else {
+            format!("{} to {}", r[rlo], r[rhi])
+        };
+        let null = if r[null].is_empty() { "none" } else { &r[null] };
+        out.insert(
+            (r[src].clone(), r[arm].clone()),
+            format!(
+                "95% cluster-bootstrap interval over {} {} ({} replicates): share {} to {}, median ratio {ratio}; share expected if setups and samples were exchangeable: {null}",
+                r[models],
+                if r[models] == "1" { "model" } else { "models" },
+                r[reps],
+                r[lo],
+                r[hi]
+            ),
+        );
     }
     Ok(out)
 }
@@ -237,6 +315,34 @@ mod tests {
         assert!(with
             .sentence()
             .ends_with("Interval: share 0.80 to 0.92 (95%)."));
+        let interval = table(
+            "headline_interval",
+            &[
+                "source",
+                "arm",
+                "models",
+                "share_low",
+                "share_high",
+                "median_ratio_low",
+                "median_ratio_high",
+                "null_expected_share",
+                "replicates",
+            ],
+            &[
+                &["rec", "local", "0", "", "", "", "", "", "2000"],
+                &[
+                    "sim", "api", "5", "0.800000", "0.920000", "2.5", "3.1", "0.55", "2000",
+                ],
+            ],
+        );
+        let tested = table(
+            "cell_tests_by_group",
+            &["source", "group", "cells", "p_le_0_05", "bh_rejected"],
+            &[&["sim", "arm=api", "253", "200", "190"]],
+        );
+        let hs = headlines(&[verdict.clone(), interval, tested]).unwrap();
+        assert!(hs[1].sentence().ends_with("Interval: 95% cluster-bootstrap interval over 5 models (2000 replicates): share 0.800000 to 0.920000, median ratio 2.5 to 3.1; share expected if setups and samples were exchangeable: 0.55. Exact permutation tests: 200 of 253 tested cells with p <= 0.05, 190 after Benjamini-Hochberg at q = 0.05."), "{}", hs[1].sentence());
+        assert!(hs[0].sentence().ends_with("Interval: none computed."));
         let mut bad = verdict;
         bad.head.header[3] = "what".into();
         assert!(headlines(&[bad]).unwrap_err().contains("`criterion`"));

@@ -33,7 +33,7 @@ fn c(x: f64) -> String {
 }
 
 /// A "nice" tick step (1, 2 or 5 times a power of ten) giving about `n` ticks up to `max`.
-fn tick_step(max: f64, n: f64) -> f64 {
+pub(crate) fn tick_step(max: f64, n: f64) -> f64 {
     let raw = (max / n).max(1e-9);
     let p = 10f64.powf(raw.log10().floor());
     let m = raw / p;
@@ -49,7 +49,7 @@ fn tick_step(max: f64, n: f64) -> f64 {
     k * p
 }
 
-fn tick_label(v: f64, step: f64) -> String {
+pub(crate) fn tick_label(v: f64, step: f64) -> String {
     if step >= 1.0 {
         format!("{v:.0}")
     } else if step >= 0.1 {
@@ -885,6 +885,7 @@ pub(crate) fn report(
     tables: &[Rendered],
     whole: &[bool],
     points: Option<&PointsBuilder>,
+    bars: Option<crate::inference::BarsBuilder>,
 ) -> Result<String, ReportError> {
     let usage = |m: String| ReportError::Usage(format!("report.html: {m}"));
     let mut s = String::new();
@@ -924,6 +925,35 @@ pub(crate) fn report(
                 "<p class=\"d\">Figures for the first {FIGURE_SOURCES} of {} sources; every cell is in the table <code>cells</code>.</p>",
                 pb.groups.len()
             );
+        }
+    }
+    if let Some(b) = bars.filter(|b| b.counts().1 > 0) {
+        let (drawn, scales, sources) = b.counts();
+        s.push_str("<h2>Error bars per model and scale</h2>\n<p class=\"d\">Per scale, the models in order of their mean z over the protocol setups (dot), with +/- the error bar (the larger of the protocol SD and the sampling SD; its colour says which) and whiskers to the lowest and the highest setup (table <a href=\"#error_bars\"><code>error_bars</code></a>, every row in <a href=\"error_bars.csv\">error_bars.csv</a>).</p>\n<div class=\"figs\">");
+        for f in b.figures() {
+            s.push_str(&f);
+        }
+        s.push_str("</div>\n");
+        if drawn < scales || sources > FIGURE_SOURCES {
+            let _ = writeln!(
+                s,
+                "<p class=\"d\">Figures for {drawn} of {scales} scales of the first {} of {sources} sources; every row is in <a href=\"error_bars.csv\">error_bars.csv</a>.</p>",
+                sources.min(FIGURE_SOURCES)
+            );
+        }
+    }
+    if let Some((intro, summary, more)) =
+        crate::inference::ranking_section(tables).map_err(usage)?
+    {
+        let _ = writeln!(
+            s,
+            "<h2>Ranking robustness</h2>\n<p class=\"d\">{}</p>",
+            esc(&intro)
+        );
+        s.push_str(&html_table(&summary));
+        s.push('\n');
+        if let Some(m) = more {
+            let _ = writeln!(s, "<p class=\"d\">{}</p>", esc(&m));
         }
     }
     if let Some(acc) = tables.iter().find(|t| t.name == "sweep_accuracy") {
@@ -1109,6 +1139,20 @@ mod tests {
             format!("counted in {STRIP_BINS} bins"),
             format!("the first {FIGURE_SOURCES} sources"),
             format!("the first {SWEEP_FIGURES} model x benchmark pairs"),
+            format!(
+                "at most {} models, one row each | the {} models with the highest and the {} with the lowest mean z",
+                crate::inference::BAR_MODELS,
+                crate::inference::BAR_SIDE,
+                crate::inference::BAR_SIDE
+            ),
+            format!(
+                "the first {} scales of the first {FIGURE_SOURCES} sources",
+                crate::inference::BAR_FIGURES
+            ),
+            format!(
+                "the first {} rows of `ranking`",
+                crate::inference::RANKING_ROWS
+            ),
         ] {
             assert!(doc.contains(&s), "docs/report.md does not say `{s}`");
         }

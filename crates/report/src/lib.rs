@@ -13,6 +13,7 @@
 mod bag;
 mod headline;
 mod html;
+mod inference;
 mod provenance;
 mod recorded;
 mod render;
@@ -371,7 +372,7 @@ struct Job {
 
 /// Render one table: its CSV in one pass over the Parquet file, then its Markdown (each file
 /// written and synced here, so that several tables' files are written at once).
-fn render_table(job: &Job) -> Result<(Rendered, Option<html::PointsBuilder>), ReportError> {
+fn render_table(job: &Job) -> Result<(Rendered, Option<stream::Collector>), ReportError> {
     let p = stream::pass(&job.parquet, &job.source.name, &job.csv)?;
     let (_, title, description) = catalog_entry(&job.source.name);
     let t = Rendered {
@@ -399,10 +400,10 @@ fn render_table(job: &Job) -> Result<(Rendered, Option<html::PointsBuilder>), Re
 
 /// [`render_table`] for every job, on up to four threads (largest files first); results in
 /// the order of `jobs`. Of several failures the first table's is returned.
-fn render_all(jobs: &[Job]) -> Result<Vec<(Rendered, Option<html::PointsBuilder>)>, ReportError> {
+fn render_all(jobs: &[Job]) -> Result<Vec<(Rendered, Option<stream::Collector>)>, ReportError> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
-    type Slot = Mutex<Option<Result<(Rendered, Option<html::PointsBuilder>), ReportError>>>;
+    type Slot = Mutex<Option<Result<(Rendered, Option<stream::Collector>), ReportError>>>;
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&i| {
         std::cmp::Reverse(fs_err::metadata(&jobs[i].parquet).map_or(0, |m| m.len()))
@@ -479,6 +480,17 @@ fn markdown_report(
         }
     }
     s.push_str("Every figure is also in the CSV file named in each section (the canonical, hashed form). Floats: six decimals; SDs and ranges in human SDs. Conventions: docs/statistics.md.\n");
+    if let Some((intro, summary, more)) = inference::ranking_section(tables)
+        .map_err(|m| ReportError::Usage(format!("report.md: {m}")))?
+    {
+        s.push_str("\n## Ranking robustness\n\n");
+        s.push_str(&intro);
+        s.push_str("\n\n");
+        s.push_str(&render::to_markdown(&summary));
+        if let Some(m) = more {
+            s.push_str(&format!("\n{m}\n"));
+        }
+    }
     let recorded =
         recorded::paragraphs(tables).map_err(|m| ReportError::Usage(format!("report.md: {m}")))?;
     if !recorded.is_empty() {
@@ -527,11 +539,13 @@ pub fn run(out: &Path, section: &ReportSection) -> Result<Summary, ReportError> 
         files.push(csv);
         files.push(md);
     }
-    let mut points = None;
+    let (mut points, mut bars) = (None, None);
     let mut tables = Vec::new();
     for (t, p) in render_all(&jobs)? {
-        if p.is_some() {
-            points = p;
+        match p {
+            Some(stream::Collector::Points(p)) => points = Some(p),
+            Some(stream::Collector::Bars(b)) => bars = Some(b),
+            None => {}
         }
         tables.push(t);
     }
@@ -541,7 +555,7 @@ pub fn run(out: &Path, section: &ReportSection) -> Result<Summary, ReportError> 
         markdown_report(&section.title, &tables, &whole)?.as_bytes(),
     )?;
     files.push("report.md".to_string());
-    let html = html::report(&section.title, &tables, &whole, points.as_ref())?;
+    let html = html::report(&section.title, &tables, &whole, points.as_ref(), bars)?;
     staged.put(&dir.join("report.html"), html.as_bytes())?;
     files.push("report.html".to_string());
     // check_section refused a listed table named like the report's files, and aggregate

@@ -4,6 +4,7 @@
 //! figures' points). Nothing is held per row of a large table but one reused row of strings.
 
 use crate::html::PointsBuilder;
+use crate::inference::BarsBuilder;
 use crate::render::{push_float, TextTable};
 use crate::{Excerpt, ReportError};
 use arrow::array::{Array, AsArray};
@@ -37,8 +38,26 @@ pub(crate) struct Pass {
     pub(crate) excerpt: Option<Excerpt>,
     /// Rows whose `label` is `recorded`, all of them.
     pub(crate) recorded: TextTable,
-    /// For the `cells` table: the kept cells the figures draw.
-    pub(crate) points: Option<PointsBuilder>,
+    /// For the `cells` and `error_bars` tables: what the figures draw.
+    pub(crate) points: Option<Collector>,
+}
+
+/// What a table's pass collects for the figures.
+#[derive(Debug)]
+pub(crate) enum Collector {
+    /// The kept cells of `cells`.
+    Points(PointsBuilder),
+    /// The models of each scale of `error_bars`.
+    Bars(BarsBuilder),
+}
+
+impl Collector {
+    fn push(&mut self, r: &[String]) -> Result<(), String> {
+        match self {
+            Collector::Points(p) => p.push(r),
+            Collector::Bars(b) => b.push(r),
+        }
+    }
 }
 
 /// How one column's values are written as text.
@@ -120,7 +139,7 @@ impl Extremes {
 
 /// Read the Parquet table at `path` once: write its canonical CSV to `csv_path` (a file this
 /// function creates, writes and syncs) and return what the Markdown, the HTML and the figures
-/// need. `name` is the table's file stem (`cells` also collects the figures' points).
+/// need. `name` is the table's file stem (`cells` and `error_bars` also collect what the figures draw).
 pub(crate) fn pass(path: &Path, name: &str, csv_path: &Path) -> Result<Pass, ReportError> {
     let perr = |source| ReportError::Parquet {
         path: path.to_path_buf(),
@@ -174,10 +193,14 @@ pub(crate) fn pass(path: &Path, name: &str, csv_path: &Path) -> Result<Pass, Rep
     } else {
         None
     };
-    let mut points = if name == "cells" {
-        Some(PointsBuilder::new(&header).map_err(|m| ReportError::table(path, m))?)
-    } else {
-        None
+    let mut points = match name {
+        "cells" => Some(Collector::Points(
+            PointsBuilder::new(&header).map_err(|m| ReportError::table(path, m))?,
+        )),
+        "error_bars" => Some(Collector::Bars(
+            BarsBuilder::new(&header).map_err(|m| ReportError::table(path, m))?,
+        )),
+        _ => None,
     };
 
     let cerr = |source| ReportError::Csv {

@@ -137,8 +137,12 @@ fn html_is_self_contained_with_figures() {
     }
     assert_eq!(
         html.matches("<svg").count(),
-        4,
-        "scatter and range figure for each of two sources"
+        14,
+        "scatter and range figure for each of two sources, an error-bar figure for each of their five scales"
+    );
+    assert_eq!(
+        html.matches("aria-label=\"error bars per model, ").count(),
+        10
     );
     assert!(html.contains("above y = x"));
     assert!(html.contains("recorded-fixture"));
