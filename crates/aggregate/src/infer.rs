@@ -115,7 +115,7 @@ fn span(list: &arrow::array::ListArray, row: usize) -> std::ops::Range<usize> {
 
 // ---- per cell ------------------------------------------------------------------------------
 
-/// `ps_perm(protocol, sampling)`: the exact permutation test of a cell from the lists of its
+/// `ps_perm(protocol, sampling)` (part of `ps_cell`): the exact permutation test of a cell from the lists of its
 /// protocol and sampling scores (`array_agg(named_struct('v', v))` each): struct {splits,
 /// at_least, protocol_gt} ([`protospread_inference::permutation_test`]); null when either list
 /// has fewer than two scores or the splits exceed the limit.
@@ -182,7 +182,7 @@ fn perm(a: &[ArrayRef]) -> Result<ArrayRef> {
     )?))
 }
 
-/// `ps_setups_at(protocol, highest)`: the setups (conditions) of a cell at its lowest score
+/// `ps_setups_at(protocol, highest)` (part of `ps_cell`): the setups (conditions) of a cell at its lowest score
 /// (`highest` false) or its highest score (true), from the list
 /// `array_agg(named_struct('c', condition, 'v', v))`: every tied setup, each once, in byte
 /// order, space-separated; null for an empty list.
@@ -219,6 +219,106 @@ fn setups_at(a: &[ArrayRef]) -> Result<ArrayRef> {
         out.append_value(names.join(" "));
     }
     Ok(Arc::new(out.finish()))
+}
+
+/// Fields of the list [`setup_sums`] returns the items of.
+fn sums_fields() -> Fields {
+    fields(&[
+        ("c", DataType::Utf8),
+        ("s", DataType::Int64),
+        ("n", DataType::Int64),
+    ])
+}
+
+/// Each row's protocol scores (the list of `ps_setups_at`) summed per setup, in byte order of
+/// the setups: a list of struct {c, s, n}, the setup, the sum of its scores and their count;
+/// what `ps_ranking` reads of a cell, a row per setup instead of one per score.
+fn setup_sums(pl: &ArrayRef) -> Result<ArrayRef> {
+    let what = "ps_cell";
+    let (list, items) = list_of(pl, what)?;
+    let c = field(items, "c", &DataType::Utf8, what)?;
+    let v = field(items, "v", &DataType::Int64, what)?;
+    let (c, v) = (c.as_string::<i32>(), v.as_primitive::<Int64Type>());
+    let (mut names, mut sums, mut counts) = (
+        StringBuilder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+    );
+    let mut offsets = vec![0i32];
+    let mut one: Vec<(&str, i64)> = Vec::new();
+    let mut len = 0i32;
+    for row in 0..list.len() {
+        one.clear();
+        one.extend(
+            span(list, row)
+                .filter(|&k| c.is_valid(k) && v.is_valid(k) && v.value(k) >= 0)
+                .map(|k| (c.value(k), v.value(k))),
+        );
+        one.sort_unstable();
+        let mut k = 0;
+        while k < one.len() {
+            let setup = one[k].0;
+            let run = one[k..].iter().take_while(|(x, _)| *x == setup).count();
+            names.append_value(setup);
+            sums.append_value(one[k..k + run].iter().map(|(_, x)| x).sum::<i64>());
+            counts.append_value(run as i64);
+            len += 1;
+            k += run;
+        }
+        offsets.push(len);
+    }
+    let values = StructArray::try_new(
+        sums_fields(),
+        vec![
+            Arc::new(names.finish()) as ArrayRef,
+            Arc::new(sums.finish()),
+            Arc::new(counts.finish()),
+        ],
+        None,
+    )?;
+    Ok(Arc::new(arrow::array::ListArray::try_new(
+        Arc::new(sums_item()),
+        arrow::buffer::OffsetBuffer::new(offsets.into()),
+        Arc::new(values),
+        None,
+    )?))
+}
+
+/// The item field of [`setup_sums`]'s list.
+fn sums_item() -> Field {
+    Field::new("item", DataType::Struct(sums_fields()), true)
+}
+
+/// Fields of [`cell`]'s struct.
+fn cell_fields() -> Fields {
+    fields(&[
+        ("t", perm_type()),
+        ("lowest", DataType::Utf8),
+        ("highest", DataType::Utf8),
+        ("sums", DataType::List(Arc::new(sums_item()))),
+    ])
+}
+
+/// The struct `ps_perm` returns.
+fn perm_type() -> DataType {
+    DataType::Struct(fields(&[
+        ("splits", DataType::Int64),
+        ("at_least", DataType::Int64),
+        ("protocol_gt", DataType::Int64),
+    ]))
+}
+
+/// `ps_cell(protocol, sampling)`: what the inference tables need of one cell, from the lists
+/// of `ps_perm`, in the grouping that gathers them: struct {t (`ps_perm`), lowest, highest
+/// (`ps_setups_at`), sums ([`setup_sums`])}.
+fn cell(a: &[ArrayRef]) -> Result<ArrayRef> {
+    let n = a[0].len();
+    let at = |high: bool| -> Result<ArrayRef> {
+        let flag: ArrayRef = Arc::new(arrow::array::BooleanArray::from(vec![high; n]));
+        setups_at(&[a[0].clone(), flag])
+    };
+    let arrays = vec![perm(a)?, at(false)?, at(true)?, setup_sums(&a[0])?];
+    Ok(Arc::new(StructArray::try_new(cell_fields(), arrays, None)?))
 }
 
 // ---- per group -----------------------------------------------------------------------------
@@ -379,8 +479,8 @@ fn ranking_fields() -> Fields {
 }
 
 /// `ps_ranking(list)`: ranking robustness of one scale from `array_agg(named_struct('model',
-/// model, 'pl', pl))` over its kept cells, `pl` a cell's protocol scores
-/// (`named_struct('c', condition, 'v', v)` each): a model's score under a setup is the mean of
+/// model, 'pl', pl))` over its kept cells, `pl` a cell's protocol sums per setup (`sums` of
+/// [`cell`]): a model's score under a setup is the mean of
 /// its scores there (an exact fraction); setups in byte order; models in byte order, only
 /// those with a score under every setup.
 fn rank(a: &[ArrayRef]) -> Result<ArrayRef> {
@@ -391,10 +491,12 @@ fn rank(a: &[ArrayRef]) -> Result<ArrayRef> {
     let Some(pl) = items.column_by_name("pl") else {
         return exec_err!("{what}: no field pl");
     };
-    let (pl, scores_of) = list_of(pl, what)?;
-    let c = field(scores_of, "c", &DataType::Utf8, what)?;
-    let v = field(scores_of, "v", &DataType::Int64, what)?;
-    let (c, v) = (c.as_string::<i32>(), v.as_primitive::<Int64Type>());
+    let (pl, sums_of) = list_of(pl, what)?;
+    let c = field(sums_of, "c", &DataType::Utf8, what)?;
+    let s = field(sums_of, "s", &DataType::Int64, what)?;
+    let n = field(sums_of, "n", &DataType::Int64, what)?;
+    let c = c.as_string::<i32>();
+    let (s, n) = (s.as_primitive::<Int64Type>(), n.as_primitive::<Int64Type>());
     let mut ints: Vec<Int64Builder> = (0..6).map(|_| Int64Builder::new()).collect();
     let mut floats = [Float64Builder::new(), Float64Builder::new()];
     let mut leaders = StringBuilder::new();
@@ -404,23 +506,17 @@ fn rank(a: &[ArrayRef]) -> Result<ArrayRef> {
         let mut cells: Vec<usize> = span(list, row).filter(|&k| model.is_valid(k)).collect();
         cells.sort_unstable_by(|&x, &y| model.value(x).cmp(model.value(y)));
         let mut acc: Vec<Run> = Vec::new();
-        let mut one: Vec<(&str, u64)> = Vec::new();
         for &k in &cells {
-            one.clear();
-            one.extend(
-                span(pl, k)
-                    .filter(|&j| c.is_valid(j) && v.is_valid(j) && v.value(j) >= 0)
-                    .map(|j| (c.value(j), v.value(j) as u64)),
-            );
-            one.sort_unstable();
             let m = model.value(k);
-            for &(s, x) in &one {
+            // A cell's sums come in byte order of their setups (`ps_cell`).
+            for j in span(pl, k).filter(|&j| c.is_valid(j) && s.is_valid(j) && n.is_valid(j)) {
+                let (setup, x, count) = (c.value(j), s.value(j) as u64, n.value(j) as u64);
                 match acc.last_mut() {
-                    Some((key, (sum, n))) if *key == (m, s) => {
+                    Some((key, (sum, total))) if *key == (m, setup) => {
                         *sum += x;
-                        *n += 1;
+                        *total += count;
                     }
-                    _ => acc.push(((m, s), (x, 1))),
+                    _ => acc.push(((m, setup), (x, count))),
                 }
             }
         }
@@ -496,22 +592,15 @@ fn rank(a: &[ArrayRef]) -> Result<ArrayRef> {
     )?))
 }
 
-/// The functions, ready to register: `ps_perm`, `ps_setups_at`, `ps_bh`, `ps_headline`,
-/// `ps_ranking`.
+/// The functions, ready to register: `ps_cell`, `ps_bh`, `ps_headline`, `ps_ranking`.
 pub(crate) fn udfs() -> Vec<ScalarUDF> {
-    let perm_t = DataType::Struct(fields(&[
-        ("splits", DataType::Int64),
-        ("at_least", DataType::Int64),
-        ("protocol_gt", DataType::Int64),
-    ]));
     let bh_t = DataType::Struct(fields(&[
         ("count", DataType::Int64),
         ("cut_a", DataType::Int64),
         ("cut_n", DataType::Int64),
     ]));
     vec![
-        udf("ps_perm", 2, perm_t, perm),
-        udf("ps_setups_at", 2, DataType::Utf8, setups_at),
+        udf("ps_cell", 2, DataType::Struct(cell_fields()), cell),
         udf("ps_bh", 1, bh_t, bh),
         udf(
             "ps_headline",

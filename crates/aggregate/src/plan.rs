@@ -124,8 +124,9 @@ const RERUN_PACK: i64 = 1024;
 const RERUN_NONE: i64 = 1023;
 
 /// Views that the tables are built from, in creation order: (name, SQL). Over a keyed
-/// [`Cut`], `sc` is the union of its branches and every view carries `combo`.
-pub(crate) fn views(p: &Params, cut: &Cut) -> Vec<(&'static str, String)> {
+/// [`Cut`], `sc` is the union of its branches and every view carries `combo`. With `tests`,
+/// `cm` also carries each cell's inference column `inf` (see [`cm_view`]).
+pub(crate) fn views(p: &Params, cut: &Cut, tests: bool) -> Vec<(&'static str, String)> {
     // A branch's conditions (protocol, then sampling) are flagged `h_0..` in `sc`, so that
     // `cm` counts each by its position, whichever branch the row is of.
     let width = cut
@@ -136,7 +137,7 @@ pub(crate) fn views(p: &Params, cut: &Cut) -> Vec<(&'static str, String)> {
         .unwrap_or(0);
     let k = cut.k("");
     let sc = sc_view(p, cut, width);
-    let cm = cm_view(p, &k, width);
+    let cm = cm_view(p, &k, width, tests);
     // The administrations that keep a cell out, listed by name in (condition, sample) order
     // (`admins_in_order`, crate::admins): few rows, gathered over them alone, not over `sc`.
     let named = "named_struct('condition', condition, 'sample', sample, 'admin', admin)";
@@ -223,8 +224,9 @@ fn sc_view(p: &Params, cut: &Cut, width: usize) -> String {
 }
 
 /// `cm`: the integer moments per cell (only protocol / sampling scores with a z enter them),
-/// the condition flags and the packed rerun scores.
-fn cm_view(p: &Params, k: &str, width: usize) -> String {
+/// the condition flags and the packed rerun scores; with `tests`, also `inf`, the cell's
+/// permutation test, lowest and highest setups and protocol sums per setup (`ps_cell`).
+fn cm_view(p: &Params, k: &str, width: usize, tests: bool) -> String {
     let mut has = String::new();
     for i in 0..width {
         has.push_str(&format!(
@@ -245,6 +247,16 @@ fn cm_view(p: &Params, k: &str, width: usize) -> String {
             ));
         }
     }
+    // The inference functions read each cell's score lists in this grouping, which already
+    // meets every scale score once per cell: a second grouping over the scores, and the lists
+    // themselves written to a scratch file, cost more than the functions.
+    let inf = if tests {
+        ", ps_cell(\
+           array_agg(named_struct('c', condition, 'v', v)) FILTER (WHERE is_p AND has_z AND v IS NOT NULL), \
+           array_agg(named_struct('v', v)) FILTER (WHERE is_s AND has_z AND v IS NOT NULL)) AS inf"
+    } else {
+        ""
+    };
     // Integer moments per cell (only protocol / sampling scores with a z enter them).
     format!(
         "SELECT {k}source, model, test, dimension, COUNT(*) AS rows_n, \
@@ -261,7 +273,7 @@ fn cm_view(p: &Params, k: &str, width: usize) -> String {
            SUM(CASE WHEN is_to AND has_z THEN v END) AS ts, \
            SUM(CASE WHEN is_from AND has_z THEN 1 ELSE 0 END) AS fn_, \
            SUM(CASE WHEN is_from AND has_z THEN v END) AS fs, \
-           SUM(CASE WHEN is_used AND constant_answers THEN 1 ELSE 0 END) AS const_n \
+           SUM(CASE WHEN is_used AND constant_answers THEN 1 ELSE 0 END) AS const_n{inf} \
          FROM sc GROUP BY {k}source, model, test, dimension"
     )
 }
@@ -818,21 +830,16 @@ pub(crate) struct Inference {
     pub(crate) tables: Vec<(&'static str, String)>,
 }
 
-/// See [`Inference`]. `cell_lists` holds each cell's protocol scores (with their condition)
-/// and sampling scores as lists; `ctest` every kept cell's columns of `cells` with its
-/// permutation test (`ps_perm`) and its lowest and highest setups.
+/// See [`Inference`]. `ctest` holds every kept cell's columns of `cells` with the inference
+/// column `inf` of the study's `cm` unpacked: its permutation test, its lowest and highest
+/// setups and `pl`, its protocol sums per setup.
 pub(crate) fn inference(p: &Params) -> Inference {
-    let lists = "SELECT source, model, test, dimension, \
-           array_agg(named_struct('c', condition, 'v', v)) FILTER (WHERE is_p AND has_z AND v IS NOT NULL) AS pl, \
-           array_agg(named_struct('v', v)) FILTER (WHERE is_s AND has_z AND v IS NOT NULL) AS sl \
-         FROM sc WHERE is_used GROUP BY source, model, test, dimension"
-        .to_string();
     let ctest = "SELECT source, label, model, arm, cohort, test, dimension, protocol_n, sampling_n, \
            protocol_mean_z, protocol_sd, sampling_sd, ratio, protocol_gt_sampling, min_z, max_z, \
            get_field(t, 'splits') AS splits, get_field(t, 'at_least') AS at_least, get_field(t, 'protocol_gt') AS null_gt, lowest, highest, pl \
-         FROM (SELECT c.*, l.pl, ps_perm(l.pl, l.sl) AS t, ps_setups_at(l.pl, FALSE) AS lowest, \
-                 ps_setups_at(l.pl, TRUE) AS highest \
-               FROM cells c JOIN cell_lists l ON c.source = l.source AND c.model = l.model \
+         FROM (SELECT c.*, get_field(l.inf, 't') AS t, get_field(l.inf, 'lowest') AS lowest, \
+                 get_field(l.inf, 'highest') AS highest, get_field(l.inf, 'sums') AS pl \
+               FROM cells c JOIN cm l ON c.source = l.source AND c.model = l.model \
                  AND c.test = l.test AND c.dimension = l.dimension WHERE c.kept)"
         .to_string();
     let bh_of = "ps_bh(array_agg(named_struct('a', at_least, 'n', splits)))";
@@ -895,7 +902,7 @@ pub(crate) fn inference(p: &Params) -> Inference {
          ORDER BY source, arm, test, dimension"
         .to_string();
     Inference {
-        intermediate: vec![("cell_lists", lists), ("ctest", ctest)],
+        intermediate: vec![("ctest", ctest)],
         tables: vec![
             ("cell_tests", cell_tests),
             ("cell_tests_by_group", by_group),

@@ -584,7 +584,7 @@ impl Run<'_> {
         // `cells` goes to a scratch file that the group tables read, and out as a table once:
         // at 10^8 answers it is the largest table, and held in memory for the other plans it
         // sat outside the engine's pool for the rest of the stage.
-        self.cells(a, study, &f.scores)?;
+        self.cells(a, study, true, &f.scores)?;
         emit(self.table(
             "cells",
             "SELECT * FROM cells ORDER BY source, model, test, dimension",
@@ -641,14 +641,16 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// The per-cell views of `cut` and its table `cells`, sorted by its key.
+    /// The per-cell views of `cut` and its table `cells`, sorted by its key; with `tests`,
+    /// `cm` carries the inference tables' per-cell column.
     fn cells(
         &self,
         a: &AggregateSection,
         cut: &plan::Cut,
+        tests: bool,
         path: &Path,
     ) -> Result<(), AggregateError> {
-        for (name, sql) in plan::views(a, cut) {
+        for (name, sql) in plan::views(a, cut, tests) {
             if MATERIALIZED_VIEWS.contains(&name) {
                 self.materialize(name, &sql, path)?;
             } else {
@@ -773,7 +775,7 @@ impl Run<'_> {
     ) -> Result<SideParts, AggregateError> {
         let path = &self.files.by_rule;
         let adm = if fresh {
-            self.cells(a, cut, path)?;
+            self.cells(a, cut, false, path)?;
             self.materialize("side_adm", &plan::side_administrations(cut), path)?;
             "side_adm".to_string()
         } else {
