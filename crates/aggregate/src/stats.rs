@@ -12,6 +12,9 @@ use arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::error::{DataFusionError, Result as DfResult};
 use datafusion::logical_expr::{create_udf, ColumnarValue, ScalarUDF, Volatility};
 use datafusion::prelude::SessionContext;
+// One exact fraction comparison for the cell tables and the permutation test, so both call a
+// tie the same way.
+use protospread_inference::fraction_gt as frac_gt;
 use std::sync::Arc;
 
 /// Integer moments of a set of scores.
@@ -62,25 +65,6 @@ pub fn z(x: i64, human_mean: f64, human_sd: f64) -> f64 {
 /// A difference of scores in human SDs: `d / human_sd` (ranges and rerun differences).
 pub fn diff_z(d: i64, human_sd: f64) -> f64 {
     d as f64 / human_sd
-}
-
-/// `a / b > c / d` for non-negative numerators and positive denominators, exactly, for any
-/// magnitude (continued-fraction comparison: no product can overflow).
-fn frac_gt(mut a: u128, mut b: u128, mut c: u128, mut d: u128) -> bool {
-    loop {
-        let (qa, ra, qc, rc) = (a / b, a % b, c / d, c % d);
-        if qa != qc {
-            return qa > qc;
-        }
-        if ra == 0 {
-            return false;
-        }
-        if rc == 0 {
-            return true;
-        }
-        // ra/b > rc/d  <=>  d/rc > b/ra
-        (a, b, c, d) = (d, rc, b, ra);
-    }
 }
 
 /// "protocol SD > sampling SD": the two sample variances compared as exact fractions

@@ -56,8 +56,9 @@ pub(crate) fn ge(a: u128, b: u128, c: u128, d: u128) -> bool {
     }
 }
 
-/// `a / b > c / d` (see [`ge`]).
-pub(crate) fn gt(mut a: u128, mut b: u128, mut c: u128, mut d: u128) -> bool {
+/// `a / b > c / d` for non-negative `a, c` and positive `b, d`, exactly for any 128-bit
+/// values (see [`ge`]); also the aggregate stage's "protocol SD > sampling SD".
+pub fn gt(mut a: u128, mut b: u128, mut c: u128, mut d: u128) -> bool {
     if let (Some(x), Some(y)) = (a.checked_mul(d), c.checked_mul(b)) {
         return x > y;
     }

@@ -22,7 +22,7 @@ pub use bootstrap::{
     cluster_bootstrap, percentile, BootstrapHeadline, BootstrapInterval, SplitMix64,
     BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED,
 };
-pub use frac::Fraction;
+pub use frac::{gt as fraction_gt, Fraction};
 pub use gamma::{chi_square_sf, ln_gamma};
 pub use paired::{cochran_q, mcnemar_exact, CochranQ};
 pub use permutation::{permutation_test, PermutationTest, MAX_SPLITS};
