@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 /// Read out/score/scale_scores.parquet and out/score/parsed_answers.parquet with DataFusion and
 /// write the per-cell statistics and the study tables to <out>/aggregate/ (Parquet, one file
-/// per table, plus SHA256SUMS). Parameters: [aggregate] of pipeline.toml (protocol and sampling
+/// per table, plus SHA256SUMS); with [sweep] runs, also the delimiter sweep's tables from
+/// out/fetch/sweep_samples.parquet. Parameters: [aggregate] of pipeline.toml (protocol and sampling
 /// conditions, rerun pairs, groups, verdict thresholds). Conventions: docs/statistics.md.
 #[derive(clap::Args, Debug, Default)]
 pub(crate) struct Args {
@@ -32,16 +33,10 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         ..Default::default()
     };
     let dir = ctx.out.join("aggregate");
-    // The sweep's tables ([sweep] lm_eval_runs / dictionary_runs; none when unset) are written
-    // with the aggregate tables, in the same commit and manifest.
-    let sweep = protospread_sweep::tables(&cfg)
-        .with_context(|| format!("{}: [sweep] tables", ctx.config_path.display()))?;
-    let s = protospread_aggregate::run_with_extra(
-        &ctx.out.join("score"),
-        &dir,
+    let s = protospread_aggregate::run_in(
+        &ctx.out,
         &params,
         &engine,
-        &sweep,
         &ctx.provenance(&cfg, "protospread aggregate")?,
         &*ctx.observer(),
     )

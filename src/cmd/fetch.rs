@@ -71,6 +71,12 @@ fn summary_lines(s: &Summary) -> Vec<String> {
             ));
         }
     }
+    if let Some(n) = s.sweep_documents {
+        lines.push(format!(
+            "  [sweep] runs: {n} documents, checked as one sweep -> {}/sweep_samples.parquet",
+            s.out_dir
+        ));
+    }
     for r in &s.removed {
         lines.push(format!("  removed stale {}/{r}", s.out_dir));
     }

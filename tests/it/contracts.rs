@@ -29,10 +29,11 @@ fn read(path: &Path) -> RecordBatch {
     concat_batches(&schema, &batches).unwrap()
 }
 
-/// The files of `table` in a finished run's output folder.
+/// The files of `table` in a finished run's output folder: one per input in a folder of the
+/// table's name (the stored answers), else `<stage>/<name>.parquet`.
 fn files_of(out: &Path, table: &TableContract) -> Vec<PathBuf> {
-    if table.stage == "fetch" {
-        let dir = out.join("fetch").join(table.name);
+    let dir = out.join(table.stage).join(table.name);
+    if dir.is_dir() {
         let mut v: Vec<PathBuf> = fs_err::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().path())

@@ -120,6 +120,9 @@ fn every_parquet_output_names_its_table_stage_and_only_its_inputs() {
         let roles: Vec<_> = named.iter().map(|n| role_of(n)).collect();
         match (stage, rest) {
             ("fetch", r) if r.starts_with("answers/") => assert_eq!(named, [table], "{rel}"),
+            ("fetch", "sweep_samples.parquet") => {
+                assert_eq!(named, ["sweep_dictionary_smollm2"], "{rel}");
+            }
             ("fetch", _) => {
                 assert_eq!(named.len(), 1, "{rel}: {named:?}");
                 assert_eq!(

@@ -1202,6 +1202,65 @@ mod dictionary {
         );
     }
 
+    /// The pipeline's path: fetch ingests the runs and stages their documents as
+    /// `sweep_samples.parquet`; aggregate reads them back and computes the tables. Both must give
+    /// exactly the tables of the in-memory `tables`, and aggregate without the staged file is
+    /// refused with the file and what to run.
+    #[test]
+    fn staged_sweep_documents_give_the_same_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let ds = delims(&["\n", ";"]);
+        let v = [SweepVariant::Plain, SweepVariant::Named];
+        let plan = plan_dictionary("m", 3, 10, &ds, &v, TEMPLATE);
+        write_records(
+            &dir.path().join("d.jsonl"),
+            &records(&plan, &ds, |doc, di, _| {
+                !(doc + di as u32).is_multiple_of(3)
+            }),
+        );
+        let cfg = config(dir.path(), "");
+        let direct = protospread_sweep::tables(&cfg).unwrap();
+        let spec = protospread_sweep::SweepSpec::from_section(&cfg.sweep).unwrap();
+        let samples = protospread_sweep::ingest(&cfg, &spec).unwrap();
+        let batch = protospread_sweep::samples_batch(&samples, dir.path()).unwrap();
+        let run: &arrow::array::StringArray = batch.column_by_name("run").unwrap().as_string();
+        assert_eq!(
+            run.value(0),
+            "d.jsonl",
+            "relative to the configuration's folder"
+        );
+        let file = dir.path().join("sweep_samples.parquet");
+        protospread_core::write_parquet(
+            &file,
+            batch.schema(),
+            &[batch],
+            &protospread_core::FileMeta::default(),
+        )
+        .unwrap();
+        let (_, read) = protospread_core::read_parquet(&file).unwrap();
+        let back = protospread_sweep::samples_from_batches(&file, &read).unwrap();
+        let staged = protospread_sweep::compute(&back, &spec).unwrap();
+        assert_eq!(staged.len(), direct.len());
+        for ((a, x), (b, y)) in staged.iter().zip(&direct) {
+            assert_eq!((a, x), (b, y), "table {a}");
+        }
+
+        let out = dir.path().join("out");
+        let e = protospread_aggregate::run_in(
+            &out,
+            &protospread_aggregate::Params::from_config(&cfg),
+            &Default::default(),
+            &Default::default(),
+            &protospread_core::NoProgress,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("fetch/sweep_samples.parquet: missing") && e.contains("protospread fetch"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn bad_dictionary_runs_are_refused_with_file_and_line() {
         let dir = tempfile::tempdir().unwrap();

@@ -75,6 +75,15 @@ pub enum AggregateError {
     /// An error of the DataFusion session.
     #[error(transparent)]
     Session(#[from] protospread_engine::EngineError),
+    /// The delimiter sweep's tables could not be computed from its documents.
+    #[error("{}: the delimiter sweep's tables", path.display())]
+    Sweep {
+        /// The fetch stage's `sweep_samples.parquet`.
+        path: PathBuf,
+        /// What the sweep crate found.
+        #[source]
+        source: protospread_sweep::SweepError,
+    },
 }
 
 impl AggregateError {
@@ -102,6 +111,9 @@ pub struct Params {
     /// the input's `headline_arm`. A source not listed uses its single arm when it has exactly
     /// one, else `aggregate.headline_arm` (docs/statistics.md).
     pub input_arms: BTreeMap<String, String>,
+    /// `[sweep]` when it names runs: the stage then also writes the sweep's tables, from the
+    /// documents the fetch stage staged (`out/fetch/sweep_samples.parquet`).
+    pub sweep: Option<protospread_core::SweepSection>,
 }
 
 impl Params {
@@ -113,6 +125,7 @@ impl Params {
                 .inputs_with_role(InputRole::Answers)
                 .filter_map(|i| Some((i.name.clone(), i.headline_arm.clone()?)))
                 .collect(),
+            sweep: protospread_sweep::configured(cfg).then(|| cfg.sweep.clone()),
         }
     }
 }
@@ -122,6 +135,7 @@ impl From<AggregateSection> for Params {
         Params {
             aggregate,
             input_arms: BTreeMap::new(),
+            sweep: None,
         }
     }
 }
@@ -267,12 +281,62 @@ pub fn run(score_dir: &Path, out_dir: &Path, params: &Params) -> Result<Summary,
     )
 }
 
+/// Run the stage in the output root `out` as the pipeline does: read `out/score` (and, when
+/// `params.sweep` names runs, the sweep's documents `out/fetch/sweep_samples.parquet`), write
+/// every table to `out/aggregate` in one all-or-nothing commit with its `SHA256SUMS`. Each
+/// file's key-value metadata comes from `prov` ([`protospread_core::Provenance::stage_table`]);
+/// each table staged is counted to `progress`.
+pub fn run_in(
+    out: &Path,
+    params: &Params,
+    engine: &EngineOptions,
+    prov: &protospread_core::Provenance,
+    progress: &dyn protospread_core::Progress,
+) -> Result<Summary, AggregateError> {
+    validate(params)?;
+    let sweep = match &params.sweep {
+        Some(section) => sweep_tables(&out.join("fetch"), section)?,
+        None => Vec::new(),
+    };
+    run_with_extra(
+        &out.join("score"),
+        &out.join("aggregate"),
+        params,
+        engine,
+        &sweep,
+        prov,
+        progress,
+    )
+}
+
+/// The delimiter sweep's tables from the fetch stage's `sweep_samples.parquet` in `fetch_dir`.
+fn sweep_tables(
+    fetch_dir: &Path,
+    section: &protospread_core::SweepSection,
+) -> Result<Vec<(String, arrow::record_batch::RecordBatch)>, AggregateError> {
+    let path = fetch_dir.join(protospread_core::SWEEP_SAMPLES.file_name());
+    if !path.is_file() {
+        return Err(AggregateError::Input {
+            path,
+            message: "missing: [sweep] names runs, whose documents the fetch stage writes here; \
+                      run `protospread fetch` first"
+                .into(),
+        });
+    }
+    let sweep_err = |source| AggregateError::Sweep {
+        path: path.clone(),
+        source,
+    };
+    let spec = protospread_sweep::SweepSpec::from_section(section).map_err(sweep_err)?;
+    let (_, batches) = protospread_core::read_parquet(&path)?;
+    let samples = protospread_sweep::samples_from_batches(&path, &batches).map_err(sweep_err)?;
+    protospread_sweep::compute(&samples, &spec).map_err(sweep_err)
+}
+
 /// [`run`], also writing `extra` tables computed elsewhere (the sweep's tables), each as
 /// `out_dir/<name>.parquet` in the same all-or-nothing commit and the same manifest. A name
-/// that collides with a table of this stage is an error. Each file's key-value metadata comes
-/// from `prov` ([`protospread_core::Provenance::stage_table`]); each table staged is counted
-/// to `progress`.
-pub fn run_with_extra(
+/// that collides with a table of this stage is an error.
+fn run_with_extra(
     score_dir: &Path,
     out_dir: &Path,
     params: &Params,

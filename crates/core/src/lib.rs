@@ -37,7 +37,8 @@
 //!   [`SCALE_SCORES`], [`SCALE_SCORES_BY_RULE`], [`REPLY_RULE_COUNTS`], [`REPLY_RERUNS`],
 //!   [`NORMS`]; the aggregate stage's inference tables [`CELL_TESTS`],
 //!   [`CELL_TESTS_BY_GROUP`], [`HEADLINE_INTERVAL`], [`ERROR_BARS`], [`RANKING`], and the
-//!   sweep's [`SWEEP_SIGNIFICANCE`], [`SWEEP_RANKING`]; all in
+//!   delimiter sweep's documents [`SWEEP_SAMPLES`] (fetch -> aggregate) and its tables
+//!   [`SWEEP_SIGNIFICANCE`], [`SWEEP_RANKING`]; all in
 //!   [`CONTRACTS`]).
 
 mod atomic;
@@ -92,7 +93,7 @@ pub use table_writer::TableWriter;
 pub use tables::{
     CELL_TESTS, CELL_TESTS_BY_GROUP, CONTRACTS, ERROR_BARS, HEADLINE_INTERVAL, NORMS,
     PARSED_ANSWERS, RANKING, REPLY_RERUNS, REPLY_RULE_COUNTS, SCALE_SCORES, SCALE_SCORES_BY_RULE,
-    STORED_ANSWERS, SWEEP_RANKING, SWEEP_SIGNIFICANCE,
+    STORED_ANSWERS, SWEEP_RANKING, SWEEP_SAMPLES, SWEEP_SIGNIFICANCE,
 };
 
 use std::path::PathBuf;

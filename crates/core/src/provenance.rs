@@ -49,7 +49,8 @@ pub struct InputHash {
 
 /// What a table is computed from, by stage and table name: written down here once.
 ///
-/// - `fetch`: each file from its own input ([`Provenance::input_file`]).
+/// - `fetch`: each file from its own input ([`Provenance::input_file`]); `sweep_samples` from
+///   the sweep's runs.
 /// - `score`: `parsed_answers`, `reply_rules` and `reply_reruns` from the stored answers;
 ///   `scale_scores` and `scale_scores_by_rule` from the stored answers and the human data
 ///   (their `z` and `percentile` are against the norms); every other table (parity, human
@@ -62,7 +63,7 @@ fn depends_on(stage: &str, table: &str) -> Depends {
         ("score", "parsed_answers" | "reply_rules" | "reply_reruns") => Depends::Roles(&[Answers]),
         ("score", "scale_scores" | "scale_scores_by_rule") => Depends::Roles(&[Answers, Human]),
         ("score", _) => Depends::Roles(&[Human]),
-        ("aggregate", t) if t.starts_with("sweep_") => Depends::SweepRuns,
+        (_, t) if t.starts_with("sweep_") => Depends::SweepRuns,
         ("aggregate", _) => Depends::Roles(&[Answers, Human]),
         _ => Depends::Roles(&[]),
     }

@@ -40,6 +40,34 @@ pub const STORED_ANSWERS: TableContract = TableContract::new(
     &["model", "condition", "sample", "test", "item"],
 );
 
+/// `out/fetch/sweep_samples.parquet`: every document of every configured delimiter-sweep run
+/// (`[sweep] lm_eval_runs` and `dictionary_runs`), one row per document of a run's task, as
+/// the fetch stage ingested and checked them (docs/sweep.md). Read by the aggregate stage,
+/// which computes the sweep's tables from it.
+pub const SWEEP_SAMPLES: TableContract = TableContract::new(
+    "sweep_samples",
+    "fetch",
+    1,
+    &[&[
+        req("source", Text),
+        // The run's results (or record) file, relative to the configuration's folder when
+        // inside it, so that the file's bytes do not depend on where the study is checked out.
+        req("run", Text),
+        req("task", Text),
+        req("label", Text),
+        req("model", Text),
+        req("benchmark", Text),
+        req("subset", Text),
+        req("delimiter", Text),
+        req("variant", Text),
+        req("metric", Text),
+        req("doc_id", Int64),
+        req("doc_hash", Text),
+        req("correct", Boolean),
+    ]],
+    &["source", "run", "task", "doc_id"],
+);
+
 /// The columns that say which administration of a test a request belongs to: in the stored
 /// answers after `format_version`; in the score stage's tables after [`SOURCE`], the two
 /// together naming one administration of a test in a source.
@@ -392,8 +420,9 @@ pub const SWEEP_RANKING: TableContract = TableContract::new(
 );
 
 /// Every contract of this module, in pipeline order.
-pub const CONTRACTS: [&TableContract; 14] = [
+pub const CONTRACTS: [&TableContract; 15] = [
     &STORED_ANSWERS,
+    &SWEEP_SAMPLES,
     &PARSED_ANSWERS,
     &SCALE_SCORES,
     &SCALE_SCORES_BY_RULE,

@@ -149,6 +149,9 @@ pub enum FetchError {
     /// Writing outputs or the manifest.
     #[error("{0}")]
     Core(#[from] CoreError),
+    /// A `[sweep]` run that cannot be ingested, or runs that do not form a sweep.
+    #[error("[sweep] runs")]
+    Sweep(#[source] protospread_sweep::SweepError),
 }
 
 fn attempts_note(n: &u32) -> String {
@@ -831,6 +834,8 @@ pub struct Summary {
     pub manifest: String,
     /// Stale files of an earlier run removed from the fetch folder.
     pub removed: Vec<String>,
+    /// Documents of the `[sweep]` runs staged in `sweep_samples.parquet`, when it names any.
+    pub sweep_documents: Option<usize>,
 }
 
 fn role_name(r: InputRole) -> &'static str {
@@ -914,6 +919,8 @@ pub fn run(cfg: &Config, out: &Path, opts: &Options) -> Result<Summary, FetchErr
         });
     }
 
+    let sweep_documents = stage_sweep(cfg, &fetch_dir, &mut staged, opts)?;
+
     let produced: BTreeSet<String> = staged
         .paths()
         .map(|p| protospread_core::rel_path(&fetch_dir, p))
@@ -928,7 +935,38 @@ pub fn run(cfg: &Config, out: &Path, opts: &Options) -> Result<Summary, FetchErr
         files: manifest.entries.len(),
         manifest: display_path(&fetch_dir.join(MANIFEST_NAME)),
         removed,
+        sweep_documents,
     })
+}
+
+/// Ingest and check the `[sweep]` runs and stage their documents as
+/// `sweep_samples.parquet`; the number of documents, or `None` when `[sweep]` names no run.
+fn stage_sweep(
+    cfg: &Config,
+    fetch_dir: &Path,
+    staged: &mut Staged,
+    opts: &Options,
+) -> Result<Option<usize>, FetchError> {
+    if !protospread_sweep::configured(cfg) {
+        return Ok(None);
+    }
+    let sweep_err = FetchError::Sweep;
+    let spec = protospread_sweep::SweepSpec::from_section(&cfg.sweep).map_err(sweep_err)?;
+    let samples = protospread_sweep::ingest(cfg, &spec).map_err(sweep_err)?;
+    let batch = protospread_sweep::samples_batch(&samples, &cfg.base_dir).map_err(sweep_err)?;
+    let contract = &protospread_core::SWEEP_SAMPLES;
+    let dest = fetch_dir.join(contract.file_name());
+    let meta = opts
+        .provenance
+        .stage_table("fetch", contract.name, contract.version);
+    let bytes = protospread_core::encode_parquet(
+        &dest,
+        batch.schema(),
+        std::slice::from_ref(&batch),
+        &meta,
+    )?;
+    staged.put(&dest, &bytes)?;
+    Ok(Some(batch.num_rows()))
 }
 
 /// Outputs of the previous run (listed in the folder's manifest) that this run does not write

@@ -10,13 +10,15 @@
 //!   shared ranking measures (`sweep_significance`, `sweep_ranking`).
 //! - [`dictionary`]: the native sweep on a generated dictionary-lookup task.
 //!
-//! The aggregate stage calls [`tables`] with the loaded configuration.
+//! The fetch stage calls [`ingest`] and writes the documents ([`samples_batch`]); the
+//! aggregate stage reads them back ([`samples_from_batches`]) and calls [`compute`].
 
 mod delimiter;
 mod dictionary;
 mod ingest;
 mod lmeval;
 mod significance;
+mod staged;
 mod stats;
 mod tables;
 mod yaml;
@@ -31,6 +33,7 @@ pub use ingest::{Ingested, SampleRecord, TaskSamples};
 pub use lmeval::{
     generate as generate_lm_eval_tasks, installed_tasks_dir, Benchmark, Generated, GeneratedFile,
 };
+pub use staged::{samples_batch, samples_from_batches};
 pub use tables::{cells, fmt_pct, spreads, Cell, Spread};
 
 use arrow::record_batch::RecordBatch;
@@ -67,6 +70,9 @@ pub enum SweepError {
     /// An error of the administer crate.
     #[error(transparent)]
     Administer(#[from] protospread_administer::AdministerError),
+    /// An Arrow error while building or reading the sweep's tables.
+    #[error(transparent)]
+    Arrow(#[from] arrow::error::ArrowError),
     /// Every failed check, one per line.
     #[error("the sweep is not comparable ({} problem(s)):\n  {}", .0.len(), .0.join("\n  "))]
     Check(Vec<String>),
@@ -126,34 +132,55 @@ impl SweepSpec {
 }
 
 /// Ingest every configured run (lm-eval folders and dictionary records), check it, and
-/// compute the tables.
+/// compute the tables: [`ingest`] then [`compute`].
+pub fn tables(config: &Config) -> Result<Vec<(String, RecordBatch)>, SweepError> {
+    let spec = SweepSpec::from_section(&config.sweep)?;
+    let samples = ingest(config, &spec)?;
+    if samples.is_empty() {
+        return Ok(Vec::new());
+    }
+    compute(&samples, &spec)
+}
+
+/// Whether `[sweep]` names any run (`lm_eval_runs` or `dictionary_runs`): then the fetch stage
+/// writes the sweep's documents and the aggregate stage its tables.
+pub fn configured(config: &Config) -> bool {
+    !config.sweep.lm_eval_runs.is_empty() || !config.sweep.dictionary_runs.is_empty()
+}
+
+/// Ingest and check every configured run (the fetch stage's part of the sweep).
 ///
 /// Reads `[sweep] lm_eval_runs` and `[sweep] dictionary_runs` (resolved against the
-/// configuration's folder). Returns no tables when neither is configured. Any problem found
-/// by [`ingest::check`] or during ingestion (a missing variant, different document sets, a
+/// configuration's folder). Returns no samples when neither is configured. Any problem found
+/// by the check or during ingestion (a missing variant, different document sets, a
 /// multi-turn run, ...) is an error listing every problem. lm-eval runs must cover every
 /// configured delimiter; a dictionary run may cover a subset of them, each with every
 /// configured variant over the same documents. A dictionary run that is also declared as an
 /// `[[inputs]]` entry (same path) must match that entry's sha256.
-pub fn tables(config: &Config) -> Result<Vec<(String, RecordBatch)>, SweepError> {
-    let spec = SweepSpec::from_section(&config.sweep)?;
-    if config.sweep.lm_eval_runs.is_empty() && config.sweep.dictionary_runs.is_empty() {
-        return Ok(Vec::new());
-    }
+pub fn ingest(config: &Config, spec: &SweepSpec) -> Result<Vec<TaskSamples>, SweepError> {
     let mut samples = Vec::new();
     if !config.sweep.lm_eval_runs.is_empty() {
-        let ing = ingest_all(config, &spec)?;
+        let ing = ingest_all(config, spec)?;
         if !ing.problems.is_empty() {
             return Err(SweepError::Check(ing.problems));
         }
         samples = ing.samples;
     }
-    samples.extend(ingest_dictionary_runs(config, &spec)?);
-    let cells = tables::cells(&samples, &spec)?;
-    let mut out = tables::build(&cells, &spec);
+    samples.extend(ingest_dictionary_runs(config, spec)?);
+    Ok(samples)
+}
+
+/// The sweep's tables from checked samples (the aggregate stage's part of the sweep): the
+/// cells with their intervals and spreads, `sweep_significance` and `sweep_ranking`.
+pub fn compute(
+    samples: &[TaskSamples],
+    spec: &SweepSpec,
+) -> Result<Vec<(String, RecordBatch)>, SweepError> {
+    let cells = tables::cells(samples, spec)?;
+    let mut out = tables::build(&cells, spec);
     out.push((
         protospread_core::SWEEP_SIGNIFICANCE.name.to_string(),
-        significance::significance(&samples, &cells, &spec),
+        significance::significance(samples, &cells, spec),
     ));
     out.push((
         protospread_core::SWEEP_RANKING.name.to_string(),
