@@ -44,7 +44,7 @@ dirs=()
 for t in mmlu arc_challenge commonsense_qa; do
     # No --lm-eval-tasks: protospread finds the task folder through the venv's lm_eval.
     "$bin" --config "$work/pipeline.toml" --quiet sweep lm-eval --task "$t" \
-        --python "$venv/bin/python" --out "$work/$t"
+        --python "$venv/bin/python" --task-dir "$work/$t"
     dirs+=("$work/$t")
 done
 "$venv/bin/python" "$repo/scripts/lm_eval_check.py" "${dirs[@]}"

@@ -36,12 +36,13 @@ pub(crate) struct Cli {
     /// Pipeline configuration file.
     #[arg(long, global = true, default_value = "pipeline.toml")]
     pub(crate) config: PathBuf,
-    /// Output path [default: out]. `run` and the stages (fetch, score, aggregate, report)
-    /// write a subfolder each, with its own SHA256SUMS; `sweep lm-eval` writes its task files
-    /// into this folder (new or empty; without --out a new folder sweep-<task>[-N]);
-    /// `sweep dictionary` appends its records to this FILE.jsonl, and `administer` to this
-    /// FILE.jsonl or, for a folder, to administer/<model>.jsonl in it.
-    #[arg(long, global = true)]
+    /// The output folder [default: out]: `run` and the stages (fetch, score, aggregate,
+    /// report) write a subfolder each in it, with its own SHA256SUMS, and `bag` packs it;
+    /// `administer` keeps its default record file administer/<model>.jsonl in it. Commands
+    /// that write elsewhere name their destination themselves: `simulate --dir DIR`,
+    /// `administer --to FILE.jsonl`, `sweep lm-eval --task-dir DIR`,
+    /// `sweep dictionary --to FILE.jsonl`.
+    #[arg(long, global = true, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
     /// Print nothing but errors (no progress bars, no summary).
     #[arg(long, global = true)]
@@ -186,10 +187,12 @@ impl Ctx {
 fn error_text(e: &anyhow::Error) -> String {
     let mut text = e.to_string();
     for cause in e.chain().skip(1) {
+        // Some parsers end their message with a newline; a cause is shown trimmed.
         let c = cause.to_string();
-        if !text.contains(&c) {
+        let c = c.trim_end();
+        if !text.contains(c) {
             text.push_str(": ");
-            text.push_str(&c);
+            text.push_str(c);
         }
     }
     text

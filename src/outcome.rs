@@ -57,7 +57,7 @@ fn kind(e: &anyhow::Error) -> &'static str {
             return match s {
                 SweepError::Check(_) => "check",
                 SweepError::Config(_) => "config",
-                SweepError::Fs(_) => "io",
+                SweepError::Fs(_) | SweepError::Core(_) => "io",
                 _ => "input",
             };
         }
@@ -91,79 +91,78 @@ type Place = (String, Option<u64>, Option<Value>);
 /// File, row (1-based; the line for line-based formats) and column of the first error in the
 /// chain that names them.
 fn place(e: &anyhow::Error) -> Option<Place> {
-    use protospread_core::CoreError as C;
-    use protospread_format::FormatError as A;
-    use protospread_score::ScoreError as S;
+    use protospread_fetch::{CsvError, FetchError};
     use protospread_sweep::SweepError as W;
-    let file = |p: &std::path::Path| p.display().to_string();
-    for cause in e.chain() {
-        // The import wraps a record error transparently, and the fetch stage boxes the import's.
-        let import = cause
-            .downcast_ref::<protospread_fetch::ImportError>()
-            .or_else(|| {
-                cause
-                    .downcast_ref::<Box<protospread_fetch::ImportError>>()
-                    .map(|b| &**b)
-            });
-        let record = match import {
-            Some(protospread_fetch::ImportError::Format(a)) => Some(a),
-            _ => cause.downcast_ref::<A>(),
-        };
-        if let Some(a) = record {
-            match a {
-                A::Record {
-                    file: f,
-                    row,
-                    column,
-                    ..
-                } => return Some((file(f), Some(*row as u64), Some(json!(column)))),
-                A::File { file: f, .. } => return Some((file(f), None, None)),
-                A::Arrow(_) => {}
-            }
+    e.chain().find_map(|cause| {
+        if let Some(p) = record_place(cause).or_else(|| score_place(cause)) {
+            return Some(p);
         }
-        if let Some(s) = cause.downcast_ref::<S>() {
-            match s {
-                S::Cell {
-                    path, line, column, ..
-                } => return Some((file(path), Some(*line as u64), Some(json!(column)))),
-                S::File { path, .. } | S::Parquet { path, .. } => {
-                    return Some((file(path), None, None))
-                }
-                _ => {}
-            }
+        if let Some(W::Malformed { file, line, .. }) = cause.downcast_ref::<W>() {
+            return Some((show(file), (*line > 0).then_some(*line as u64), None));
         }
-        if let Some(W::Malformed { file: f, line, .. }) = cause.downcast_ref::<W>() {
-            return Some((file(f), (*line > 0).then_some(*line as u64), None));
-        }
-        if let Some(protospread_fetch::FetchError::Csv { error, .. }) =
-            cause.downcast_ref::<protospread_fetch::FetchError>()
-        {
+        if let Some(FetchError::Csv { error, .. }) = cause.downcast_ref::<FetchError>() {
             return Some(csv_place(error));
         }
-        if let Some(c) = cause.downcast_ref::<protospread_fetch::CsvError>() {
+        if let Some(c) = cause.downcast_ref::<CsvError>() {
             return Some(csv_place(c));
         }
         if let Some(io) = cause.downcast_ref::<protospread_core::IoError>() {
-            return Some((file(&io.path), None, None));
+            return Some((show(&io.path), None, None));
         }
-        if let Some(c) = cause.downcast_ref::<C>() {
-            match c {
-                C::Config { path, message } => {
-                    let (row, column) = toml_position(message);
-                    return Some((file(path), row, column.map(|c| json!(c))));
-                }
-                C::Manifest { path, line, .. } => {
-                    return Some((file(path), Some(*line as u64), None))
-                }
-                C::Parquet { path, .. } | C::Refused { path, .. } => {
-                    return Some((file(path), None, None))
-                }
-                C::Io(io) => return Some((file(&io.path), None, None)),
-                _ => {}
-            }
-        }
+        core_place(cause)
+    })
+}
+
+type Cause<'a> = &'a (dyn std::error::Error + 'static);
+
+fn show(p: &std::path::Path) -> String {
+    p.display().to_string()
+}
+
+/// The place of a stored-answer record error, also inside an import error (which wraps it
+/// transparently; the fetch stage boxes the import's).
+fn record_place(cause: Cause<'_>) -> Option<Place> {
+    use protospread_fetch::ImportError;
+    use protospread_format::FormatError as A;
+    let import = cause
+        .downcast_ref::<ImportError>()
+        .or_else(|| cause.downcast_ref::<Box<ImportError>>().map(|b| &**b));
+    let record = match import {
+        Some(ImportError::Format(a)) => Some(a),
+        _ => cause.downcast_ref::<A>(),
+    };
+    match record? {
+        A::Record {
+            file, row, column, ..
+        } => Some((show(file), Some(*row as u64), Some(json!(column)))),
+        A::File { file, .. } => Some((show(file), None, None)),
+        A::Arrow(_) => None,
     }
-    None
+}
+
+fn score_place(cause: Cause<'_>) -> Option<Place> {
+    use protospread_score::ScoreError as S;
+    match cause.downcast_ref::<S>()? {
+        S::Cell {
+            path, line, column, ..
+        } => Some((show(path), Some(*line as u64), Some(json!(column)))),
+        S::File { path, .. } | S::Parquet { path, .. } => Some((show(path), None, None)),
+        _ => None,
+    }
+}
+
+fn core_place(cause: Cause<'_>) -> Option<Place> {
+    use protospread_core::CoreError as C;
+    match cause.downcast_ref::<C>()? {
+        C::Config { path, message } => {
+            let (row, column) = toml_position(message);
+            Some((show(path), row, column.map(|c| json!(c))))
+        }
+        C::Manifest { path, line, .. } => Some((show(path), Some(*line as u64), None)),
+        C::Parquet { path, .. } | C::Refused { path, .. } => Some((show(path), None, None)),
+        C::Io(io) => Some((show(&io.path), None, None)),
+        _ => None,
+    }
 }
 
 fn csv_place(c: &protospread_fetch::CsvError) -> Place {

@@ -2,23 +2,26 @@
 
 use crate::Ctx;
 use anyhow::Context;
-use protospread_administer::{ClientSettings, Plan, RunLabels, Selection};
+use protospread_administer::{
+    default_output, Client, ClientSettings, Plan, RunLabels, Selection, Summary,
+};
 use protospread_core::AdministerSection;
 use protospread_format::Arm;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Give questionnaires to a model behind an OpenAI-compatible endpoint and record every request.
 ///
 /// Builds the requests of every condition of [administer] in pipeline.toml (by default S0, S0r,
 /// SR, SP, ST1 x3, B0, B0r, BS1..BS4) from instrument files, POSTs them to
-/// BASE_URL/chat/completions, and appends each reply to the output file (JSONL, stored-answer
+/// BASE_URL/chat/completions, and appends each reply to the record file (JSONL, stored-answer
 /// format v1) as soon as it arrives. Rerunning the same command resumes: answered requests are
-/// not sent again, failed ones are. The global --out names the file when it ends in .jsonl,
-/// else the file is OUT/administer/<model>.jsonl. Exit code 2 when some requests failed.
+/// not sent again, failed ones are. The record file is --to FILE.jsonl, by default
+/// OUT/administer/<model>.jsonl under the global --out folder. Exit code 2 when some requests
+/// failed.
 ///
 /// Example: protospread administer --base-url http://127.0.0.1:8088/v1
-/// --model SmolLM2-135M-Instruct.Q4_1 --out data/recorded/smollm2.jsonl
+/// --model SmolLM2-135M-Instruct.Q4_1 --to data/recorded/smollm2.jsonl
 #[derive(clap::Args, Debug, Default)]
 pub(crate) struct Args {
     /// Base URL of the OpenAI-compatible API, up to and including /v1.
@@ -27,6 +30,10 @@ pub(crate) struct Args {
     /// Model id exactly as it is sent in every request (and recorded).
     #[arg(long, required = true)]
     pub(crate) model: String,
+    /// The record file (JSONL) the replies are appended to; default:
+    /// OUT/administer/<model>.jsonl under the global --out folder.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub(crate) to: Option<PathBuf>,
     /// Instrument file(s) (TOML); default: [administer] instruments of pipeline.toml.
     #[arg(long)]
     pub(crate) instrument: Vec<PathBuf>,
@@ -55,8 +62,8 @@ pub(crate) struct Args {
     /// `study` column (default: [study] name).
     #[arg(long)]
     pub(crate) study: Option<String>,
-    /// `arm` column: api, cli or local.
-    #[arg(long, default_value = "api", value_parser = parse_arm)]
+    /// `arm` column.
+    #[arg(long, default_value = "api", value_parser = crate::cmd::arm_parser())]
     pub(crate) arm: Arm,
     /// `cohort` column.
     #[arg(long, default_value = "full")]
@@ -69,37 +76,29 @@ pub(crate) struct Args {
     pub(crate) dry_run: bool,
 }
 
-/// The output file: `--out` itself when it ends in `.jsonl`, else a file per model under it.
-fn output_file(out: &Path, model: &str) -> PathBuf {
-    if out.extension().is_some_and(|e| e == "jsonl") {
-        return out.to_path_buf();
+/// `[administer]`, the study's name and the folder instrument paths are relative to; without
+/// pipeline.toml (outside a protospread checkout) the defaults apply.
+fn settings(ctx: &Ctx) -> anyhow::Result<(AdministerSection, String, PathBuf)> {
+    if !ctx.config_path.exists() {
+        let name = "administered".to_string();
+        return Ok((AdministerSection::default(), name, PathBuf::from(".")));
     }
-    let safe: String = model
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    out.join("administer").join(format!("{safe}.jsonl"))
+    let cfg = ctx.config()?;
+    Ok((cfg.administer, cfg.study.name, cfg.base_dir))
+}
+
+/// The record file: `--to`, else the file per model under the global `--out` folder.
+fn record_file(ctx: &Ctx, args: &Args) -> anyhow::Result<PathBuf> {
+    crate::cmd::out_is_a_folder(ctx, "administer")?;
+    Ok(match &args.to {
+        Some(f) => f.clone(),
+        None => default_output(&ctx.out, &args.model),
+    })
 }
 
 pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
-    // pipeline.toml is optional here: outside a protospread checkout the defaults apply.
-    let (sec, study, base): (AdministerSection, String, PathBuf) = if ctx.config_path.exists() {
-        let cfg = ctx.config()?;
-        let base = cfg.base_dir.clone();
-        (cfg.administer, cfg.study.name, base)
-    } else {
-        (
-            AdministerSection::default(),
-            "administered".to_string(),
-            PathBuf::from("."),
-        )
-    };
+    let (sec, study, base) = settings(ctx)?;
+    let out = record_file(ctx, &args)?;
     let api_key = match &args.api_key_env {
         None => None,
         Some(var) => Some(std::env::var(var).map_err(|_| {
@@ -112,42 +111,13 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         conditions: args.conditions.clone(),
         items: args.items.clone(),
     };
-    let Plan {
-        instruments,
-        conditions,
-        requests: planned,
-    } = selection.plan(&args.model, &sec, &base)?;
-    let out = output_file(&ctx.out, &args.model);
+    let plan = selection.plan(&args.model, &sec, &base)?;
     let settings = ClientSettings::resolve(&sec, args.timeout, args.retries, args.concurrency)?;
     let client = settings.client(&args.base_url, api_key)?;
-
     if args.dry_run {
-        ctx.emit(
-            "administer",
-            serde_json::json!({
-                "dry_run": true,
-                "requests": planned.len(),
-                "tests": instruments.len(),
-                "conditions": conditions.len(),
-                "endpoint": client.url(),
-                "output": out.display().to_string(),
-                "first_request": planned.first().map(|p| serde_json::json!({"key": p.key.clone(), "body": p.body})),
-            }),
-        );
-        ctx.say(format!(
-            "administer (dry run): {} requests ({} tests x {} conditions) to {} -> {}",
-            planned.len(),
-            instruments.len(),
-            conditions.len(),
-            client.url(),
-            out.display()
-        ));
-        if let Some(p) = planned.first() {
-            ctx.say(format!("first request ({}):\n{}", p.key, p.body));
-        }
+        dry_run(ctx, &plan, &client, &out);
         return Ok(ExitCode::SUCCESS);
     }
-
     let labels = RunLabels {
         study: args.study.clone().unwrap_or(study),
         model: args.model.clone(),
@@ -160,15 +130,47 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     let s = protospread_administer::administer(
         &client,
         &labels,
-        &planned,
+        &plan.requests,
         &out,
         settings.concurrency,
         progress,
     )
     .with_context(|| format!("administering to {}", client.url()))?;
+    show(ctx, &s, &out)
+}
 
+/// `--dry-run`: the plan's size, endpoint, record file and first request.
+fn dry_run(ctx: &Ctx, plan: &Plan, client: &Client, out: &std::path::Path) {
+    let first = plan.requests.first();
+    ctx.emit(
+        "administer",
+        serde_json::json!({
+            "dry_run": true,
+            "requests": plan.requests.len(),
+            "tests": plan.instruments.len(),
+            "conditions": plan.conditions.len(),
+            "endpoint": client.url(),
+            "output": out.display().to_string(),
+            "first_request": first.map(|p| serde_json::json!({"key": p.key.clone(), "body": p.body})),
+        }),
+    );
+    ctx.say(format!(
+        "administer (dry run): {} requests ({} tests x {} conditions) to {} -> {}",
+        plan.requests.len(),
+        plan.instruments.len(),
+        plan.conditions.len(),
+        client.url(),
+        out.display()
+    ));
+    if let Some(p) = first {
+        ctx.say(format!("first request ({}):\n{}", p.key, p.body));
+    }
+}
+
+/// Print what the run did; exit code 2 when requests failed.
+fn show(ctx: &Ctx, s: &Summary, out: &std::path::Path) -> anyhow::Result<ExitCode> {
     if ctx.json {
-        let mut v = serde_json::to_value(&s)?;
+        let mut v = serde_json::to_value(s)?;
         v["output"] = serde_json::Value::String(out.display().to_string());
         ctx.emit("administer", v);
     } else {
@@ -192,21 +194,5 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
             ctx.say("administer: failed requests are recorded with their error; rerun the same command to send them again");
         }
     }
-    Ok(if s.failed > 0 {
-        ctx.fail(
-            "requests",
-            &format!(
-                "{} request(s) failed; rerun the same command to send them again",
-                s.failed
-            ),
-        );
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// `--arm` by the stored-answer format's spelling ([`Arm::parse`]).
-fn parse_arm(text: &str) -> Result<Arm, String> {
-    Arm::parse(text).ok_or_else(|| format!("must be api, cli or local, not '{text}'"))
+    Ok(crate::cmd::requests_outcome(ctx, s.failed))
 }

@@ -32,6 +32,40 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> 
 
 type Stage = fn(&Ctx) -> anyhow::Result<ExitCode>;
 
+/// `--arm` by the stored-answer format's spellings of [`protospread_format::Arm`].
+pub(crate) fn arm_parser() -> impl clap::builder::TypedValueParser<Value = protospread_format::Arm>
+{
+    use clap::builder::TypedValueParser;
+    use protospread_format::Arm;
+    clap::builder::PossibleValuesParser::new(Arm::ALL.map(Arm::as_str))
+        .map(|s| Arm::parse(&s).expect("every possible value is an arm's spelling"))
+}
+
+/// The global `--out` names the output folder; a command that writes a record file refuses a
+/// `--out FILE.jsonl` rather than make a folder of that name.
+pub(crate) fn out_is_a_folder(ctx: &Ctx, command: &str) -> anyhow::Result<()> {
+    if ctx.out_given && ctx.out.extension().is_some_and(|e| e == "jsonl") {
+        anyhow::bail!(
+            "{command}: --out {} names a file, but --out is the output folder; give the record file as --to FILE.jsonl",
+            ctx.out.display()
+        );
+    }
+    Ok(())
+}
+
+/// The exit code of a command that sends requests: 2 (and the JSON `error`) when `failed`
+/// of them failed.
+pub(crate) fn requests_outcome(ctx: &Ctx, failed: usize) -> ExitCode {
+    if failed == 0 {
+        return ExitCode::SUCCESS;
+    }
+    ctx.fail(
+        "requests",
+        &format!("{failed} request(s) failed; rerun the same command to send them again"),
+    );
+    ExitCode::from(2)
+}
+
 /// Check where `--out` is, then claim it (marker, lock, removal of dead temporaries).
 fn claim_out(ctx: &Ctx) -> anyhow::Result<protospread_core::OutLock> {
     let cfg = ctx.config()?;

@@ -6,7 +6,7 @@ use anyhow::{bail, Context};
 use protospread_core::{InputRole, Instrument};
 use protospread_score::{
     evidence_table, mutate_item, read_human_csv, run_stage, Allowlist, Category, HumanInput,
-    HumanSource, MutationResult, ParityRun, ScoringKey, MUTATION_WEIGHT_FACTOR,
+    HumanSource, MutationResult, ParityRun, ScoringKey, StageRun, MUTATION_WEIGHT_FACTOR,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -127,36 +127,41 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         st.answers.lines().iter().for_each(|l| ctx.say(l));
     }
     if !st.written {
-        // A wrong key can fail every row of a large file: name the first rows, count the rest.
-        for c in st.failing.iter().take(FAILING_ROWS_LISTED) {
-            eprintln!(
-                "error: {} row id {}: scores not reproduced and reason unknown; fix the key or scorer, or review the row and add it to {}",
-                c.instrument,
-                c.id,
-                allowlist.source.display()
-            );
-        }
-        if st.failing.len() > FAILING_ROWS_LISTED {
-            eprintln!(
-                "error: and {} more rows not reproduced, reason unknown ({} in all; the first {FAILING_ROWS_LISTED} by test and id are listed)",
-                st.failing.len() - FAILING_ROWS_LISTED,
-                st.failing.len()
-            );
-        }
-        eprintln!(
-            "error: scorer parity failed; nothing written ({} left as it was)",
-            st.out_dir.display()
-        );
-        ctx.fail(
-            "check",
-            &format!(
-                "scorer parity failed: {} row(s) not reproduced; nothing written",
-                st.failing.len()
-            ),
-        );
-        return Ok(ExitCode::from(EXIT_PARITY));
+        return Ok(parity_failed(ctx, &st, &allowlist));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A failed parity check: the rows not reproduced on standard error, exit code 2.
+fn parity_failed(ctx: &Ctx, st: &StageRun, allowlist: &Allowlist) -> ExitCode {
+    // A wrong key can fail every row of a large file: name the first rows, count the rest.
+    for c in st.failing.iter().take(FAILING_ROWS_LISTED) {
+        eprintln!(
+            "error: {} row id {}: scores not reproduced and reason unknown; fix the key or scorer, or review the row and add it to {}",
+            c.instrument,
+            c.id,
+            allowlist.source.display()
+        );
+    }
+    if st.failing.len() > FAILING_ROWS_LISTED {
+        eprintln!(
+            "error: and {} more rows not reproduced, reason unknown ({} in all; the first {FAILING_ROWS_LISTED} by test and id are listed)",
+            st.failing.len() - FAILING_ROWS_LISTED,
+            st.failing.len()
+        );
+    }
+    eprintln!(
+        "error: scorer parity failed; nothing written ({} left as it was)",
+        st.out_dir.display()
+    );
+    ctx.fail(
+        "check",
+        &format!(
+            "scorer parity failed: {} row(s) not reproduced; nothing written",
+            st.failing.len()
+        ),
+    );
+    ExitCode::from(EXIT_PARITY)
 }
 
 /// The command line that writes these tables, as the files' metadata names it: the options
@@ -179,8 +184,66 @@ fn print_summary(ctx: &Ctx, run: &ParityRun, allowlist: &Allowlist) -> Option<se
     if ctx.json {
         return Some(run.to_json(allowlist));
     }
-    let summary = &run.summary;
-    let stale = allowlist.stale(&run.unexplained);
+    ctx.say("scorer parity on the human data (key: current; rows: every row of each file)");
+    for (name, m) in &run.summary {
+        print_instrument(ctx, run, name, m);
+    }
+    for (i, id) in &allowlist.stale(&run.unexplained) {
+        ctx.say(format!(
+            "warning: allow-list entry {i}:{id} is not an unexplained row (stale entry)"
+        ));
+    }
+    print_sweep(ctx, run);
+    for (t, n) in &run.norm_rows {
+        ctx.say(format!(
+            "norms {t}: {} rows ({} reproduced, {} repeated answer vectors left out)",
+            n.used, n.reproduced, n.duplicates
+        ));
+    }
+    None
+}
+
+/// The parity lines of instrument `name`, whose rows per (category, reason) are `m`.
+fn print_instrument(
+    ctx: &Ctx,
+    run: &ParityRun,
+    name: &str,
+    m: &std::collections::BTreeMap<(Category, String), usize>,
+) {
+    let count = |c: Category| {
+        m.iter()
+            .filter(|((k, _), _)| *k == c)
+            .map(|(_, n)| n)
+            .sum::<usize>()
+    };
+    ctx.say(format!(
+        "{name}: {} rows, {} reproduced exactly, {} set aside, {} unexplained",
+        m.values().sum::<usize>(),
+        count(Category::Reproduced),
+        count(Category::SetAside),
+        count(Category::Unexplained)
+    ));
+    for ((k, reason), n) in m {
+        if *k == Category::SetAside {
+            ctx.say(format!("  set aside {n:>4}  {reason}"));
+        }
+    }
+    for c in run.unexplained.iter().filter(|c| c.instrument == name) {
+        let how = if c.allowlisted.is_some() {
+            "allow-listed"
+        } else {
+            "NOT in the allow-list"
+        };
+        ctx.say(format!("  unexplained  id {} ({how})", c.id));
+    }
+}
+
+/// The mutation sweep's line: its size, the mutations not caught and the weakest items.
+fn print_sweep(ctx: &Ctx, run: &ParityRun) {
+    if run.sweep.is_empty() {
+        ctx.say("mutation sweep: skipped");
+        return;
+    }
     let sweep_min = |f: fn(&MutationResult) -> usize| {
         run.sweep
             .iter()
@@ -189,62 +252,17 @@ fn print_summary(ctx: &Ctx, run: &ParityRun, allowlist: &Allowlist) -> Option<se
                 (a.0 as f64 / a.1.max(1) as f64).total_cmp(&(b.0 as f64 / b.1.max(1) as f64))
             })
     };
-    ctx.say("scorer parity on the human data (key: current; rows: every row of each file)");
-    for (name, m) in summary {
-        let count = |c: Category| {
-            m.iter()
-                .filter(|((k, _), _)| *k == c)
-                .map(|(_, n)| n)
-                .sum::<usize>()
-        };
-        ctx.say(format!(
-            "{name}: {} rows, {} reproduced exactly, {} set aside, {} unexplained",
-            m.values().sum::<usize>(),
-            count(Category::Reproduced),
-            count(Category::SetAside),
-            count(Category::Unexplained)
-        ));
-        for ((k, reason), n) in m {
-            if *k == Category::SetAside {
-                ctx.say(format!("  set aside {n:>4}  {reason}"));
-            }
-        }
-        for c in run.unexplained.iter().filter(|c| &c.instrument == name) {
-            let how = if c.allowlisted.is_some() {
-                "allow-listed"
-            } else {
-                "NOT in the allow-list"
-            };
-            ctx.say(format!("  unexplained  id {} ({how})", c.id));
-        }
-    }
-    for (i, id) in &stale {
-        ctx.say(format!(
-            "warning: allow-list entry {i}:{id} is not an unexplained row (stale entry)"
-        ));
-    }
-    if run.sweep.is_empty() {
-        ctx.say("mutation sweep: skipped");
-    } else {
-        let w = sweep_min(|m| m.weight_broken).unwrap_or((0, 0));
-        let r = sweep_min(|m| m.reverse_broken).unwrap_or((0, 0));
-        ctx.say(format!(
-            "mutation sweep: {} items x 2 changes, {} not caught; weakest: weight x2 breaks {} of {}, reverse flip breaks {} of {} reproduced rows",
-            run.sweep.len(),
-            run.uncaught_mutations(),
-            w.0,
-            w.1,
-            r.0,
-            r.1
-        ));
-    }
-    for (t, n) in &run.norm_rows {
-        ctx.say(format!(
-            "norms {t}: {} rows ({} reproduced, {} repeated answer vectors left out)",
-            n.used, n.reproduced, n.duplicates
-        ));
-    }
-    None
+    let w = sweep_min(|m| m.weight_broken).unwrap_or((0, 0));
+    let r = sweep_min(|m| m.reverse_broken).unwrap_or((0, 0));
+    ctx.say(format!(
+        "mutation sweep: {} items x 2 changes, {} not caught; weakest: weight x2 breaks {} of {}, reverse flip breaks {} of {} reproduced rows",
+        run.sweep.len(),
+        run.uncaught_mutations(),
+        w.0,
+        w.1,
+        r.0,
+        r.1
+    ));
 }
 
 fn mutate_one(

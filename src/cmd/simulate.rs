@@ -15,11 +15,15 @@ use std::process::ExitCode;
 /// Writes DIR/simulated_answers.jsonl (stored-answer format v1, every record labelled
 /// "simulated") and DIR/simulated_truth.json (everything planted: trait levels, condition
 /// shifts, option-order bias, unreadable replies). The same seed always gives the same bytes.
-/// The folder is the global `--out DIR` (created if needed; both files are replaced
-/// atomically). The committed study was written with
-/// `protospread simulate --seed 20250401 --out data/simulated`.
+/// The folder is `--dir DIR` (created if needed; both files are replaced atomically). The
+/// committed study was written with
+/// `protospread simulate --seed 20250401 --dir data/simulated`.
 #[derive(clap::Args, Debug, Default)]
 pub(crate) struct Args {
+    /// The folder the two files are written to (a data folder, not the output folder
+    /// `--out`).
+    #[arg(long, value_name = "DIR", required = true)]
+    pub(crate) dir: PathBuf,
     /// Seed of the generative model.
     #[arg(long, default_value_t = 20250401)]
     pub(crate) seed: u64,
@@ -41,8 +45,8 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
     let key = ScoringKey::load(&key_path).context("loading the scoring key")?;
     let items = item_map(&key)?;
     let sim = simulate(args.seed, &items)?;
-    write_simulation(&ctx.out, &sim).with_context(|| format!("writing {}", ctx.out.display()))?;
-    let answers = ctx.out.join(SIMULATED_ANSWERS_FILE);
+    write_simulation(&args.dir, &sim).with_context(|| format!("writing {}", args.dir.display()))?;
+    let answers = args.dir.join(SIMULATED_ANSWERS_FILE);
     let sha = protospread_core::sha256_file(&answers)?;
     if ctx.json {
         ctx.emit(
@@ -55,7 +59,7 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
                 "planted": sim.truth.planted_counts,
                 "answers": answers.display().to_string(),
                 "answers_sha256": sha,
-                "truth": ctx.out.join(SIMULATED_TRUTH_FILE).display().to_string(),
+                "truth": args.dir.join(SIMULATED_TRUTH_FILE).display().to_string(),
             }),
         );
     } else {
@@ -71,7 +75,7 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         ctx.say(format!("wrote {} (sha256 {sha})", answers.display()));
         ctx.say(format!(
             "wrote {}",
-            ctx.out.join(SIMULATED_TRUTH_FILE).display()
+            args.dir.join(SIMULATED_TRUTH_FILE).display()
         ));
     }
     Ok(ExitCode::SUCCESS)

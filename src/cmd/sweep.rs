@@ -8,8 +8,9 @@ use crate::Ctx;
 use anyhow::Context;
 use protospread_core::SweepConfig;
 use protospread_sweep::{
-    cells, fmt_pct, generate_lm_eval_tasks, installed_tasks_dir, plan_dictionary,
-    record_dictionary, spreads, Benchmark, Cell, Declared, Ingested, Spread, SweepSpec,
+    cells, dictionary_client, fmt_pct, generate_lm_eval_tasks, installed_tasks_dir,
+    plan_dictionary, record_dictionary, spreads, Benchmark, Cell, Declared, DictionaryRunSummary,
+    Ingested, Spread, SweepSpec,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,8 +24,8 @@ pub(crate) struct Args {
 #[derive(clap::Subcommand, Debug)]
 pub(crate) enum SweepCommand {
     /// Write one lm-evaluation-harness task file per delimiter x {plain, named}, and a
-    /// README with the exact `lm_eval` command, into the folder given by the global
-    /// `--out DIR` (which must not exist or be empty).
+    /// README with the exact `lm_eval` command, into the task folder `--task-dir DIR` (which
+    /// must not exist or be empty; default: a new folder sweep-<task>[-N] here).
     LmEval(LmEvalArgs),
     /// Read lm-eval output folders (results_*.json + samples_*.jsonl from --log_samples),
     /// check that every delimiter variant saw the same documents, and print the accuracy of
@@ -33,8 +34,8 @@ pub(crate) enum SweepCommand {
     Ingest(IngestArgs),
     /// Administer the generated dictionary-lookup task (docs/sweep.md) to a model behind an
     /// OpenAI-compatible endpoint, one request per document x delimiter x variant, recording
-    /// every request and reply in the JSONL file given by the global `--out FILE.jsonl`
-    /// (appended and flushed per reply; a rerun sends only unanswered requests).
+    /// every request and reply in the record file `--to FILE.jsonl` (appended and flushed per
+    /// reply; a rerun sends only unanswered requests).
     Dictionary(DictionaryArgs),
 }
 
@@ -46,11 +47,14 @@ pub(crate) struct DictionaryArgs {
     /// Model id exactly as sent.
     #[arg(long)]
     pub(crate) model: String,
+    /// The record file (JSONL) every request and reply is appended to.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub(crate) to: PathBuf,
     /// Generator seed: the same seed gives the same documents.
     #[arg(long, default_value_t = 20251005)]
     pub(crate) seed: u64,
-    /// Documents per delimiter and variant.
-    #[arg(long, default_value_t = 20)]
+    /// Documents per delimiter and variant (at least 1).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) n_docs: u32,
     /// Delimiters by slug, comma-separated (e.g. nl,space,comma); default all of
     /// `[sweep] delimiters`. Each must be in `[sweep] delimiters`.
@@ -69,9 +73,13 @@ pub(crate) struct DictionaryArgs {
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct LmEvalArgs {
-    /// Benchmark: mmlu, arc_challenge or commonsense_qa.
-    #[arg(long)]
-    pub(crate) task: String,
+    /// Benchmark, by lm-eval's name.
+    #[arg(long, value_parser = benchmark_parser())]
+    pub(crate) task: Benchmark,
+    /// The task folder the files are written to; it must not exist or be empty (lm-eval would
+    /// also load a stale task file in it). Default: a new folder sweep-<task>[-N] here.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) task_dir: Option<PathBuf>,
     /// lm-eval's installed task folder (absolute); default: asked of `--python`
     /// (`import lm_eval.tasks`), an error if lm-eval is not installed there.
     #[arg(long)]
@@ -93,6 +101,13 @@ pub(crate) struct IngestArgs {
     /// the cells present.
     #[arg(long)]
     pub(crate) strict: bool,
+}
+
+/// `--task` by lm-eval's names of [`Benchmark`].
+fn benchmark_parser() -> impl clap::builder::TypedValueParser<Value = Benchmark> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Benchmark::ALL.map(Benchmark::name))
+        .map(|s| Benchmark::parse(&s).expect("every possible value is a benchmark's name"))
 }
 
 pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
@@ -132,24 +147,27 @@ fn fresh_folder(task: &str) -> PathBuf {
         .expect("an unbounded range has a free name")
 }
 
+/// The global `--out` is the output folder of the stages: a sweep command that writes
+/// elsewhere refuses it rather than read it as its own destination.
+fn no_global_out(ctx: &Ctx, command: &str, instead: &str) -> anyhow::Result<()> {
+    if ctx.out_given {
+        anyhow::bail!(
+            "sweep {command}: --out is the output folder of the stages and is not used here; give {instead}"
+        );
+    }
+    Ok(())
+}
+
 fn lm_eval(ctx: &Ctx, a: LmEvalArgs) -> anyhow::Result<ExitCode> {
+    no_global_out(ctx, "lm-eval", "the task folder as --task-dir DIR")?;
     let spec = spec(ctx)?;
-    let bench = Benchmark::parse(&a.task)?;
-    // The global `--out` names the task folder here (`sweep lm-eval --task T --out DIR`);
-    // without it a new folder, never the stages' out/.
-    let out_dir = match &ctx.out_given {
-        true => ctx.out.clone(),
-        false => fresh_folder(bench.name()),
-    };
-    let out_dir = &out_dir;
-    if out_dir.exists() {
-        let non_empty = fs_err::read_dir(out_dir)?.next().is_some();
-        if non_empty {
-            anyhow::bail!(
-                "{}: folder is not empty; lm-eval would also load any stale task file in it, so give a new folder",
-                out_dir.display()
-            );
-        }
+    let bench = a.task;
+    let out_dir = a.task_dir.unwrap_or_else(|| fresh_folder(bench.name()));
+    if out_dir.exists() && fs_err::read_dir(&out_dir)?.next().is_some() {
+        anyhow::bail!(
+            "--task-dir {}: folder is not empty; lm-eval would also load any stale task file in it, so give a new folder",
+            out_dir.display()
+        );
     }
     let tasks_dir = match a.lm_eval_tasks {
         Some(d) => d,
@@ -161,28 +179,25 @@ fn lm_eval(ctx: &Ctx, a: LmEvalArgs) -> anyhow::Result<ExitCode> {
         staged.put(&out_dir.join(&f.rel_path), f.contents.as_bytes())?;
     }
     staged.commit()?;
-    protospread_core::write_manifest(out_dir)?;
-    if ctx.json {
-        ctx.emit(
-            "sweep_lm_eval",
-            serde_json::json!({
-                "task": bench.name(),
-                "out_dir": out_dir.display().to_string(),
-                "files": generated.files.len(),
-                "runs": generated.run_names,
-            }),
-        );
-    } else {
-        ctx.say(format!(
-            "{}: {} files for {} runs ({} delimiters x {} variants) in {}; see its README.md for the lm_eval command",
-            bench.name(),
-            generated.files.len(),
-            generated.run_names.len(),
-            spec.delimiters.len(),
-            spec.variants.len(),
-            out_dir.display()
-        ));
-    }
+    protospread_core::write_manifest(&out_dir)?;
+    ctx.emit(
+        "sweep_lm_eval",
+        serde_json::json!({
+            "task": bench.name(),
+            "out_dir": out_dir.display().to_string(),
+            "files": generated.files.len(),
+            "runs": generated.run_names,
+        }),
+    );
+    ctx.say(format!(
+        "{}: {} files for {} runs ({} delimiters x {} variants) in {}; see its README.md for the lm_eval command",
+        bench.name(),
+        generated.files.len(),
+        generated.run_names.len(),
+        spec.delimiters.len(),
+        spec.variants.len(),
+        out_dir.display()
+    ));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -368,40 +383,11 @@ fn ingest_text(ctx: &Ctx, ing: &Ingested, spec: &SweepSpec, cells: &[Cell], spre
 }
 
 fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
+    no_global_out(ctx, "dictionary", "the record file as --to FILE.jsonl")?;
     let spec = spec(ctx)?;
-    let out = ctx.out.clone();
-    if out.extension().and_then(|e| e.to_str()) != Some("jsonl") {
-        anyhow::bail!(
-            "sweep dictionary: give the record file as --out FILE.jsonl (got {})",
-            out.display()
-        );
-    }
-    if a.n_docs == 0 {
-        anyhow::bail!("--n-docs must be at least 1");
-    }
-    let delimiters = if a.delimiters.is_empty() {
-        spec.delimiters.clone()
-    } else {
-        let mut v = Vec::new();
-        for slug in &a.delimiters {
-            let d = spec
-                .delimiters
-                .iter()
-                .find(|d| &d.slug == slug)
-                .ok_or_else(|| {
-                    let all: Vec<&str> = spec.delimiters.iter().map(|d| d.slug.as_str()).collect();
-                    anyhow::anyhow!(
-                        "--delimiters: '{slug}' is not the slug of a [sweep] delimiter ({})",
-                        all.join(",")
-                    )
-                })?;
-            if v.contains(d) {
-                anyhow::bail!("--delimiters: '{slug}' given twice");
-            }
-            v.push(d.clone());
-        }
-        v
-    };
+    let delimiters = spec
+        .select_delimiters(&a.delimiters)
+        .context("--delimiters")?;
     let planned = plan_dictionary(
         &a.model,
         a.seed,
@@ -416,61 +402,48 @@ fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
             serde_json::json!({"dry_run": true, "requests": planned.len(), "first_request": planned[0].body}),
         );
         ctx.say(format!("{} requests; first body:", planned.len()));
-        if !ctx.json && !ctx.quiet {
-            println!("{}", planned[0].body);
-        }
+        ctx.say(&planned[0].body);
         return Ok(ExitCode::SUCCESS);
     }
-    // The bounds `administer` holds its flags to; one request at a time.
-    let client = protospread_administer::ClientSettings::resolve(
-        &protospread_core::AdministerSection::default(),
-        Some(a.timeout),
-        Some(a.retries),
-        Some(1),
-    )?
-    .client(&a.base_url, None)?;
+    let client = dictionary_client(&a.base_url, a.timeout, a.retries)?;
     let chatty = !ctx.quiet && !ctx.json;
     let summary = record_dictionary(
         &client,
         &planned,
         &a.model,
         a.seed,
-        &out,
+        &a.to,
         |r, sent, failed| {
             if !r.answered() {
-                eprintln!(
-                    "request {} failed: {}",
-                    r.request_key,
-                    r.error.as_deref().unwrap_or("")
-                );
+                let why = r.error.as_deref().unwrap_or("");
+                eprintln!("request {} failed: {why}", r.request_key);
             }
             if chatty && sent % 20 == 0 {
                 eprintln!("{sent} sent, {failed} failed");
             }
         },
     )?;
+    show_dictionary(ctx, &summary, &a.to)
+}
+
+/// Print what a dictionary run did; exit code 2 when requests failed.
+fn show_dictionary(
+    ctx: &Ctx,
+    summary: &DictionaryRunSummary,
+    to: &std::path::Path,
+) -> anyhow::Result<ExitCode> {
     if ctx.json {
-        ctx.emit("sweep_dictionary", serde_json::to_value(&summary)?);
-    } else {
-        ctx.say(format!(
-            "sweep dictionary: {} planned, {} already answered, {} sent, {} failed; {} records in {} ({} correct)",
-            summary.planned,
-            summary.already_answered,
-            summary.sent,
-            summary.failed,
-            summary.records_in_file,
-            out.display(),
-            summary.correct
-        ));
+        ctx.emit("sweep_dictionary", serde_json::to_value(summary)?);
     }
-    let failed = summary.failed;
-    Ok(if failed > 0 {
-        ctx.fail(
-            "requests",
-            &format!("{failed} request(s) failed; rerun the same command to send them again"),
-        );
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    })
+    ctx.say(format!(
+        "sweep dictionary: {} planned, {} already answered, {} sent, {} failed; {} records in {} ({} correct)",
+        summary.planned,
+        summary.already_answered,
+        summary.sent,
+        summary.failed,
+        summary.records_in_file,
+        to.display(),
+        summary.correct
+    ));
+    Ok(crate::cmd::requests_outcome(ctx, summary.failed))
 }

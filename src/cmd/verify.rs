@@ -121,77 +121,83 @@ struct Outcome {
 }
 
 impl Outcome {
+    fn ok(&self) -> bool {
+        self.diffs.is_empty() && self.regen_error.is_none()
+    }
+
+    /// " and a failed regeneration" when it failed.
+    fn regen_note(&self) -> &'static str {
+        if self.regen_error.is_some() {
+            " and a failed regeneration"
+        } else {
+            ""
+        }
+    }
+
     /// Print the outcome (JSON, or a line; differences on stderr) and give the exit code.
     fn show(&self, ctx: &Ctx, checksums: &Path, keep: bool) -> ExitCode {
-        let Outcome {
-            inputs,
-            outputs,
-            diffs,
-            regen_error,
-            kept,
-        } = self;
-        let ok = diffs.is_empty() && regen_error.is_none();
         if ctx.json {
-            let list: Vec<_> = diffs
-                .iter()
-                .map(|d| serde_json::json!({"kind": d.kind, "path": d.path, "detail": d.detail}))
-                .collect();
-            ctx.emit(
-                "verify",
-                serde_json::json!({
-                    "ok": ok,
-                    "inputs": inputs,
-                    "outputs": outputs,
-                    "regeneration_error": regen_error,
-                    "differences": list,
-                    "regenerated": kept,
-                }),
-            );
+            self.emit(ctx);
         }
-        if ok {
+        if self.ok() {
             ctx.say(format!(
                 "verify: OK, {} inputs and {} outputs match {}",
-                inputs,
-                outputs,
+                self.inputs,
+                self.outputs,
                 checksums.display()
             ));
             return ExitCode::SUCCESS;
         }
-        ctx.fail(
-            "check",
-            &format!(
-                "verify: {} difference(s){}",
-                diffs.len(),
-                if regen_error.is_some() {
-                    " and a failed regeneration"
-                } else {
-                    ""
-                }
-            ),
+        let message = format!(
+            "verify: {} difference(s){}",
+            self.diffs.len(),
+            self.regen_note()
         );
+        ctx.fail("check", &message);
         if !ctx.json {
-            // Differences go to stderr even with --quiet: they are the result.
-            for d in diffs {
-                eprintln!("DIFFERS {d}");
-            }
-            if let Some(e) = &regen_error {
-                eprintln!("regeneration failed: {e}");
-            }
-            eprintln!(
-                "verify: FAILED, {} difference(s){}; {}",
-                diffs.len(),
-                if regen_error.is_some() {
-                    " and a failed regeneration"
-                } else {
-                    ""
-                },
-                match &kept {
-                    Some(k) => format!("regenerated folder kept at {}", k.display()),
-                    None if keep => "nothing was regenerated to keep".to_string(),
-                    None => "regenerated folder removed (rerun with --keep to keep it)".to_string(),
-                }
-            );
+            self.print_failure(keep);
         }
         ExitCode::from(1)
+    }
+
+    /// The `verify` member of the JSON object.
+    fn emit(&self, ctx: &Ctx) {
+        let list: Vec<_> = self
+            .diffs
+            .iter()
+            .map(|d| serde_json::json!({"kind": d.kind, "path": d.path, "detail": d.detail}))
+            .collect();
+        ctx.emit(
+            "verify",
+            serde_json::json!({
+                "ok": self.ok(),
+                "inputs": self.inputs,
+                "outputs": self.outputs,
+                "regeneration_error": self.regen_error,
+                "differences": list,
+                "regenerated": self.kept,
+            }),
+        );
+    }
+
+    /// Each difference, the failed regeneration and the verdict, on stderr (even with
+    /// --quiet: they are the result).
+    fn print_failure(&self, keep: bool) {
+        for d in &self.diffs {
+            eprintln!("DIFFERS {d}");
+        }
+        if let Some(e) = &self.regen_error {
+            eprintln!("regeneration failed: {e}");
+        }
+        let kept = match &self.kept {
+            Some(k) => format!("regenerated folder kept at {}", k.display()),
+            None if keep => "nothing was regenerated to keep".to_string(),
+            None => "regenerated folder removed (rerun with --keep to keep it)".to_string(),
+        };
+        eprintln!(
+            "verify: FAILED, {} difference(s){}; {kept}",
+            self.diffs.len(),
+            self.regen_note()
+        );
     }
 }

@@ -197,7 +197,7 @@ fn cmd(dir: &Path, server: &Server, out: &Path, extra: &[&str]) -> Command {
     c.current_dir(dir)
         .args(["--config", "pipeline.toml", "administer", "--base-url"])
         .arg(&server.base_url)
-        .args(["--model", "test-model", "--out"])
+        .args(["--model", "test-model", "--to"])
         .arg(out)
         .args(extra)
         .env_remove("HTTP_PROXY")
@@ -670,7 +670,7 @@ fn administer_real() {
             "S0",
             "--items",
             "1,2,3",
-            "--out",
+            "--to",
         ])
         .arg(&out)
         .output()

@@ -706,7 +706,7 @@ fn simulate_is_deterministic_and_matches_the_committed_study() {
                 "--config",
                 root().join("pipeline.toml").to_str().unwrap(),
             ])
-            .args(["simulate", "--seed", &SEED.to_string(), "--out"])
+            .args(["simulate", "--seed", &SEED.to_string(), "--dir"])
             .arg(dir.path().join(sub))
             .status()
             .unwrap();
@@ -729,7 +729,7 @@ fn simulate_is_deterministic_and_matches_the_committed_study() {
             "--config",
             root().join("pipeline.toml").to_str().unwrap(),
         ])
-        .args(["simulate", "--seed", "7", "--out"])
+        .args(["simulate", "--seed", "7", "--dir"])
         .arg(dir.path().join("c"))
         .status()
         .unwrap();

@@ -142,16 +142,16 @@ fn every_command_prints_one_json_object() {
     assert!(o.status.success(), "{m:?}");
     assert!(m["bag"]["payload_files"].as_u64().unwrap() > 0);
 
-    let (o, m) = json(d, &["--out", "sim", "simulate"]);
+    let (o, m) = json(d, &["simulate", "--dir", "sim"]);
     assert!(o.status.success(), "{m:?}");
     assert!(m.contains_key("simulate"));
 
     let (o, m) = json(
         d,
         &[
-            "--out",
-            "answers.jsonl",
             "administer",
+            "--to",
+            "answers.jsonl",
             "--base-url",
             "http://127.0.0.1:9/v1",
             "--model",
@@ -165,10 +165,10 @@ fn every_command_prints_one_json_object() {
     let (o, m) = json(
         d,
         &[
-            "--out",
-            "dict.jsonl",
             "sweep",
             "dictionary",
+            "--to",
+            "dict.jsonl",
             "--base-url",
             "http://127.0.0.1:9/v1",
             "--model",
@@ -185,10 +185,10 @@ fn every_command_prints_one_json_object() {
     let (o, m) = json(
         d,
         &[
-            "--out",
-            "arc_tasks",
             "sweep",
             "lm-eval",
+            "--task-dir",
+            "arc_tasks",
             "--task",
             "arc_challenge",
             "--lm-eval-tasks",

@@ -315,7 +315,7 @@ fn planted_truth_claim_holds_on_five_seeds() {
         let st = std::process::Command::new(env!("CARGO_BIN_EXE_protospread"))
             .args(["--quiet", "--config"])
             .arg(root().join("pipeline.toml"))
-            .args(["simulate", "--seed", &seed.to_string(), "--out"])
+            .args(["simulate", "--seed", &seed.to_string(), "--dir"])
             .arg(&out)
             .status()
             .unwrap();

@@ -8,6 +8,7 @@
 mod administer;
 mod answers;
 mod cli_json;
+mod cli_out;
 mod contracts;
 mod doc_rules;
 mod fetch;

@@ -621,9 +621,8 @@ fn administer(dir: &Path, base_url: &str, out: &Path, extra: &[&str], key: Optio
     c.current_dir(dir)
         .arg("--config")
         .arg(repo().join("pipeline.toml"))
-        .arg("--out")
+        .args(["administer", "--base-url", base_url, "--model", "m", "--to"])
         .arg(out)
-        .args(["administer", "--base-url", base_url, "--model", "m"])
         .args(["--conditions", "S0", "--retries", "0"])
         .args(extra);
     if let Some(k) = key {

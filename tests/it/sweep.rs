@@ -269,10 +269,10 @@ fn lm_eval_task_files_and_readme() {
     let args = [
         "--config",
         cfg.to_str().unwrap(),
-        "--out",
-        out_dir.to_str().unwrap(),
         "sweep",
         "lm-eval",
+        "--task-dir",
+        out_dir.to_str().unwrap(),
         "--task",
         "arc_challenge",
         "--lm-eval-tasks",
@@ -333,10 +333,10 @@ fn lm_eval_task_files_and_readme() {
     let out = run(&[
         "--config",
         cfg.to_str().unwrap(),
-        "--out",
-        other.to_str().unwrap(),
         "sweep",
         "lm-eval",
+        "--task-dir",
+        other.to_str().unwrap(),
         "--task",
         "commonsense_qa",
         "--lm-eval-tasks",
@@ -373,10 +373,10 @@ fn lm_eval_task_folder_from_the_installed_package() {
     let out = run(&[
         "--config",
         cfg.to_str().unwrap(),
-        "--out",
-        out_dir.to_str().unwrap(),
         "sweep",
         "lm-eval",
+        "--task-dir",
+        out_dir.to_str().unwrap(),
         "--task",
         "arc_challenge",
         "--python",
@@ -401,10 +401,10 @@ fn lm_eval_task_folder_from_the_installed_package() {
     let out = run(&[
         "--config",
         cfg.to_str().unwrap(),
-        "--out",
-        dir.path().join("x").to_str().unwrap(),
         "sweep",
         "lm-eval",
+        "--task-dir",
+        dir.path().join("x").to_str().unwrap(),
         "--task",
         "arc_challenge",
         "--python",
@@ -1044,10 +1044,10 @@ mod dictionary {
         // The binary's dry run prints the same first body on every run.
         let dry = || {
             run(&[
-                "--out",
-                "/nonexistent/x.jsonl",
                 "sweep",
                 "dictionary",
+                "--to",
+                "/nonexistent/x.jsonl",
                 "--base-url",
                 "http://127.0.0.1:9/v1",
                 "--model",
@@ -1392,11 +1392,11 @@ mod dictionary {
         let out = dir.path().join("rec.jsonl");
         let go = || {
             run(&[
-                "--out",
-                out.to_str().unwrap(),
                 "--json",
                 "sweep",
                 "dictionary",
+                "--to",
+                out.to_str().unwrap(),
                 "--base-url",
                 &base,
                 "--model",
@@ -1439,10 +1439,10 @@ mod dictionary {
         assert_eq!(count.load(Ordering::SeqCst), 17);
         // Another model id into the same file is refused.
         let o = run(&[
-            "--out",
-            out.to_str().unwrap(),
             "sweep",
             "dictionary",
+            "--to",
+            out.to_str().unwrap(),
             "--base-url",
             &base,
             "--model",

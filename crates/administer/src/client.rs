@@ -8,6 +8,7 @@
 
 use crate::record::Outcome;
 use crate::redact::{Redactor, REDACTED};
+use crate::AdministerError;
 use std::time::{Duration, Instant};
 
 /// Longest single wait between attempts.
@@ -43,12 +44,10 @@ impl std::fmt::Debug for Client {
 /// `base_url` + `/chat/completions`; the base is e.g. `http://127.0.0.1:8088/v1`.
 // Not `url::Url::join`: it drops a base's last segment without a trailing `/` (`/v1` joined
 // with `chat/completions` is `/chat/completions`); OpenAI clients append to the base.
-pub(crate) fn chat_url(base_url: &str) -> Result<String, String> {
+pub(crate) fn chat_url(base_url: &str) -> Result<String, AdministerError> {
     let b = base_url.trim_end_matches('/');
     if !(b.starts_with("http://") || b.starts_with("https://")) {
-        return Err(format!(
-            "base URL '{base_url}' must start with http:// or https:// (e.g. http://127.0.0.1:8088/v1)"
-        ));
+        return Err(AdministerError::BaseUrl(base_url.to_string()));
     }
     Ok(format!("{b}/chat/completions"))
 }
@@ -70,7 +69,7 @@ impl Client {
         timeout: Duration,
         retries: u32,
         backoff: Duration,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, AdministerError> {
         let url = chat_url(base_url)?;
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))

@@ -70,9 +70,9 @@ pub struct Instrument {
 impl Instrument {
     /// Read and validate an instrument file.
     pub fn load(path: &Path) -> Result<Self, AdministerError> {
-        let text = fs_err::read_to_string(path).map_err(|e| AdministerError::Instrument {
+        let text = fs_err::read_to_string(path).map_err(|e| AdministerError::InstrumentFile {
             path: path.to_path_buf(),
-            message: e.to_string(),
+            source: e.into(),
         })?;
         Self::parse(&text, path)
     }
@@ -84,7 +84,10 @@ impl Instrument {
             message,
         };
         let raw: RawInstrument =
-            toml::from_str(text).map_err(|e| bad(e.to_string().trim_end().to_string()))?;
+            toml::from_str(text).map_err(|e| AdministerError::InstrumentFile {
+                path: path.to_path_buf(),
+                source: Box::new(e),
+            })?;
         if raw.format_version != 1 {
             return Err(bad(format!(
                 "format_version {} is not supported (this build reads 1)",

@@ -24,7 +24,7 @@ pub use instrument::{missing_instrument, Instrument};
 pub use plan::{conditions, plan, Condition, Message, Planned};
 pub use record::{Outcome, Record, RunLabels};
 pub use resume::{run_resumable, Resumed, StoredRequest};
-pub use setup::{ClientSettings, Plan, Selection};
+pub use setup::{default_output, ClientSettings, Plan, Selection};
 
 use record::Appender;
 use std::collections::{BTreeMap, BTreeSet};
@@ -43,7 +43,6 @@ pub enum AdministerError {
     /// A file-system error from `fs_err`, whose message names the path.
     #[error(transparent)]
     Fs(#[from] std::io::Error),
-    /// An instrument file is unreadable or invalid.
     /// An instrument file that does not load.
     #[error("instrument file {}: {message}", path.display())]
     Instrument {
@@ -52,7 +51,16 @@ pub enum AdministerError {
         /// What is wrong, for the user.
         message: String,
     },
-    /// A test was asked for without an instrument file for it.
+    /// An instrument file that cannot be read, or is not TOML of an instrument's shape.
+    // The TOML parser's message ends with a newline; the chain shows it once, trimmed.
+    #[error("instrument file {}: {}", path.display(), source.to_string().trim_end())]
+    InstrumentFile {
+        /// The instrument file.
+        path: PathBuf,
+        /// The file system's or the TOML parser's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// No instrument file for a test of the plan.
     #[error("test '{test}': {message}")]
     NoInstrument {
@@ -64,6 +72,9 @@ pub enum AdministerError {
     /// Settings that cannot be administered.
     #[error("{0}")]
     Config(String),
+    /// A base URL that is not http(s).
+    #[error("base URL '{0}' must start with http:// or https:// (e.g. http://127.0.0.1:8088/v1)")]
+    BaseUrl(String),
     /// The output file holds a line that is not a record, or a record that conflicts.
     #[error("{}: line {line}: {message}", path.display())]
     Store {
@@ -74,7 +85,6 @@ pub enum AdministerError {
         /// What is wrong, for the user.
         message: String,
     },
-    /// Another run holds the output file's lock.
     /// Another process holds the lock on this answers file.
     #[error("{}: another `protospread administer` is writing this file; wait for it to finish (two runs on one file would lose records)", path.display())]
     Locked {

@@ -222,7 +222,7 @@ pub(crate) fn load_existing(path: &Path) -> Result<Existing, AdministerError> {
         path: path.to_path_buf(),
         line,
         message: format!(
-            "{why}; this is not a stored-answer file written by `protospread administer`, so it is left untouched: give another --out"
+            "{why}; this is not a stored-answer file written by `protospread administer`, so it is left untouched: give another --to"
         ),
     }
     };
@@ -277,7 +277,7 @@ pub(crate) fn check_output_path(path: &Path) -> Result<(), AdministerError> {
     match fs_err::symlink_metadata(path) {
         Ok(m) if m.file_type().is_file() => Ok(()),
         Ok(m) => Err(AdministerError::Config(format!(
-            "--out {}: not a regular file ({}); give a regular file or a new path, nothing was sent",
+            "--to {}: not a regular file ({}); give a regular file or a new path, nothing was sent",
             path.display(),
             if m.file_type().is_symlink() {
                 "a symlink"

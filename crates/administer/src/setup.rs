@@ -9,8 +9,25 @@ use crate::AdministerError;
 use protospread_core::{
     check_range, AdministerSection, CONCURRENCY_RANGE, RETRIES_RANGE, TIMEOUT_SECONDS_RANGE,
 };
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// Where a recording run of `model` appends its records when no file is named: the file per
+/// model `administer/<model>.jsonl` under the output folder `root`, with every character of the
+/// model id outside `[A-Za-z0-9._-]` replaced by `_`.
+pub fn default_output(root: &Path, model: &str) -> PathBuf {
+    let safe: String = model
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    root.join("administer").join(format!("{safe}.jsonl"))
+}
 
 /// Timeout, retries, pause between attempts and requests in flight of a recording run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +77,6 @@ impl ClientSettings {
         api_key: Option<String>,
     ) -> Result<Client, AdministerError> {
         Client::new(base_url, api_key, self.timeout, self.retries, self.backoff)
-            .map_err(AdministerError::Config)
     }
 }
 

@@ -43,6 +43,17 @@ pub enum AggregateError {
         /// What is wrong, for the user.
         message: String,
     },
+    /// An input table that the Parquet or Arrow library cannot read.
+    #[error("{}: {}{source}", path.display(), if what.is_empty() { String::new() } else { format!("{what}: ") })]
+    Read {
+        /// The input file.
+        path: PathBuf,
+        /// What was being done, when the library's error does not say it ("" otherwise).
+        what: String,
+        /// The library's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A DataFusion plan (or the scratch file it writes) failed.
     #[error("{}: query failed{}", path.display(), if what.is_empty() { String::new() } else { format!(": {what}") })]
     Engine {
@@ -87,6 +98,19 @@ pub enum AggregateError {
 }
 
 impl AggregateError {
+    /// The input `path` does not read: `what` was being done ("" when `source` says it).
+    pub(crate) fn read(
+        path: &Path,
+        what: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        AggregateError::Read {
+            path: path.to_path_buf(),
+            what: what.into(),
+            source: source.into(),
+        }
+    }
+
     /// A failed plan on `path`: `what` names the plan or table ("" when the path says it).
     pub(crate) fn engine(
         path: &Path,

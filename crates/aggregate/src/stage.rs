@@ -26,10 +26,10 @@ fn input_err(path: &Path, message: impl Into<String>) -> AggregateError {
 fn check_schema(path: &Path, table: &TableContract) -> Result<(), AggregateError> {
     let f = fs_err::File::open(path).map_err(protospread_core::CoreError::Fs)?;
     let b = ParquetRecordBatchReaderBuilder::try_new(f.into_parts().0)
-        .map_err(|e| input_err(path, format!("not a readable Parquet file: {e}")))?;
+        .map_err(|e| AggregateError::read(path, "not a readable Parquet file", e))?;
     table
         .check_schema(b.schema())
-        .map_err(|e| input_err(path, e.to_string()))
+        .map_err(|e| AggregateError::read(path, "", e))
 }
 
 /// The arm the verdict of `source` uses, given the arms the source has (docs/statistics.md,

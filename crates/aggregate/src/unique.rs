@@ -34,20 +34,24 @@ pub(crate) fn unique_in_runs(
         path: path.to_path_buf(),
         message,
     };
-    let file = fs_err::File::open(path).map_err(|e| fail(e.to_string()))?;
+    let read = |what: &str| {
+        let what = what.to_string();
+        move |e: arrow::error::ArrowError| AggregateError::read(path, what, e)
+    };
+    let file = fs_err::File::open(path).map_err(protospread_core::CoreError::Fs)?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file.into_parts().0)
-        .map_err(|e| fail(format!("not a Parquet file: {e}")))?;
+        .map_err(|e| AggregateError::read(path, "not a Parquet file", e))?;
     let mask = ProjectionMask::columns(builder.parquet_schema(), group.iter().chain(key).copied());
     let reader = builder
         .with_projection(mask)
         .with_batch_size(BATCH_ROWS)
         .build()
-        .map_err(|e| fail(e.to_string()))?;
+        .map_err(|e| AggregateError::read(path, "", e))?;
     let mut groups: Option<RowConverter> = None;
     let mut seen: BTreeSet<OwnedRow> = BTreeSet::new();
     let mut current: Option<(OwnedRow, KeyOrder)> = None;
     for batch in reader {
-        let batch: RecordBatch = batch.map_err(|e| fail(format!("reading Parquet: {e}")))?;
+        let batch: RecordBatch = batch.map_err(read("reading Parquet"))?;
         let cols = group
             .iter()
             .map(|c| {
@@ -65,13 +69,11 @@ pub(crate) fn unique_in_runs(
                         .map(|c| SortField::new(c.data_type().clone()))
                         .collect(),
                 )
-                .map_err(|e| fail(e.to_string()))?,
+                .map_err(read(""))?,
             ),
         };
-        let rows = converter
-            .convert_columns(&cols)
-            .map_err(|e| fail(e.to_string()))?;
-        let runs = arrow::compute::partition(&cols).map_err(|e| fail(e.to_string()))?;
+        let rows = converter.convert_columns(&cols).map_err(read(""))?;
+        let runs = arrow::compute::partition(&cols).map_err(read(""))?;
         for run in runs.ranges() {
             let value = rows.row(run.start);
             let same = current.as_ref().is_some_and(|(g, _)| g.row() == value);

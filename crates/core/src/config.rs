@@ -8,6 +8,7 @@ use crate::{CoreError, Result};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
+mod bounds;
 mod sections;
 pub use sections::{
     default_sweep_delimiters, AdministerSection, AggregateSection, AnswersExtraTest,
@@ -306,7 +307,7 @@ impl Config {
             }
         }
         self.score.validate()?;
-        crate::limits::check_config(self)
+        bounds::check_config(self)
     }
 }
 

@@ -191,7 +191,7 @@ pub fn rel_path(base: &Path, p: &Path) -> String {
 /// Hash every file below `dir` and write `dir/SHA256SUMS` atomically.
 pub fn write_manifest(dir: &Path) -> Result<Manifest> {
     let m = Manifest::from_dir(dir)?;
-    crate::atomic::write_atomic(&dir.join(MANIFEST_NAME), m.render().as_bytes())?;
+    crate::atomic_file::write_atomic(&dir.join(MANIFEST_NAME), m.render().as_bytes())?;
     Ok(m)
 }
 

@@ -42,6 +42,7 @@
 //!   [`CONTRACTS`]).
 
 mod atomic;
+mod atomic_file;
 mod config;
 mod contract;
 mod hash;
@@ -49,6 +50,7 @@ mod input_limits;
 mod instruments;
 mod limits;
 mod outdir;
+mod paths;
 mod pq;
 mod progress;
 mod provenance;
@@ -56,7 +58,8 @@ mod scratch;
 mod table_writer;
 mod tables;
 
-pub use atomic::{write_atomic, Staged};
+pub use atomic::Staged;
+pub use atomic_file::write_atomic;
 pub use config::{
     default_sweep_delimiters, is_commit_id, AdministerSection, AggregateSection, AnswersExtraTest,
     AnswersSection, ByteSize, Config, EngineSection, FetchSection, HfSource, Input, InputRole,
@@ -114,12 +117,14 @@ pub enum CoreError {
         message: String,
     },
     /// A Parquet file that cannot be read or written.
-    #[error("{path}: parquet: {message}")]
+    #[error("{path}: parquet: {source}")]
     Parquet {
         /// The Parquet file.
         path: PathBuf,
-        /// The Parquet library's message.
-        message: String,
+        /// The Parquet or Arrow library's error (or the file system's, when the encoded bytes
+        /// are flushed).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A file-system error from `fs_err`, whose message names the path.
     #[error(transparent)]
@@ -148,6 +153,17 @@ impl CoreError {
     /// An I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         CoreError::Io(IoError::new(path, source))
+    }
+
+    /// A Parquet (or Arrow) error on the table `path`.
+    pub fn parquet(
+        path: impl Into<PathBuf>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        CoreError::Parquet {
+            path: path.into(),
+            source: source.into(),
+        }
     }
 }
 

@@ -15,6 +15,7 @@
 //! killed at any moment) sees either the complete old folder or the complete new one.
 
 use crate::hash::{Manifest, MANIFEST_NAME};
+use crate::paths::{is_link, is_real_dir, is_real_file, process_alive, resolved, temporary_pid};
 use crate::{CoreError, Result};
 use fs_err as fs;
 use std::io::{Read, Seek, Write};
@@ -31,53 +32,12 @@ const MARKER_TEXT: &str = "This folder is written by protospread (docs/reliabili
 protospread replaces the files listed in its SHA256SUMS manifests and removes its own\n\
 temporaries (.NAME.PID.tmp, .NAME.PID.part) of dead processes; it touches nothing else here.\n";
 
-/// True when `path` itself (not a link to it) is a folder.
-pub(crate) fn is_real_dir(path: &Path) -> bool {
-    fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
-}
-
-/// True when `path` itself (not a link to it) is a regular file.
-pub(crate) fn is_real_file(path: &Path) -> bool {
-    fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
-}
-
-/// True when `path` is a symlink (dangling or not).
-fn is_link(path: &Path) -> bool {
-    fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
-}
-
 const NO_LINKS: &str = "is a symlink; protospread writes and deletes only below --out, never through a link: remove the link (or replace it with a folder)";
 
 fn refused(path: &Path, message: impl Into<String>) -> CoreError {
     CoreError::Refused {
         path: path.to_path_buf(),
         message: message.into(),
-    }
-}
-
-/// The process id in a temporary's name `.NAME.PID.tmp` / `.NAME.PID.part`, if it has that form.
-pub(crate) fn temporary_pid(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix('.')?;
-    let stem = rest
-        .strip_suffix(".tmp")
-        .or_else(|| rest.strip_suffix(".part"))?;
-    let (base, pid) = stem.rsplit_once('.')?;
-    if base.is_empty() || pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    pid.parse().ok()
-}
-
-/// True when process `pid` still exists. Where that cannot be known, every process counts as
-/// alive, so nothing is removed.
-pub(crate) fn process_alive(pid: u32) -> bool {
-    if pid == std::process::id() {
-        return true;
-    }
-    if cfg!(target_os = "linux") {
-        Path::new("/proc").join(pid.to_string()).exists()
-    } else {
-        true
     }
 }
 
@@ -323,7 +283,7 @@ pub fn claim_out_dir(out: &Path, cache_top: Option<&str>) -> Result<OutLock> {
     let lock_path = out.join(LOCK_NAME);
     let file = take_lock(out, &lock_path)?;
     if !is_real_file(&out.join(MARKER_NAME)) {
-        crate::atomic::write_atomic(&out.join(MARKER_NAME), MARKER_TEXT.as_bytes())?;
+        crate::atomic_file::write_atomic(&out.join(MARKER_NAME), MARKER_TEXT.as_bytes())?;
     }
     let lock = OutLock {
         file: Some(file),
@@ -404,37 +364,6 @@ fn take_lock(out: &Path, lock_path: &Path) -> Result<fs::File> {
         lock_path,
         "the lock file keeps being replaced by other processes; try again",
     ))
-}
-
-/// `path` made absolute with symlinks resolved as far as it exists.
-pub(crate) fn resolved(path: &Path) -> PathBuf {
-    let abs = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir()
-            .map(|c| c.join(path))
-            .unwrap_or_else(|_| path.to_path_buf())
-    };
-    let mut existing = abs;
-    let mut rest = Vec::new();
-    while !existing.exists() {
-        match (existing.file_name(), existing.parent()) {
-            (Some(n), Some(p)) => {
-                rest.push(n.to_os_string());
-                existing = p.to_path_buf();
-            }
-            _ => break,
-        }
-    }
-    let mut out = fs_err::canonicalize(&existing).unwrap_or(existing);
-    for n in rest.into_iter().rev() {
-        if n == ".." {
-            out.pop();
-        } else if n != "." {
-            out.push(n);
-        }
-    }
-    out
 }
 
 /// Refuse an `--out` that holds or sits among the inputs, or that lies inside a source tree:
@@ -694,7 +623,7 @@ impl RunStaging {
             remove_marked_dir(&staging)?;
         }
         fs::create_dir_all(&staging)?;
-        crate::atomic::write_atomic(&staging.join(MARKER_NAME), MARKER_TEXT.as_bytes())?;
+        crate::atomic_file::write_atomic(&staging.join(MARKER_NAME), MARKER_TEXT.as_bytes())?;
         let run = RunStaging {
             out: out.to_path_buf(),
             staging,
@@ -880,7 +809,7 @@ impl TopManifest {
     }
 
     fn write(&self, m: &Manifest) -> Result<()> {
-        crate::atomic::write_atomic(&self.out.join(MANIFEST_NAME), m.render().as_bytes())
+        crate::atomic_file::write_atomic(&self.out.join(MANIFEST_NAME), m.render().as_bytes())
     }
 
     /// After the stage succeeded: write the final top manifest and return the stage folders of
@@ -924,7 +853,7 @@ impl Drop for TopManifest {
         }
         let path = self.out.join(MANIFEST_NAME);
         let _ = match &self.before {
-            Some(b) => crate::atomic::write_atomic(&path, b),
+            Some(b) => crate::atomic_file::write_atomic(&path, b),
             None => fs_err::remove_file(&path).map_err(CoreError::Fs),
         };
     }

@@ -77,10 +77,7 @@ pub fn encode_parquet(
     batches: &[RecordBatch],
     meta: &FileMeta,
 ) -> Result<Vec<u8>> {
-    let perr = |e: parquet::errors::ParquetError| CoreError::Parquet {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    };
+    let perr = |e: parquet::errors::ParquetError| CoreError::parquet(path, e);
     let mut buf = Vec::new();
     let mut w = ArrowWriter::try_new(&mut buf, schema, Some(parquet_writer_properties(meta)))
         .map_err(perr)?;
@@ -99,7 +96,7 @@ pub fn write_parquet(
     meta: &FileMeta,
 ) -> Result<()> {
     let bytes = encode_parquet(path, schema, batches, meta)?;
-    crate::atomic::write_atomic(path, &bytes)
+    crate::atomic_file::write_atomic(path, &bytes)
 }
 
 /// A Parquet file of `schema` whose encoded column chunks are those of the Parquet file `src`
@@ -119,10 +116,7 @@ pub fn copy_parquet_chunks(
 ) -> Result<Vec<u8>> {
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::file::writer::SerializedFileWriter;
-    let perr = |e: parquet::errors::ParquetError| CoreError::Parquet {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    };
+    let perr = |e: parquet::errors::ParquetError| CoreError::parquet(path, e);
     let src = bytes::Bytes::from(src);
     let reader = SerializedFileReader::new(src.clone()).map_err(perr)?;
     let mut props = parquet_writer_properties(meta);
@@ -152,20 +146,17 @@ pub fn copy_parquet_chunks(
 
 /// Read every batch of a Parquet file.
 pub fn read_parquet(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>)> {
-    let perr = |m: String| CoreError::Parquet {
-        path: path.to_path_buf(),
-        message: m,
-    };
+    let perr = |e: parquet::errors::ParquetError| CoreError::parquet(path, e);
     let f = fs_err::File::open(path)
         .map_err(CoreError::Fs)?
         .into_parts()
         .0;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| perr(e.to_string()))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(f).map_err(perr)?;
     let schema = builder.schema().clone();
-    let reader = builder.build().map_err(|e| perr(e.to_string()))?;
+    let reader = builder.build().map_err(perr)?;
     let mut out = Vec::new();
     for b in reader {
-        out.push(b.map_err(|e| perr(e.to_string()))?);
+        out.push(b.map_err(|e| CoreError::parquet(path, e))?);
     }
     Ok((schema, out))
 }

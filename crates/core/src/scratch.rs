@@ -7,7 +7,7 @@
 //! folder: any folder of that pattern whose process no longer exists and which belongs to
 //! this user is removed (never a link, never another user's folder).
 
-use crate::outdir::{is_real_dir, process_alive};
+use crate::paths::{is_real_dir, process_alive};
 use fs_err as fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -35,7 +35,7 @@ pub(crate) fn is_own_scratch(path: &Path) -> bool {
     scratch.iter().any(|p| {
         p.file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with("protospread-"))
-            && crate::outdir::resolved(p) == path
+            && crate::paths::resolved(p) == path
     })
 }
 

@@ -61,6 +61,7 @@ pub enum FetchError {
         /// Input name.
         input: String,
         /// The underlying I/O error.
+        #[source]
         error: std::io::Error,
     },
     /// The bytes do not have the sha256 that pipeline.toml pins.
@@ -135,6 +136,7 @@ pub enum FetchError {
         /// Input name.
         input: String,
         /// Where and why the import failed.
+        #[source]
         error: CsvError,
     },
     /// The stored-answer importer refused the file (names file, row and column).
@@ -145,6 +147,18 @@ pub enum FetchError {
         /// The importer's error.
         #[source]
         error: Box<ImportError>,
+    },
+    /// A step of an import that failed in the engine (setting up, reading, sorting), not for
+    /// a fault of the input's content.
+    #[error("input '{input}': {what}: {source}")]
+    Step {
+        /// Input name.
+        input: String,
+        /// The step, for the user.
+        what: &'static str,
+        /// The engine's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// Writing outputs or the manifest.
     #[error("{0}")]
@@ -566,22 +580,30 @@ fn sort_human_by_id(
     dest: &Path,
 ) -> Result<(), FetchError> {
     let schema = protospread_core::instrument_schema(inst);
-    let fail = |message: String| FetchError::Input {
+    let fail = |source: datafusion::error::DataFusionError| FetchError::Step {
         input: input.name.clone(),
-        message: format!("sorting the human rows by id: {message}"),
+        what: "sorting the human rows by id",
+        source: source.into(),
     };
     let perr = parquet_error(dest);
-    let engine = protospread_engine::Engine::new(&engine_options(cfg, opts))
-        .map_err(|e| fail(e.to_string()))?;
-    let path = unsorted
-        .to_str()
-        .ok_or_else(|| fail(format!("{}: not a UTF-8 path", unsorted.display())))?;
-    engine
-        .register_parquet("human", path)
-        .map_err(|e| fail(e.to_string()))?;
+    let engine = protospread_engine::Engine::new(&engine_options(cfg, opts)).map_err(|e| {
+        FetchError::Step {
+            input: input.name.clone(),
+            what: "sorting the human rows by id",
+            source: e.into(),
+        }
+    })?;
+    let path = unsorted.to_str().ok_or_else(|| FetchError::Input {
+        input: input.name.clone(),
+        message: format!(
+            "sorting the human rows by id: {}: not a UTF-8 path",
+            unsorted.display()
+        ),
+    })?;
+    engine.register_parquet("human", path).map_err(fail)?;
     let df = engine
         .sql("SELECT * FROM human ORDER BY id")
-        .map_err(|e| fail(e.to_string()))?;
+        .map_err(fail)?;
     let file = fs::File::create(out).map_err(|error| FetchError::Io {
         input: input.name.clone(),
         error,
@@ -594,12 +616,8 @@ fn sort_human_by_id(
         ))),
     )
     .map_err(perr)?;
-    for b in engine
-        .stream_for_writing(df, schema)
-        .map_err(|e| fail(e.to_string()))?
-    {
-        w.write(&b.map_err(|e| fail(e.to_string()))?)
-            .map_err(perr)?;
+    for b in engine.stream_for_writing(df, schema).map_err(fail)? {
+        w.write(&b.map_err(fail)?).map_err(perr)?;
     }
     w.close().map_err(perr)?;
     Ok(())
@@ -621,12 +639,7 @@ fn human_meta(
 
 /// The error of a Parquet writer of the output `dest`.
 fn parquet_error(dest: &Path) -> impl Fn(parquet::errors::ParquetError) -> FetchError + Copy + '_ {
-    move |e| {
-        FetchError::Core(CoreError::Parquet {
-            path: dest.to_path_buf(),
-            message: e.to_string(),
-        })
-    }
+    move |e| FetchError::Core(CoreError::parquet(dest, e))
 }
 
 /// The sha256 `actual` of the bytes read for import must still be the verified one: a file
@@ -766,7 +779,7 @@ impl<'a> BytesSink<'a> {
             .take()
             .ok_or_else(|| self.error("the encoder already stopped".into()))?;
         match encoder.join() {
-            Ok(r) => r.map_err(|e| self.error(e.to_string())),
+            Ok(r) => r.map_err(|e| ImportError::Core(CoreError::parquet(self.dest, e))),
             Err(panic) => std::panic::resume_unwind(panic),
         }
     }

@@ -56,6 +56,9 @@ pub enum Arm {
 }
 
 impl Arm {
+    /// Every arm, in the order of the format's documentation.
+    pub const ALL: [Arm; 3] = [Arm::Api, Arm::Cli, Arm::Local];
+
     /// The spelling in the stored-answer format.
     pub fn as_str(self) -> &'static str {
         match self {

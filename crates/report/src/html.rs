@@ -2,6 +2,8 @@
 //! fonts or images from anywhere. The figures are drawn from the rendered `cells` table (the
 //! same strings as the canonical CSV), so they show exactly the published figures.
 
+// Re-exported for the figures of `inference`.
+pub(crate) use crate::markup::{esc, text_width};
 use crate::render::TextTable;
 use crate::{Rendered, ReportError};
 use std::collections::{BTreeMap, BTreeSet};
@@ -10,22 +12,6 @@ use std::fmt::Write;
 const PALETTE: &[&str] = &[
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
 ];
-
-/// Escape text for HTML element content and attribute values.
-pub(crate) fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            _ => o.push(c),
-        }
-    }
-    o
-}
 
 /// A coordinate with two decimals (SVG user units).
 fn c(x: f64) -> String {
@@ -181,15 +167,6 @@ const STRIP_BINS: usize = 100;
 pub(crate) const FIGURE_SOURCES: usize = 12;
 /// Delimiter-sweep figures (model x benchmark) drawn; the table holds the rest.
 pub(crate) const SWEEP_FIGURES: usize = 24;
-
-/// Estimated width in SVG units of `text` in the figures' font of class `class`: `t` (bold
-/// 13px sans-serif) or `a` (11px sans-serif). A fixed width per character of 0.6 em, wider
-/// than the average glyph of the common sans-serif faces, so that a text sized by this
-/// estimate is not cut by the figure's edge.
-pub(crate) fn text_width(text: &str, class: &str) -> f64 {
-    let em = if class == "t" { 13.0 } else { 11.0 };
-    text.chars().count() as f64 * 0.6 * em
-}
 
 /// The opacity of a bin holding `n` of at most `max` cells.
 fn shade(n: u32, max: u32) -> f64 {

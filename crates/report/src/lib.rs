@@ -14,6 +14,7 @@ mod bag;
 mod headline;
 mod html;
 mod inference;
+mod markup;
 mod provenance;
 mod recorded;
 mod render;

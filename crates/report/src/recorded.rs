@@ -4,7 +4,7 @@
 //! rows labelled `recorded`, all of them at any size of the table): no number here is typed by
 //! hand.
 
-use crate::html::{esc, text_width};
+use crate::markup::{esc, text_width};
 use crate::render::TextTable;
 use crate::Rendered;
 use std::collections::BTreeMap;

@@ -37,6 +37,7 @@ mod kernels;
 mod key;
 mod norms;
 mod parity;
+mod parity_run;
 mod reruns;
 mod rules;
 mod scorer;
@@ -59,15 +60,13 @@ pub use parity::{
     classify, Allowlist, Category, MutationResult, MutationSweep, ParitySummary, RowClass,
     MUTATION_WEIGHT_FACTOR, REASON_CURRENT, REASON_INCONSISTENT, REASON_UNKNOWN,
 };
+pub use parity_run::{not_allowlisted, NormRows, ParityRun};
 pub use reruns::{rerun_rows, RerunRow, RERUNS_FILE};
 pub use rules::{
     read_single, read_single_lenient, read_whole, read_whole_lenient, Reading, ReplyRule, Status,
 };
 pub use scorer::{score, DimScore, ScaleScores};
-pub use stage::{
-    mutate_item, not_allowlisted, run_parity, run_parity_streaming, run_stage, HumanInput,
-    NormRows, ParityRun, StageRun,
-};
+pub use stage::{mutate_item, run_parity, run_parity_streaming, run_stage, HumanInput, StageRun};
 pub use tables::{parity_tables, ParityRowTables, ParityTable};
 
 use std::path::PathBuf;

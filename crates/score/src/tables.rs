@@ -14,7 +14,7 @@
 
 use crate::human::HumanRow;
 use crate::parity::RowClass;
-use crate::stage::ParityRun;
+use crate::parity_run::ParityRun;
 use crate::ScoreError;
 use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -169,11 +169,8 @@ impl Stream {
         })
     }
 
-    fn perr(&self, e: impl std::fmt::Display) -> ScoreError {
-        ScoreError::Core(protospread_core::CoreError::Parquet {
-            path: self.dest.clone(),
-            message: e.to_string(),
-        })
+    fn perr(&self, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> ScoreError {
+        ScoreError::Core(protospread_core::CoreError::parquet(&self.dest, e))
     }
 
     fn rows(&self) -> usize {
@@ -242,7 +239,7 @@ impl Stream {
         }
         let (w, _) = self.writer.take().expect("started");
         let buf = w.into_inner().map_err(|e| self.perr(e))?;
-        let file = buf.into_inner().map_err(|e| self.perr(e.error()))?;
+        let file = buf.into_inner().map_err(|e| self.perr(e.into_error()))?;
         Ok(file.sync_all()?)
     }
 }

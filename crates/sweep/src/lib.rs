@@ -67,6 +67,9 @@ pub enum SweepError {
         /// What was found instead.
         found: String,
     },
+    /// An error of the shared layer (reading a file to hash it).
+    #[error(transparent)]
+    Core(#[from] protospread_core::CoreError),
     /// An error of the administer crate.
     #[error(transparent)]
     Administer(#[from] protospread_administer::AdministerError),
@@ -129,6 +132,46 @@ impl SweepSpec {
             metric: s.metric.clone(),
         })
     }
+
+    /// The delimiters whose slugs are `slugs`, in that order (every delimiter of the sweep when
+    /// `slugs` is empty); a slug that is not a delimiter of the sweep, or is given twice, is an
+    /// error naming it.
+    pub fn select_delimiters(&self, slugs: &[String]) -> Result<Vec<Delimiter>, SweepError> {
+        if slugs.is_empty() {
+            return Ok(self.delimiters.clone());
+        }
+        let mut chosen: Vec<Delimiter> = Vec::new();
+        for slug in slugs {
+            let Some(d) = self.delimiters.iter().find(|d| &d.slug == slug) else {
+                let all: Vec<&str> = self.delimiters.iter().map(|d| d.slug.as_str()).collect();
+                return Err(SweepError::Config(format!(
+                    "'{slug}' is not the slug of a [sweep] delimiter ({})",
+                    all.join(",")
+                )));
+            };
+            if chosen.contains(d) {
+                return Err(SweepError::Config(format!("'{slug}' given twice")));
+            }
+            chosen.push(d.clone());
+        }
+        Ok(chosen)
+    }
+}
+
+/// The client of a dictionary run: one request at a time, `timeout_seconds` per attempt and
+/// `retries` after the first, each held to the bounds `administer` holds its flags to.
+pub fn dictionary_client(
+    base_url: &str,
+    timeout_seconds: u64,
+    retries: u32,
+) -> Result<protospread_administer::Client, SweepError> {
+    let settings = protospread_administer::ClientSettings::resolve(
+        &protospread_core::AdministerSection::default(),
+        Some(timeout_seconds),
+        Some(retries),
+        Some(1),
+    )?;
+    Ok(settings.client(base_url, None)?)
 }
 
 /// Ingest every configured run (lm-eval folders and dictionary records), check it, and
@@ -208,8 +251,7 @@ pub fn ingest_dictionary_runs(
         let mut label = RECORDED.to_string();
         for input in &config.inputs {
             if input.path.as_ref().map(|ip| config.resolve(ip)) == Some(path.clone()) {
-                let got = protospread_core::sha256_file(&path)
-                    .map_err(|e| SweepError::Config(e.to_string()))?;
+                let got = protospread_core::sha256_file(&path)?;
                 if got != input.sha256 {
                     return Err(SweepError::Config(format!(
                         "{}: sha256 {got} differs from [[inputs]] {} ({})",

@@ -95,6 +95,13 @@ pub enum Benchmark {
 }
 
 impl Benchmark {
+    /// Every benchmark with lm-eval task files.
+    pub const ALL: [Benchmark; 3] = [
+        Benchmark::Mmlu,
+        Benchmark::ArcChallenge,
+        Benchmark::CommonsenseQa,
+    ];
+
     /// Parse a `--task` value.
     pub fn parse(s: &str) -> Result<Self, SweepError> {
         match s {
