@@ -18,6 +18,7 @@ mod provenance;
 mod recorded;
 mod render;
 mod stream;
+mod svg;
 mod verify;
 
 /// Tables built in unit tests: one helper for every module's tests.
