@@ -1026,79 +1026,18 @@ fn validate(
     let order_seed = int_in(const { col("order_seed") }, i64::MAX as u64)?.map(|v| v as i64);
     // Each item exactly once, checked with a bitset; the text is kept as given when it is
     // already canonical (no leading zeros), else rewritten, so the stored text is the same.
-    let item_order = match cell(const { col("item_order") }) {
-        None => None,
-        Some(s) => {
-            let mut seen = vec![false; n_items as usize + 1];
-            let (mut entries, mut distinct, mut canonical) = (0usize, 0usize, true);
-            for part in s.split(';') {
-                match parse_uint(part) {
-                    Some(x) if x >= 1 && x <= n_items as u64 => {
-                        entries += 1;
-                        canonical &= !part.starts_with('0');
-                        if !std::mem::replace(&mut seen[x as usize], true) {
-                            distinct += 1;
-                        }
-                    }
-                    _ => {
-                        return Err(err(
-                            "item_order",
-                            format!("{part:?} is not an item number 1..={n_items} of {test}"),
-                        ))
-                    }
-                }
-            }
-            if distinct != entries || entries != n_items as usize {
-                return Err(err(
-                    "item_order",
-                    format!(
-                        "must list each of the {n_items} items of {test} exactly once (got {entries} entries, {distinct} distinct)"
-                    ),
-                ));
-            }
-            Some(if canonical {
-                Cow::Borrowed(s)
-            } else {
-                Cow::Owned(
-                    s.split(';')
-                        .map(|p| parse_uint(p).expect("checked above").to_string())
-                        .collect::<Vec<_>>()
-                        .join(";"),
-                )
-            })
-        }
-    };
-    match mode {
-        Mode::Single => {
-            match item {
-                None => return Err(err("item", "missing value (mode single)".into())),
-                Some(i) if i < 1 || i as u32 > n_items => {
-                    return Err(err(
-                        "item",
-                        format!("{i} is not an item number 1..={n_items} of {test}"),
-                    ))
-                }
-                _ => {}
-            }
-            if item_order.is_some() {
-                return Err(err("item_order", "only allowed with mode whole".into()));
-            }
-            if order_seed.is_some() {
-                return Err(err("order_seed", "only allowed with mode whole".into()));
-            }
-        }
-        Mode::Whole => {
-            if item.is_some() {
-                return Err(err(
-                    "item",
-                    "must be empty with mode whole (use item_order)".into(),
-                ));
-            }
-            if item_order.is_none() {
-                return Err(err("item_order", "missing value (mode whole)".into()));
-            }
-        }
-    }
+    let item_order = cell(const { col("item_order") })
+        .map(|s| canonical_item_order(s, n_items, test, &err))
+        .transpose()?;
+    check_mode(
+        mode,
+        item,
+        item_order.is_some(),
+        order_seed.is_some(),
+        n_items,
+        test,
+        &err,
+    )?;
     let oo_s = need(const { col("option_order") })?;
     let option_order = OptionOrder::parse(oo_s).ok_or_else(|| {
         err(
@@ -1115,18 +1054,9 @@ fn validate(
             ),
         ));
     }
-    let temperature = match cell(const { col("temperature") }) {
-        None => None,
-        Some(s) => match s.parse::<f64>() {
-            Ok(t) if t.is_finite() && t >= 0.0 && !s.starts_with('+') => Some(t),
-            _ => {
-                return Err(err(
-                    "temperature",
-                    format!("{s:?} is not a non-negative number"),
-                ))
-            }
-        },
-    };
+    let temperature = cell(const { col("temperature") })
+        .map(|s| temperature(s, &err))
+        .transpose()?;
     out.stored.append(&RecordValues {
         format_version: FORMAT_VERSION,
         study,
@@ -1149,6 +1079,110 @@ fn validate(
     });
     out.row.append_value(r.row as u64);
     out.line.append_option(r.line.map(|l| l as u64));
+    Ok(())
+}
+
+/// A `temperature` cell: a finite, non-negative number, written without a plus sign.
+fn temperature(s: &str, err: &impl Fn(&str, String) -> ImportError) -> Result<f64, ImportError> {
+    match s.parse::<f64>() {
+        Ok(t) if t.is_finite() && t >= 0.0 && !s.starts_with('+') => Ok(t),
+        _ => Err(err(
+            "temperature",
+            format!("{s:?} is not a non-negative number"),
+        )),
+    }
+}
+
+/// An `item_order` cell of test `test` (`n_items` items): each item exactly once, checked
+/// with a bitset; the text is kept as given when it is already canonical (no leading zeros),
+/// else rewritten, so the stored text is the same.
+fn canonical_item_order<'s>(
+    s: &'s str,
+    n_items: u32,
+    test: &str,
+    err: &impl Fn(&str, String) -> ImportError,
+) -> Result<Cow<'s, str>, ImportError> {
+    let mut seen = vec![false; n_items as usize + 1];
+    let (mut entries, mut distinct, mut canonical) = (0usize, 0usize, true);
+    for part in s.split(';') {
+        match parse_uint(part) {
+            Some(x) if x >= 1 && x <= n_items as u64 => {
+                entries += 1;
+                canonical &= !part.starts_with('0');
+                if !std::mem::replace(&mut seen[x as usize], true) {
+                    distinct += 1;
+                }
+            }
+            _ => {
+                return Err(err(
+                    "item_order",
+                    format!("{part:?} is not an item number 1..={n_items} of {test}"),
+                ))
+            }
+        }
+    }
+    if distinct != entries || entries != n_items as usize {
+        return Err(err(
+            "item_order",
+            format!(
+                "must list each of the {n_items} items of {test} exactly once (got {entries} entries, {distinct} distinct)"
+            ),
+        ));
+    }
+    Ok(if canonical {
+        Cow::Borrowed(s)
+    } else {
+        Cow::Owned(
+            s.split(';')
+                .map(|p| parse_uint(p).expect("checked above").to_string())
+                .collect::<Vec<_>>()
+                .join(";"),
+        )
+    })
+}
+
+/// The item columns agree with the mode: `item` (1..=`n_items` of `test`) for mode single,
+/// `item_order` for mode whole, `order_seed` only with mode whole.
+fn check_mode(
+    mode: Mode,
+    item: Option<i32>,
+    has_item_order: bool,
+    has_order_seed: bool,
+    n_items: u32,
+    test: &str,
+    err: &impl Fn(&str, String) -> ImportError,
+) -> Result<(), ImportError> {
+    match mode {
+        Mode::Single => {
+            match item {
+                None => return Err(err("item", "missing value (mode single)".into())),
+                Some(i) if i < 1 || i as u32 > n_items => {
+                    return Err(err(
+                        "item",
+                        format!("{i} is not an item number 1..={n_items} of {test}"),
+                    ))
+                }
+                _ => {}
+            }
+            if has_item_order {
+                return Err(err("item_order", "only allowed with mode whole".into()));
+            }
+            if has_order_seed {
+                return Err(err("order_seed", "only allowed with mode whole".into()));
+            }
+        }
+        Mode::Whole => {
+            if item.is_some() {
+                return Err(err(
+                    "item",
+                    "must be empty with mode whole (use item_order)".into(),
+                ));
+            }
+            if !has_item_order {
+                return Err(err("item_order", "missing value (mode whole)".into()));
+            }
+        }
+    }
     Ok(())
 }
 
