@@ -5,7 +5,7 @@
 //! benchmark and variant (`sweep_ranking`). docs/sweep.md states the rules.
 
 use crate::ingest::TaskSamples;
-use crate::tables::{b, cmp_acc, f, group, i, provenance, round6, s, Cell};
+use crate::tables::{b, cmp_acc, delimiter_index, f, group, i, provenance, round6, s, Cell};
 use crate::SweepSpec;
 use arrow::array::{ArrayRef, BooleanArray, Float64Array};
 use arrow::record_batch::RecordBatch;
@@ -25,12 +25,7 @@ type Outcomes<'a> = BTreeMap<(String, String, SweepVariant), BTreeMap<(&'a str, 
 const MAX_DELIMITERS: usize = 128;
 
 fn outcomes<'a>(samples: &'a [TaskSamples], spec: &SweepSpec) -> Outcomes<'a> {
-    let index: BTreeMap<&str, usize> = spec
-        .delimiters
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (d.slug.as_str(), i))
-        .collect();
+    let index = delimiter_index(spec);
     let mut out: Outcomes = BTreeMap::new();
     for t in samples {
         let Some(&i) = index

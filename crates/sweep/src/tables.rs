@@ -61,15 +61,19 @@ impl Cell {
     }
 }
 
-/// Count correct answers per cell, from the columns of every task. Tasks whose delimiter
-/// is not configured are refused.
-pub fn cells(samples: &[TaskSamples], spec: &SweepSpec) -> Result<Vec<Cell>, SweepError> {
-    let index: BTreeMap<&str, usize> = spec
-        .delimiters
+/// The position of each configured delimiter (by slug) in `spec`'s delimiters.
+pub(crate) fn delimiter_index(spec: &SweepSpec) -> BTreeMap<&str, usize> {
+    spec.delimiters
         .iter()
         .enumerate()
         .map(|(i, d)| (d.slug.as_str(), i))
-        .collect();
+        .collect()
+}
+
+/// Count correct answers per cell, from the columns of every task. Tasks whose delimiter
+/// is not configured are refused.
+pub fn cells(samples: &[TaskSamples], spec: &SweepSpec) -> Result<Vec<Cell>, SweepError> {
+    let index = delimiter_index(spec);
     type Acc<'a> = (u64, u64, BTreeSet<&'a str>, BTreeSet<&'a str>);
     let mut acc: BTreeMap<(String, String, SweepVariant, usize), Acc> = BTreeMap::new();
     for t in samples {
