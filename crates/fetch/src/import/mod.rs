@@ -990,14 +990,8 @@ fn validate(
         }
     };
 
-    let fv = int_in(const { col("format_version") }, i32::MAX as u64)?
-        .ok_or_else(|| err("format_version", "missing value".into()))?;
-    if fv != FORMAT_VERSION as u64 {
-        return Err(err(
-            "format_version",
-            format!("version {fv} is not supported (this build reads version {FORMAT_VERSION})"),
-        ));
-    }
+    let fv = int_in(const { col("format_version") }, i32::MAX as u64)?;
+    supported_version(fv, &err)?;
     let study = need(const { col("study") })?;
     let model = need(const { col("model") })?;
     let arm_s = need(const { col("arm") })?;
@@ -1079,6 +1073,21 @@ fn validate(
     });
     out.row.append_value(r.row as u64);
     out.line.append_option(r.line.map(|l| l as u64));
+    Ok(())
+}
+
+/// The record's `format_version` is the one this build reads.
+fn supported_version(
+    fv: Option<u64>,
+    err: &impl Fn(&str, String) -> ImportError,
+) -> Result<(), ImportError> {
+    let fv = fv.ok_or_else(|| err("format_version", "missing value".into()))?;
+    if fv != FORMAT_VERSION as u64 {
+        return Err(err(
+            "format_version",
+            format!("version {fv} is not supported (this build reads version {FORMAT_VERSION})"),
+        ));
+    }
     Ok(())
 }
 
@@ -1262,15 +1271,7 @@ fn check_across_records(engine: &Engine, path: &Path) -> Result<(), ImportError>
         })
     };
     let order = format!("{}, _row", STORED_ANSWERS.order_by());
-    let q = format!(
-        "SELECT model, arm, arm0, cohort IS NOT DISTINCT FROM cohort0, _row, _line, row0 FROM ( \
-           SELECT model, arm, cohort, condition, sample, test, item, _row, _line, \
-             first_value(arm) OVER (PARTITION BY model ORDER BY {order}) AS arm0, \
-             first_value(cohort) OVER (PARTITION BY model ORDER BY {order}) AS cohort0, \
-             first_value(_row) OVER (PARTITION BY model ORDER BY {order}) AS row0 \
-           FROM staged) \
-         WHERE arm <> arm0 OR cohort IS DISTINCT FROM cohort0 ORDER BY {order} LIMIT 1"
-    );
+    let q = arm_blame_sql(&order);
     if let Some(b) = find(arms_differ, &q)? {
         let model = text_at(&b, 0).unwrap_or_default();
         let (arm, arm0) = (
@@ -1298,14 +1299,7 @@ fn check_across_records(engine: &Engine, path: &Path) -> Result<(), ImportError>
             )
         });
     }
-    let q = format!(
-        "SELECT _row, _line, row0, item IS NULL FROM ( \
-           SELECT *, \
-             row_number() OVER (PARTITION BY model, condition, sample, test, item ORDER BY _row) AS rn, \
-             first_value(_row) OVER (PARTITION BY model, condition, sample, test, item ORDER BY _row) AS row0 \
-           FROM staged) \
-         WHERE rn = 2 ORDER BY {order} LIMIT 1"
-    );
+    let q = duplicate_blame_sql(&order);
     if let Some(b) = find(duplicates, &q)? {
         let whole = text_at(&b, 3).as_deref() == Some("true");
         return Err(err(
@@ -1318,6 +1312,53 @@ fn check_across_records(engine: &Engine, path: &Path) -> Result<(), ImportError>
             ),
         ));
     }
+    let q = setting_blame_sql();
+    if let Some(b) = find(settings, &q)? {
+        let col = ADMIN_SETTINGS[num_at(&b, 0).unwrap_or(0)].0;
+        return Err(err(
+            num_at(&b, 1).unwrap_or(0),
+            num_at(&b, 3),
+            col,
+            format!(
+                "differs from row {} of the same administration (model, condition, sample, test)",
+                num_at(&b, 2).unwrap_or(0)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The first request (in `order`) whose arm or cohort is not its model's first: model, arm,
+/// the first arm, whether the cohorts agree, its row and line, and the first row.
+fn arm_blame_sql(order: &str) -> String {
+    format!(
+        "SELECT model, arm, arm0, cohort IS NOT DISTINCT FROM cohort0, _row, _line, row0 FROM ( \
+           SELECT model, arm, cohort, condition, sample, test, item, _row, _line, \
+             first_value(arm) OVER (PARTITION BY model ORDER BY {order}) AS arm0, \
+             first_value(cohort) OVER (PARTITION BY model ORDER BY {order}) AS cohort0, \
+             first_value(_row) OVER (PARTITION BY model ORDER BY {order}) AS row0 \
+           FROM staged) \
+         WHERE arm <> arm0 OR cohort IS DISTINCT FROM cohort0 ORDER BY {order} LIMIT 1"
+    )
+}
+
+/// The first second request (in `order`) with the key of an earlier one: its row and line,
+/// the earlier row, and whether it is a whole-test request.
+fn duplicate_blame_sql(order: &str) -> String {
+    format!(
+        "SELECT _row, _line, row0, item IS NULL FROM ( \
+           SELECT *, \
+             row_number() OVER (PARTITION BY model, condition, sample, test, item ORDER BY _row) AS rn, \
+             first_value(_row) OVER (PARTITION BY model, condition, sample, test, item ORDER BY _row) AS row0 \
+           FROM staged) \
+         WHERE rn = 2 ORDER BY {order} LIMIT 1"
+    )
+}
+
+/// The first administration with a setting its requests disagree on: the setting's index in
+/// [`ADMIN_SETTINGS`], the blamed row, the row of the value taken as meant, and the blamed
+/// row's line.
+fn setting_blame_sql() -> String {
     const ADMIN: &str = "model, condition, sample, test";
     let per_setting: Vec<String> = ADMIN_SETTINGS
         .iter()
@@ -1336,24 +1377,11 @@ fn check_across_records(engine: &Engine, path: &Path) -> Result<(), ImportError>
             )
         })
         .collect();
-    let q = format!(
+    format!(
         "SELECT s.setting, s.blamed, s.meant, t._line FROM ({}) s JOIN staged t ON t._row = s.blamed \
          ORDER BY s.model, s.condition, s.sample, s.test, s.setting LIMIT 1",
         per_setting.join(" UNION ALL ")
-    );
-    if let Some(b) = find(settings, &q)? {
-        let col = ADMIN_SETTINGS[num_at(&b, 0).unwrap_or(0)].0;
-        return Err(err(
-            num_at(&b, 1).unwrap_or(0),
-            num_at(&b, 3),
-            col,
-            format!(
-                "differs from row {} of the same administration (model, condition, sample, test)",
-                num_at(&b, 2).unwrap_or(0)
-            ),
-        ));
-    }
-    Ok(())
+    )
 }
 
 #[cfg(test)]
