@@ -48,19 +48,9 @@ impl Table {
                 .map(|f| Field::new(f.name(), output_type(f.data_type()), true))
                 .collect::<Vec<_>>(),
         ));
-        let mut conformed = Vec::with_capacity(batches.len());
-        for b in batches {
-            let cols = b
-                .columns()
-                .iter()
-                .zip(out_schema.fields())
-                .map(|(c, f)| cast(c, f.data_type()))
-                .collect::<Result<Vec<ArrayRef>, _>>()?;
-            conformed.push(RecordBatch::try_new(out_schema.clone(), cols)?);
-        }
         Ok(Table {
             name: name.to_string(),
-            batch: concat_batches(&out_schema, &conformed)?,
+            batch: conform(&out_schema, batches)?,
         })
     }
 
@@ -81,19 +71,9 @@ impl Table {
             )));
         }
         let out_schema = contract.schema();
-        let mut conformed = Vec::with_capacity(batches.len());
-        for b in batches {
-            let cols = b
-                .columns()
-                .iter()
-                .zip(out_schema.fields())
-                .map(|(c, f)| cast(c, f.data_type()))
-                .collect::<Result<Vec<ArrayRef>, _>>()?;
-            conformed.push(RecordBatch::try_new(out_schema.clone(), cols)?);
-        }
         Ok(Table {
             name: contract.name.to_string(),
-            batch: concat_batches(&out_schema, &conformed)?,
+            batch: conform(&out_schema, batches)?,
         })
     }
 
@@ -106,4 +86,19 @@ impl Table {
     pub fn rows(&self) -> usize {
         self.batch.num_rows()
     }
+}
+
+/// `batches` as one batch of `out_schema`, each column cast to its field's type.
+fn conform(out_schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch, ArrowError> {
+    let mut conformed = Vec::with_capacity(batches.len());
+    for b in batches {
+        let cols = b
+            .columns()
+            .iter()
+            .zip(out_schema.fields())
+            .map(|(c, f)| cast(c, f.data_type()))
+            .collect::<Result<Vec<ArrayRef>, _>>()?;
+        conformed.push(RecordBatch::try_new(out_schema.clone(), cols)?);
+    }
+    concat_batches(out_schema, &conformed)
 }

@@ -528,31 +528,81 @@ impl Runs {
     ) -> Result<Finished> {
         let path = descr.path();
         let stats = props.statistics_enabled(path) != EnabledStatistics::None;
-        let (mut min, mut max): (Option<&[u8]>, Option<&[u8]>) = (None, None);
-        let (mut imin, mut imax): (Option<i32>, Option<i32>) = (None, None);
-        if stats && self.int {
+        let bounds = if stats {
+            match self.bounds(props) {
+                Some(b) => Some(b),
+                None => return self.hand_to_arrow().map(Finished::Arrow),
+            }
+        } else {
+            None
+        };
+        let compress = props.compression(path) == Compression::SNAPPY;
+        let mut out = TrackedWrite::new(Vec::new());
+        let pages = self.write_pages(&mut out, props, rows, compress)?;
+        let metadata = self.metadata(descr, props, rows, bounds, &pages)?;
+        let (mut keys, mut defs) = (
+            std::mem::take(&mut self.keys),
+            std::mem::take(&mut self.defs),
+        );
+        keys.clear();
+        defs.clear();
+        spare.push((keys, defs));
+        let close = ColumnCloseResult {
+            bytes_written: pages.compressed as u64,
+            rows_written: rows as u64,
+            metadata,
+            bloom_filter: None,
+            column_index: None,
+            offset_index: pages.offsets.map(OffsetIndexBuilder::build),
+        };
+        Ok(Finished::Chunk(
+            Bytes::from(out.into_inner()?),
+            Box::new(close),
+        ))
+    }
+
+    /// The smallest and the largest value of the chunk; `None` when a text bound is longer
+    /// than the statistics keep (the Arrow writer then truncates it, so this encoding
+    /// would not give its bytes).
+    fn bounds(&self, props: &WriterProperties) -> Option<Bounds> {
+        if self.int {
+            let (mut imin, mut imax): (Option<i32>, Option<i32>) = (None, None);
             for k in 0..self.entries.len() as u32 {
                 let v = self.int_entry(k);
                 imin = Some(imin.map_or(v, |m| m.min(v)));
                 imax = Some(imax.map_or(v, |m| m.max(v)));
             }
-        } else if stats {
-            for k in 0..self.entries.len() as u32 {
-                let v = self.entry(k);
-                if min.is_none_or(|m| v < m) {
-                    min = Some(v);
-                }
-                if max.is_none_or(|m| v > m) {
-                    max = Some(v);
-                }
+            return Some(Bounds::Int(imin, imax));
+        }
+        let (mut min, mut max): (Option<&[u8]>, Option<&[u8]>) = (None, None);
+        for k in 0..self.entries.len() as u32 {
+            let v = self.entry(k);
+            if min.is_none_or(|m| v < m) {
+                min = Some(v);
             }
-            let limit = props.statistics_truncate_length().unwrap_or(usize::MAX);
-            if min.is_some_and(|m| m.len() > limit) || max.is_some_and(|m| m.len() > limit) {
-                return self.hand_to_arrow().map(Finished::Arrow);
+            if max.is_none_or(|m| v > m) {
+                max = Some(v);
             }
         }
-        let (min, max) = (min.map(ByteArray::from), max.map(ByteArray::from));
-        let compress = props.compression(path) == Compression::SNAPPY;
+        let limit = props.statistics_truncate_length().unwrap_or(usize::MAX);
+        if min.is_some_and(|m| m.len() > limit) || max.is_some_and(|m| m.len() > limit) {
+            return None;
+        }
+        Some(Bounds::Bytes(
+            min.map(ByteArray::from),
+            max.map(ByteArray::from),
+        ))
+    }
+
+    /// Write the dictionary page, then the data pages of at most the configured row count
+    /// each, to `out`, Snappy-compressed when `compress`.
+    fn write_pages(
+        &mut self,
+        out: &mut TrackedWrite<Vec<u8>>,
+        props: &WriterProperties,
+        rows: usize,
+        compress: bool,
+    ) -> Result<Pages> {
         let squeeze = |raw: Vec<u8>| -> Result<(Bytes, usize)> {
             let n = raw.len();
             if !compress {
@@ -563,108 +613,125 @@ impl Runs {
                 .map_err(|e| ParquetError::External(Box::new(e)))?;
             Ok((Bytes::from(c), n))
         };
-
-        let mut out = TrackedWrite::new(Vec::new());
-        let mut offsets = (!props.offset_index_disabled()).then(OffsetIndexBuilder::new);
-        let (mut compressed, mut uncompressed, mut data_pages) = (0i64, 0i64, 0);
-        let mut data_page_offset = None;
-        {
-            let mut pages = SerializedPageWriter::new(&mut out);
-            let (buf, n) = squeeze(std::mem::take(&mut self.dict))?;
+        let mut p = Pages {
+            offsets: (!props.offset_index_disabled()).then(OffsetIndexBuilder::new),
+            compressed: 0,
+            uncompressed: 0,
+            data_pages: 0,
+            data_page_offset: None,
+        };
+        let mut pages = SerializedPageWriter::new(out);
+        let (buf, n) = squeeze(std::mem::take(&mut self.dict))?;
+        let spec = pages.write_page(CompressedPage::new(
+            Page::DictionaryPage {
+                buf,
+                num_values: self.entries.len() as u32,
+                encoding: Encoding::PLAIN,
+                is_sorted: false,
+            },
+            n,
+        ))?;
+        p.compressed += spec.compressed_size as i64;
+        p.uncompressed += spec.uncompressed_size as i64;
+        let width = bit_width(self.entries.len().saturating_sub(1) as u64);
+        let per_page = props.data_page_row_count_limit().max(1);
+        let (mut row, mut key) = (0, 0);
+        while row < rows {
+            let end = (row + per_page).min(rows);
+            let mut raw = Vec::new();
+            let values = if self.nullable {
+                let defs = &self.defs[row..end];
+                let mut levels = Vec::new();
+                rle_runs(defs, 1, &mut levels);
+                raw.extend_from_slice(&(levels.len() as u32).to_le_bytes());
+                raw.extend_from_slice(&levels);
+                defs.iter().filter(|d| **d == 1).count()
+            } else {
+                end - row
+            };
+            let keys = &self.keys[key..key + values];
+            raw.push(width);
+            rle_runs(keys, width, &mut raw);
+            let page_bytes: Option<i64> = (!self.int).then(|| {
+                keys.chunk_by(|a, b| a == b)
+                    .map(|run| self.entries[run[0] as usize].1 as i64 * run.len() as i64)
+                    .sum()
+            });
+            let (buf, n) = squeeze(raw)?;
             let spec = pages.write_page(CompressedPage::new(
-                Page::DictionaryPage {
+                Page::DataPage {
                     buf,
-                    num_values: self.entries.len() as u32,
-                    encoding: Encoding::PLAIN,
-                    is_sorted: false,
+                    num_values: (end - row) as u32,
+                    encoding: Encoding::RLE_DICTIONARY,
+                    def_level_encoding: Encoding::RLE,
+                    rep_level_encoding: Encoding::RLE,
+                    statistics: None,
                 },
                 n,
             ))?;
-            compressed += spec.compressed_size as i64;
-            uncompressed += spec.uncompressed_size as i64;
-            let width = bit_width(self.entries.len().saturating_sub(1) as u64);
-            let per_page = props.data_page_row_count_limit().max(1);
-            let (mut row, mut key) = (0, 0);
-            while row < rows {
-                let end = (row + per_page).min(rows);
-                let mut raw = Vec::new();
-                let values = if self.nullable {
-                    let defs = &self.defs[row..end];
-                    let mut levels = Vec::new();
-                    rle_runs(defs, 1, &mut levels);
-                    raw.extend_from_slice(&(levels.len() as u32).to_le_bytes());
-                    raw.extend_from_slice(&levels);
-                    defs.iter().filter(|d| **d == 1).count()
-                } else {
-                    end - row
-                };
-                let keys = &self.keys[key..key + values];
-                raw.push(width);
-                rle_runs(keys, width, &mut raw);
-                let page_bytes: Option<i64> = (!self.int).then(|| {
-                    keys.chunk_by(|a, b| a == b)
-                        .map(|run| self.entries[run[0] as usize].1 as i64 * run.len() as i64)
-                        .sum()
-                });
-                let (buf, n) = squeeze(raw)?;
-                let spec = pages.write_page(CompressedPage::new(
-                    Page::DataPage {
-                        buf,
-                        num_values: (end - row) as u32,
-                        encoding: Encoding::RLE_DICTIONARY,
-                        def_level_encoding: Encoding::RLE,
-                        rep_level_encoding: Encoding::RLE,
-                        statistics: None,
-                    },
-                    n,
-                ))?;
-                data_page_offset.get_or_insert(spec.offset as i64);
-                compressed += spec.compressed_size as i64;
-                uncompressed += spec.uncompressed_size as i64;
-                data_pages += 1;
-                if let Some(o) = offsets.as_mut() {
-                    o.append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
-                    o.append_row_count((end - row) as i64);
-                    o.append_unencoded_byte_array_data_bytes(page_bytes);
-                }
-                row = end;
-                key += values;
+            p.data_page_offset.get_or_insert(spec.offset as i64);
+            p.compressed += spec.compressed_size as i64;
+            p.uncompressed += spec.uncompressed_size as i64;
+            p.data_pages += 1;
+            if let Some(o) = p.offsets.as_mut() {
+                o.append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
+                o.append_row_count((end - row) as i64);
+                o.append_unencoded_byte_array_data_bytes(page_bytes);
             }
-            pages.close()?;
+            row = end;
+            key += values;
         }
+        pages.close()?;
+        Ok(p)
+    }
+
+    /// The chunk's metadata: sizes and offsets of its `pages`, and with `bounds` its
+    /// statistics.
+    fn metadata(
+        &self,
+        descr: &ColumnDescPtr,
+        props: &WriterProperties,
+        rows: usize,
+        bounds: Option<Bounds>,
+        pages: &Pages,
+    ) -> Result<ColumnChunkMetaData> {
         let mut encoding_stats = vec![PageEncodingStats {
             page_type: PageType::DICTIONARY_PAGE,
             encoding: Encoding::PLAIN,
             count: 1,
         }];
-        if data_pages > 0 {
+        if pages.data_pages > 0 {
             encoding_stats.push(PageEncodingStats {
                 page_type: PageType::DATA_PAGE,
                 encoding: Encoding::RLE_DICTIONARY,
-                count: data_pages,
+                count: pages.data_pages,
             });
         }
         let mut meta = ColumnChunkMetaData::builder(descr.clone())
-            .set_compression(props.compression(path))
+            .set_compression(props.compression(descr.path()))
             .set_encodings_mask(EncodingMask::new_from_encodings(
                 [Encoding::PLAIN, Encoding::RLE, Encoding::RLE_DICTIONARY].iter(),
             ))
             .set_page_encoding_stats(encoding_stats)
-            .set_total_compressed_size(compressed)
-            .set_total_uncompressed_size(uncompressed)
+            .set_total_compressed_size(pages.compressed)
+            .set_total_uncompressed_size(pages.uncompressed)
             .set_num_values(rows as i64)
-            .set_data_page_offset(data_page_offset.unwrap_or(0))
+            .set_data_page_offset(pages.data_page_offset.unwrap_or(0))
             .set_dictionary_page_offset(Some(0));
-        if stats {
+        if let Some(bounds) = bounds {
             let signed = descr.sort_order().is_signed();
-            let (s, unencoded) = if self.int {
-                let s = ValueStatistics::<i32>::new(imin, imax, None, Some(self.nulls), false)
-                    .with_backwards_compatible_min_max(signed);
-                (Statistics::Int32(s), None)
-            } else {
-                let s = ValueStatistics::<ByteArray>::new(min, max, None, Some(self.nulls), false)
-                    .with_backwards_compatible_min_max(signed);
-                (Statistics::ByteArray(s), Some(self.unencoded))
+            let (s, unencoded) = match bounds {
+                Bounds::Int(imin, imax) => {
+                    let s = ValueStatistics::<i32>::new(imin, imax, None, Some(self.nulls), false)
+                        .with_backwards_compatible_min_max(signed);
+                    (Statistics::Int32(s), None)
+                }
+                Bounds::Bytes(min, max) => {
+                    let s =
+                        ValueStatistics::<ByteArray>::new(min, max, None, Some(self.nulls), false)
+                            .with_backwards_compatible_min_max(signed);
+                    (Statistics::ByteArray(s), Some(self.unencoded))
+                }
             };
             meta = meta
                 .set_statistics(s)
@@ -673,27 +740,24 @@ impl Runs {
                     LevelHistogram::from(vec![self.nulls as i64, (rows as u64 - self.nulls) as i64])
                 }));
         }
-        let metadata = meta.build()?;
-        let (mut keys, mut defs) = (
-            std::mem::take(&mut self.keys),
-            std::mem::take(&mut self.defs),
-        );
-        keys.clear();
-        defs.clear();
-        spare.push((keys, defs));
-        let close = ColumnCloseResult {
-            bytes_written: compressed as u64,
-            rows_written: rows as u64,
-            metadata,
-            bloom_filter: None,
-            column_index: None,
-            offset_index: offsets.map(OffsetIndexBuilder::build),
-        };
-        Ok(Finished::Chunk(
-            Bytes::from(out.into_inner()?),
-            Box::new(close),
-        ))
+        meta.build()
     }
+}
+
+/// The smallest and the largest value of a column chunk, for its statistics.
+enum Bounds {
+    Int(Option<i32>, Option<i32>),
+    Bytes(Option<ByteArray>, Option<ByteArray>),
+}
+
+/// What writing a column chunk's pages gave: its offset index, its sizes, its data pages
+/// and where the first of them starts.
+struct Pages {
+    offsets: Option<OffsetIndexBuilder>,
+    compressed: i64,
+    uncompressed: i64,
+    data_pages: i32,
+    data_page_offset: Option<i64>,
 }
 
 /// Integers below this are looked up in an array ([`Runs::small`]).

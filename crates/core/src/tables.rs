@@ -164,22 +164,23 @@ pub const REPLY_RULE_COUNTS: TableContract = TableContract::new(
     "reply_rules",
     "score",
     1,
-    &[&[
-        req("source", Text),
-        req("label", Text),
-        req("model", Text),
-        req("arm", Text),
-        opt("cohort", Text),
-        req("condition", Text),
-        req("mode", Text),
-        req("rule", Text),
-        req("requests", Int32),
-        req("failed_requests", Int32),
-        req("readable_replies", Int32),
-        req("items", Int32),
-        req("failed_items", Int32),
-        req("readable_items", Int32),
-    ]],
+    &[
+        SOURCE,
+        &[
+            req("model", Text),
+            req("arm", Text),
+            opt("cohort", Text),
+            req("condition", Text),
+            req("mode", Text),
+            req("rule", Text),
+            req("requests", Int32),
+            req("failed_requests", Int32),
+            req("readable_replies", Int32),
+            req("items", Int32),
+            req("failed_items", Int32),
+            req("readable_items", Int32),
+        ],
+    ],
     &["source", "model", "arm", "condition", "mode", "rule"],
 );
 
@@ -189,18 +190,19 @@ pub const REPLY_RERUNS: TableContract = TableContract::new(
     "reply_reruns",
     "score",
     1,
-    &[&[
-        req("source", Text),
-        req("label", Text),
-        req("model", Text),
-        req("test", Text),
-        req("first", Text),
-        req("rerun", Text),
-        req("compared", Int32),
-        req("identical", Int32),
-        req("unmatched", Int32),
-        req("temperature0_honoured", Boolean),
-    ]],
+    &[
+        SOURCE,
+        &[
+            req("model", Text),
+            req("test", Text),
+            req("first", Text),
+            req("rerun", Text),
+            req("compared", Int32),
+            req("identical", Int32),
+            req("unmatched", Int32),
+            req("temperature0_honoured", Boolean),
+        ],
+    ],
     &["source", "model", "test", "first", "rerun"],
 );
 
@@ -225,17 +227,18 @@ pub const NORMS: TableContract = TableContract::new(
     &["test", "dimension"],
 );
 
-/// The keys of a cell in the aggregate stage's per-cell tables: its source and the model's
-/// label, arm and cohort, then the scale.
+/// The keys of a cell in the aggregate stage's per-cell tables after [`SOURCE`]: the model,
+/// its arm and cohort, then the scale.
 const CELL: &[Column] = &[
-    req("source", Text),
-    req("label", Text),
     req("model", Text),
     req("arm", Text),
     opt("cohort", Text),
     req("test", Text),
     req("dimension", Text),
 ];
+
+/// The order of the per-cell tables: by source, model and scale.
+const CELL_ORDER: &[&str] = &["source", "model", "test", "dimension"];
 
 /// `out/aggregate/cell_tests.parquet`: the exact permutation test of every kept cell with a
 /// sampling SD (docs/statistics.md, "Inference"): splits enumerated, splits at least as
@@ -246,6 +249,7 @@ pub const CELL_TESTS: TableContract = TableContract::new(
     "aggregate",
     1,
     &[
+        SOURCE,
         CELL,
         &[
             req("protocol_n", Int64),
@@ -258,7 +262,7 @@ pub const CELL_TESTS: TableContract = TableContract::new(
             req("bh_rejected", Boolean),
         ],
     ],
-    &["source", "model", "test", "dimension"],
+    CELL_ORDER,
 );
 
 /// `out/aggregate/cell_tests_by_group.parquet`: per source and group (the groups of
@@ -268,14 +272,15 @@ pub const CELL_TESTS_BY_GROUP: TableContract = TableContract::new(
     "cell_tests_by_group",
     "aggregate",
     1,
-    &[&[
-        req("source", Text),
-        req("label", Text),
-        req("group", Text),
-        req("cells", Int64),
-        req("p_le_0_05", Int64),
-        req("bh_rejected", Int64),
-    ]],
+    &[
+        SOURCE,
+        &[
+            req("group", Text),
+            req("cells", Int64),
+            req("p_le_0_05", Int64),
+            req("bh_rejected", Int64),
+        ],
+    ],
     &["source", "group"],
 );
 
@@ -287,24 +292,25 @@ pub const HEADLINE_INTERVAL: TableContract = TableContract::new(
     "headline_interval",
     "aggregate",
     1,
-    &[&[
-        req("source", Text),
-        req("label", Text),
-        req("arm", Text),
-        req("models", Int64),
-        req("compared_cells", Int64),
-        req("protocol_gt_sampling", Int64),
-        opt("share", Float64),
-        opt("share_low", Float64),
-        opt("share_high", Float64),
-        req("ratio_cells", Int64),
-        opt("median_ratio", Float64),
-        opt("median_ratio_low", Float64),
-        opt("median_ratio_high", Float64),
-        opt("null_expected_share", Float64),
-        req("replicates", Int64),
-        req("seed", Int64),
-    ]],
+    &[
+        SOURCE,
+        &[
+            req("arm", Text),
+            req("models", Int64),
+            req("compared_cells", Int64),
+            req("protocol_gt_sampling", Int64),
+            opt("share", Float64),
+            opt("share_low", Float64),
+            opt("share_high", Float64),
+            req("ratio_cells", Int64),
+            opt("median_ratio", Float64),
+            opt("median_ratio_low", Float64),
+            opt("median_ratio_high", Float64),
+            opt("null_expected_share", Float64),
+            req("replicates", Int64),
+            req("seed", Int64),
+        ],
+    ],
     &["source"],
 );
 
@@ -316,6 +322,7 @@ pub const ERROR_BARS: TableContract = TableContract::new(
     "aggregate",
     1,
     &[
+        SOURCE,
         CELL,
         &[
             req("protocol_n", Int64),
@@ -330,8 +337,25 @@ pub const ERROR_BARS: TableContract = TableContract::new(
             req("error_bar_from", Text),
         ],
     ],
-    &["source", "model", "test", "dimension"],
+    CELL_ORDER,
 );
+
+/// The ranking measures of [`RANKING`] and [`SWEEP_RANKING`] after their keys: setups and
+/// models, Kendall's tau-b between setups (median, minimum), model pairs whose order flips,
+/// and the models some setup ranks first.
+const RANKING_MEASURES: &[Column] = &[
+    req("setups", Int64),
+    req("models", Int64),
+    req("setup_pairs", Int64),
+    opt("tau_median", Float64),
+    opt("tau_min", Float64),
+    req("model_pairs", Int64),
+    req("flipped_pairs", Int64),
+    opt("flipped_share", Float64),
+    req("leaders", Int64),
+    req("leading_models", Text),
+    req("every_model_can_lead", Boolean),
+];
 
 /// `out/aggregate/ranking.parquet`: per source, arm and scale, how much the order of models
 /// depends on the protocol setup: Kendall's tau-b between setups (median, minimum), model
@@ -340,24 +364,11 @@ pub const RANKING: TableContract = TableContract::new(
     "ranking",
     "aggregate",
     1,
-    &[&[
-        req("source", Text),
-        req("label", Text),
-        req("arm", Text),
-        req("test", Text),
-        req("dimension", Text),
-        req("setups", Int64),
-        req("models", Int64),
-        req("setup_pairs", Int64),
-        opt("tau_median", Float64),
-        opt("tau_min", Float64),
-        req("model_pairs", Int64),
-        req("flipped_pairs", Int64),
-        opt("flipped_share", Float64),
-        req("leaders", Int64),
-        req("leading_models", Text),
-        req("every_model_can_lead", Boolean),
-    ]],
+    &[
+        SOURCE,
+        &[req("arm", Text), req("test", Text), req("dimension", Text)],
+        RANKING_MEASURES,
+    ],
     &["source", "arm", "test", "dimension"],
 );
 
@@ -368,26 +379,27 @@ pub const SWEEP_SIGNIFICANCE: TableContract = TableContract::new(
     "sweep_significance",
     "aggregate",
     1,
-    &[&[
-        req("source", Text),
-        req("label", Text),
-        req("model", Text),
-        req("benchmark", Text),
-        req("variant", Text),
-        req("delimiters", Int64),
-        req("documents", Int64),
-        req("cochran_q", Float64),
-        req("cochran_df", Int64),
-        req("cochran_p", Float64),
-        req("best_delimiter", Text),
-        req("best_pct", Float64),
-        req("worst_delimiter", Text),
-        req("worst_pct", Float64),
-        req("best_only", Int64),
-        req("worst_only", Int64),
-        req("mcnemar_p", Float64),
-        req("more_than_noise", Boolean),
-    ]],
+    &[
+        SOURCE,
+        &[
+            req("model", Text),
+            req("benchmark", Text),
+            req("variant", Text),
+            req("delimiters", Int64),
+            req("documents", Int64),
+            req("cochran_q", Float64),
+            req("cochran_df", Int64),
+            req("cochran_p", Float64),
+            req("best_delimiter", Text),
+            req("best_pct", Float64),
+            req("worst_delimiter", Text),
+            req("worst_pct", Float64),
+            req("best_only", Int64),
+            req("worst_only", Int64),
+            req("mcnemar_p", Float64),
+            req("more_than_noise", Boolean),
+        ],
+    ],
     // Then the variant, plain before named (the sweep's order, not the text's).
     &["model", "benchmark"],
 );
@@ -398,23 +410,11 @@ pub const SWEEP_RANKING: TableContract = TableContract::new(
     "sweep_ranking",
     "aggregate",
     1,
-    &[&[
-        req("source", Text),
-        req("label", Text),
-        req("benchmark", Text),
-        req("variant", Text),
-        req("setups", Int64),
-        req("models", Int64),
-        req("setup_pairs", Int64),
-        opt("tau_median", Float64),
-        opt("tau_min", Float64),
-        req("model_pairs", Int64),
-        req("flipped_pairs", Int64),
-        opt("flipped_share", Float64),
-        req("leaders", Int64),
-        req("leading_models", Text),
-        req("every_model_can_lead", Boolean),
-    ]],
+    &[
+        SOURCE,
+        &[req("benchmark", Text), req("variant", Text)],
+        RANKING_MEASURES,
+    ],
     // Then the variant, plain before named.
     &["label", "benchmark"],
 );

@@ -9,9 +9,11 @@
 
 mod memory;
 mod order;
+mod texts;
 
 pub use memory::is_out_of_memory;
 pub use order::{key_greater, KeyOrder};
+pub use texts::Texts;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};

@@ -4,7 +4,6 @@
 //! `protocol_vs_sampling`, `headline_interval` and `cell_tests_by_group` tables; nothing is
 //! computed anew and every number is the string of its CSV.
 
-use crate::render::TextTable;
 use crate::Rendered;
 use std::collections::BTreeMap;
 
@@ -63,24 +62,13 @@ impl Headline {
     }
 }
 
-fn cols<const N: usize>(t: &TextTable, name: &str, names: [&str; N]) -> Result<[usize; N], String> {
-    let mut out = [0; N];
-    for (o, n) in out.iter_mut().zip(names) {
-        *o = t
-            .col(n)
-            .ok_or_else(|| format!("table {name} has no column `{n}`"))?;
-    }
-    Ok(out)
-}
-
 /// The headline of every source of the `verdict` table, in its order (empty without one).
 pub(crate) fn headlines(tables: &[Rendered]) -> Result<Vec<Headline>, String> {
     let Some(v) = tables.iter().find(|t| t.name == "verdict") else {
         return Ok(Vec::new());
     };
     let t = &v.head;
-    let [src, lab, arm, crit, val, thr, st] = cols(
-        t,
+    let [src, lab, arm, crit, val, thr, st] = t.cols(
         "verdict",
         [
             "source",
@@ -96,8 +84,7 @@ pub(crate) fn headlines(tables: &[Rendered]) -> Result<Vec<Headline>, String> {
     let mut counts: BTreeMap<(&str, &str), (String, String)> = BTreeMap::new();
     if let Some(p) = tables.iter().find(|t| t.name == "protocol_vs_sampling") {
         let p = &p.head;
-        let [s, g, above, compared] = cols(
-            p,
+        let [s, g, above, compared] = p.cols(
             "protocol_vs_sampling",
             ["source", "group", "protocol_gt_sampling", "compared_cells"],
         )?;
@@ -113,8 +100,7 @@ pub(crate) fn headlines(tables: &[Rendered]) -> Result<Vec<Headline>, String> {
     let mut tested: BTreeMap<(&str, &str), (String, String, String)> = BTreeMap::new();
     if let Some(p) = tables.iter().find(|t| t.name == "cell_tests_by_group") {
         let p = &p.head;
-        let [s, g, n, le, bh] = cols(
-            p,
+        let [s, g, n, le, bh] = p.cols(
             "cell_tests_by_group",
             ["source", "group", "cells", "p_le_0_05", "bh_rejected"],
         )?;
@@ -169,8 +155,7 @@ fn intervals(tables: &[Rendered]) -> Result<BTreeMap<(String, String), String>, 
         return Ok(out);
     };
     let t = &t.head;
-    let [src, arm, lo, hi, rlo, rhi, null, reps, models] = cols(
-        t,
+    let [src, arm, lo, hi, rlo, rhi, null, reps, models] = t.cols(
         "headline_interval",
         [
             "source",

@@ -2,9 +2,10 @@
 //! fonts or images from anywhere. The figures are drawn from the rendered `cells` table (the
 //! same strings as the canonical CSV), so they show exactly the published figures.
 
-// Re-exported for the figures of `inference`.
-pub(crate) use crate::markup::{esc, text_width};
-use crate::render::TextTable;
+use crate::render::{positions, TextTable, MODEL_TEST};
+use crate::svg::{
+    c, esc, label_margin, legend_dot, row_figure_width, text_width, tick_label, tick_step, Plot,
+};
 use crate::{Rendered, ReportError};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -12,38 +13,6 @@ use std::fmt::Write;
 const PALETTE: &[&str] = &[
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
 ];
-
-/// A coordinate with two decimals (SVG user units).
-fn c(x: f64) -> String {
-    format!("{x:.2}")
-}
-
-/// A "nice" tick step (1, 2 or 5 times a power of ten) giving about `n` ticks up to `max`.
-pub(crate) fn tick_step(max: f64, n: f64) -> f64 {
-    let raw = (max / n).max(1e-9);
-    let p = 10f64.powf(raw.log10().floor());
-    let m = raw / p;
-    let k = if m <= 1.0 {
-        1.0
-    } else if m <= 2.0 {
-        2.0
-    } else if m <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    k * p
-}
-
-pub(crate) fn tick_label(v: f64, step: f64) -> String {
-    if step >= 1.0 {
-        format!("{v:.0}")
-    } else if step >= 0.1 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
 
 /// A kept cell as the figures need it: names as indices into [`PointsBuilder::names`].
 #[derive(Debug, Clone, Copy)]
@@ -62,8 +31,10 @@ struct Point {
 /// published figures.
 #[derive(Debug)]
 pub(crate) struct PointsBuilder {
-    /// source, label, model, arm, test, kept, protocol_sd, sampling_sd, range_z.
-    cols: [usize; 9],
+    /// The columns [`MODEL_TEST`].
+    key: [usize; 5],
+    /// kept, protocol_sd, sampling_sd, range_z.
+    values: [usize; 4],
     names: Vec<String>,
     ids: std::collections::HashMap<String, u32>,
     groups: BTreeMap<(String, String), Vec<Point>>,
@@ -72,25 +43,16 @@ pub(crate) struct PointsBuilder {
 impl PointsBuilder {
     /// A builder for rows of a table with columns `header`; an error names a missing column.
     pub(crate) fn new(header: &[String]) -> Result<Self, String> {
-        let mut cols = [0; 9];
-        for (c, n) in cols.iter_mut().zip([
-            "source",
-            "label",
-            "model",
-            "arm",
-            "test",
-            "kept",
-            "protocol_sd",
-            "sampling_sd",
-            "range_z",
-        ]) {
-            *c = header
-                .iter()
-                .position(|h| h == n)
-                .ok_or_else(|| format!("cells table has no column `{n}`"))?;
-        }
+        let missing = |n: &str| format!("cells table has no column `{n}`");
+        let key = positions(header, MODEL_TEST, missing)?;
+        let values = positions(
+            header,
+            ["kept", "protocol_sd", "sampling_sd", "range_z"],
+            missing,
+        )?;
         Ok(PointsBuilder {
-            cols,
+            key,
+            values,
             names: Vec::new(),
             ids: Default::default(),
             groups: BTreeMap::new(),
@@ -109,7 +71,8 @@ impl PointsBuilder {
 
     /// Add one row (its cells as rendered); a row whose `kept` is not `true` is skipped.
     pub(crate) fn push(&mut self, r: &[String]) -> Result<(), String> {
-        let [src, lab, model, arm, test, kept, psd, ssd, range] = self.cols;
+        let [src, lab, model, arm, test] = self.key;
+        let [kept, psd, ssd, range] = self.values;
         if r[kept] != "true" {
             return Ok(());
         }
@@ -213,82 +176,20 @@ fn scatter(names: &PointsBuilder, all: &[Point], source: &str, label: &str) -> S
         .fold(0.0f64, f64::max);
     let step = tick_step(if max > 0.0 { max } else { 1.0 }, 5.0);
     let top = ((if max > 0.0 { max } else { 1.0 }) / step).ceil() * step;
-    let x = |v: f64| ml + v / top * pw;
-    let y = |v: f64| mt + ph - v / top * ph;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="protocol SD against sampling SD, {src}">"#,
-        src = esc(source)
-    );
-    let _ = write!(
-        s,
-        r##"<rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>"##
-    );
+    let plot = Plot { ml, mt, pw, ph };
+    let aria = format!("protocol SD against sampling SD, {}", esc(source));
+    let mut s = crate::svg::open(w, h, &aria);
     let _ = write!(
         s,
         r#"<text x="{}" y="20" class="t">{}</text>"#,
         c(ml),
         esc(&title)
     );
-    let mut v = 0.0;
-    while v <= top + step / 2.0 {
-        let _ = write!(
-            s,
-            r##"<line x1="{x1}" y1="{yy}" x2="{x2}" y2="{yy}" stroke="#e5e5e5"/><line x1="{xx}" y1="{y1}" x2="{xx}" y2="{y2}" stroke="#e5e5e5"/><text x="{tx}" y="{ty}" class="a" text-anchor="end">{l}</text><text x="{xx}" y="{bx}" class="a" text-anchor="middle">{l}</text>"##,
-            x1 = c(ml),
-            x2 = c(ml + pw),
-            yy = c(y(v)),
-            xx = c(x(v)),
-            y1 = c(mt),
-            y2 = c(mt + ph),
-            tx = c(ml - 6.0),
-            ty = c(y(v) + 4.0),
-            bx = c(mt + ph + 16.0),
-            l = tick_label(v, step)
-        );
-        v += step;
-    }
-    let _ = write!(
-        s,
-        r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/>"##,
-        c(ml),
-        c(mt),
-        c(pw),
-        c(ph)
-    );
-    let _ = write!(
-        s,
-        r##"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#444" stroke-dasharray="5,4"/><text x="{}" y="{}" class="a" text-anchor="end">y = x</text>"##,
-        c(x(0.0)),
-        c(y(0.0)),
-        c(x(top)),
-        c(y(top)),
-        c(x(top) - 10.0),
-        c(y(top) + 22.0)
-    );
+    scatter_axes(&mut s, &plot, top, step);
     if binned {
-        let g = SCATTER_BINS;
-        let bin = |v: f64| ((v / top * g as f64) as usize).min(g - 1);
-        let mut counts = vec![0u32; g * g];
-        for (p, ssd) in &pts {
-            counts[bin(p.protocol_sd) * g + bin(*ssd)] += 1;
-        }
-        let most = counts.iter().copied().max().unwrap_or(1);
-        let side = pw / g as f64;
-        for (k, &n) in counts.iter().enumerate().filter(|(_, n)| **n > 0) {
-            let (by, bx) = (k / g, k % g);
-            let _ = write!(
-                s,
-                r##"<rect x="{}" y="{}" width="{}" height="{}" fill="#1f77b4" fill-opacity="{:.2}"><title>{n} cells</title></rect>"##,
-                c(ml + bx as f64 * side),
-                c(mt + ph - (by + 1) as f64 * ph / g as f64),
-                c(side),
-                c(ph / g as f64),
-                shade(n, most)
-            );
-        }
+        scatter_bins(&mut s, &plot, &pts, top);
     } else {
+        let (x, y) = scatter_xy(&plot, top);
         for (p, ssd) in &pts {
             let _ = write!(
                 s,
@@ -330,6 +231,82 @@ fn scatter(names: &PointsBuilder, all: &[Point], source: &str, label: &str) -> S
     s
 }
 
+/// The scatter's coordinates: x and y of a value on axes from 0 to `top`.
+fn scatter_xy(plot: &Plot, top: f64) -> (impl Fn(f64) -> f64, impl Fn(f64) -> f64) {
+    let Plot { ml, mt, pw, ph } = *plot;
+    (
+        move |v: f64| ml + v / top * pw,
+        move |v: f64| mt + ph - v / top * ph,
+    )
+}
+
+/// The scatter's grid, ticks on both axes every `step` up to `top`, frame and line y = x.
+fn scatter_axes(s: &mut String, plot: &Plot, top: f64, step: f64) {
+    let Plot { ml, mt, pw, ph } = *plot;
+    let (x, y) = scatter_xy(plot, top);
+    let mut v = 0.0;
+    while v <= top + step / 2.0 {
+        let _ = write!(
+            s,
+            r##"<line x1="{x1}" y1="{yy}" x2="{x2}" y2="{yy}" stroke="#e5e5e5"/><line x1="{xx}" y1="{y1}" x2="{xx}" y2="{y2}" stroke="#e5e5e5"/><text x="{tx}" y="{ty}" class="a" text-anchor="end">{l}</text><text x="{xx}" y="{bx}" class="a" text-anchor="middle">{l}</text>"##,
+            x1 = c(ml),
+            x2 = c(ml + pw),
+            yy = c(y(v)),
+            xx = c(x(v)),
+            y1 = c(mt),
+            y2 = c(mt + ph),
+            tx = c(ml - 6.0),
+            ty = c(y(v) + 4.0),
+            bx = c(mt + ph + 16.0),
+            l = tick_label(v, step)
+        );
+        v += step;
+    }
+    let _ = write!(
+        s,
+        r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/>"##,
+        c(ml),
+        c(mt),
+        c(pw),
+        c(ph)
+    );
+    let _ = write!(
+        s,
+        r##"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#444" stroke-dasharray="5,4"/><text x="{}" y="{}" class="a" text-anchor="end">y = x</text>"##,
+        c(x(0.0)),
+        c(y(0.0)),
+        c(x(top)),
+        c(y(top)),
+        c(x(top) - 10.0),
+        c(y(top) + 22.0)
+    );
+}
+
+/// The scatter's cells counted in the squares of a [`SCATTER_BINS`] grid, darker for more.
+fn scatter_bins(s: &mut String, plot: &Plot, pts: &[(&Point, f64)], top: f64) {
+    let Plot { ml, mt, pw, ph } = *plot;
+    let g = SCATTER_BINS;
+    let bin = |v: f64| ((v / top * g as f64) as usize).min(g - 1);
+    let mut counts = vec![0u32; g * g];
+    for (p, ssd) in pts {
+        counts[bin(p.protocol_sd) * g + bin(*ssd)] += 1;
+    }
+    let most = counts.iter().copied().max().unwrap_or(1);
+    let side = pw / g as f64;
+    for (k, &n) in counts.iter().enumerate().filter(|(_, n)| **n > 0) {
+        let (by, bx) = (k / g, k % g);
+        let _ = write!(
+            s,
+            r##"<rect x="{}" y="{}" width="{}" height="{}" fill="#1f77b4" fill-opacity="{:.2}"><title>{n} cells</title></rect>"##,
+            c(ml + bx as f64 * side),
+            c(mt + ph - (by + 1) as f64 * ph / g as f64),
+            c(side),
+            c(ph / g as f64),
+            shade(n, most)
+        );
+    }
+}
+
 /// Range (highest minus lowest setup, human SDs) of every kept cell, one row per model,
 /// coloured by test, with reference lines at 1 and 2 human SDs; above [`STRIP_MODELS`]
 /// models one row per test with the cells counted in bins.
@@ -363,27 +340,10 @@ fn range_strip(names: &PointsBuilder, pts: &[Point], source: &str, label: &str) 
     } else {
         format!("{source} ({label}): range over the protocol setups per cell, human SDs")
     };
-    let name_w = row_labels
-        .iter()
-        .map(|l| text_width(l, "a"))
-        .fold(0.0, f64::max);
     let legend_rows = if binned { 0 } else { tests.len() };
-    let (ml, mr, mt, mb, row) = (
-        (name_w + 16.0).max(90.0),
-        20.0,
-        40.0 + 16.0 * legend_rows as f64,
-        40.0,
-        20.0,
-    );
-    let legend_w = tests
-        .iter()
-        .map(|t| ml + 14.0 + text_width(t, "a") + 10.0)
-        .fold(0.0, f64::max);
-    let w = 720.0f64
-        .max(ml + 400.0)
-        .max(10.0 + text_width(&title, "t") + 10.0)
-        .max(legend_w)
-        .ceil();
+    let ml = label_margin(row_labels.iter().map(String::as_str));
+    let (mr, mt, mb, row) = (20.0, 40.0 + 16.0 * legend_rows as f64, 40.0, 20.0);
+    let w = row_figure_width(720.0, ml, &title, &[], tests.iter().map(String::as_str)).ceil();
     let pw = w - ml - mr;
     let ph = row * row_labels.len().max(1) as f64;
     let h = mt + ph + mb;
@@ -391,89 +351,39 @@ fn range_strip(names: &PointsBuilder, pts: &[Point], source: &str, label: &str) 
     let step = tick_step(max, 6.0);
     let top = (max / step).ceil() * step;
     let x = |v: f64| ml + v / top * pw;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="range per model and test, {}">"#,
-        esc(source)
-    );
-    let _ = write!(
-        s,
-        r##"<rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>"##
-    );
+    let plot = Plot { ml, mt, pw, ph };
+    let aria = format!("range per model and test, {}", esc(source));
+    let mut s = crate::svg::open(w, h, &aria);
     let _ = write!(s, r#"<text x="10" y="20" class="t">{}</text>"#, esc(&title));
     if !binned {
         for (i, t) in tests.iter().enumerate() {
-            let ly = 38.0 + 16.0 * i as f64;
-            let _ = write!(
-                s,
-                r#"<circle cx="{}" cy="{}" r="4" fill="{}"/><text x="{}" y="{}" class="a">{}</text>"#,
-                c(ml + 6.0),
-                c(ly - 4.0),
-                colors[t],
-                c(ml + 14.0),
-                c(ly),
-                esc(t)
-            );
+            legend_dot(&mut s, ml, 38.0 + 16.0 * i as f64, colors[t], t);
         }
     }
     let mut v = 0.0;
     while v <= top + step / 2.0 {
         let strong = (v - 1.0).abs() < 1e-9 || (v - 2.0).abs() < 1e-9;
-        let _ = write!(
-            s,
-            r#"<line x1="{xx}" y1="{}" x2="{xx}" y2="{}" stroke="{}"/><text x="{xx}" y="{}" class="a" text-anchor="middle">{}</text>"#,
-            c(mt),
-            c(mt + ph),
-            if strong { "#999" } else { "#e5e5e5" },
-            c(mt + ph + 16.0),
-            tick_label(v, step),
-            xx = c(x(v))
-        );
+        let stroke = if strong { "#999" } else { "#e5e5e5" };
+        plot.grid_line(&mut s, x(v), stroke, &tick_label(v, step));
         v += step;
     }
     for (ri, row_label) in row_labels.iter().enumerate() {
-        let cy = mt + row * ri as f64 + row / 2.0;
-        if ri % 2 == 0 {
-            let _ = write!(
-                s,
-                r##"<rect x="{}" y="{}" width="{}" height="{}" fill="#f6f6f6"/>"##,
-                c(ml),
-                c(cy - row / 2.0),
-                c(pw),
-                c(row)
-            );
-        }
-        let _ = write!(
-            s,
-            r#"<text x="{}" y="{}" class="a" text-anchor="end">{}</text>"#,
-            c(ml - 6.0),
-            c(cy + 4.0),
-            esc(row_label)
-        );
+        let cy = plot.row(&mut s, ri, row, row_label);
         if binned {
-            let mut counts = vec![0u32; STRIP_BINS];
-            for p in pts.iter().filter(|p| names.name(p.test) == row_label) {
-                let b = ((p.range_z / top * STRIP_BINS as f64) as usize).min(STRIP_BINS - 1);
-                counts[b] += 1;
-            }
-            let most = counts.iter().copied().max().unwrap_or(1);
-            let bw = pw / STRIP_BINS as f64;
-            for (b, &n) in counts.iter().enumerate().filter(|(_, n)| **n > 0) {
-                let _ = write!(
-                    s,
-                    r#"<rect x="{}" y="{}" width="{}" height="{}" fill="{}" fill-opacity="{:.2}"><title>{}: {n} cells from {:.3} to {:.3}</title></rect>"#,
-                    c(ml + b as f64 * bw),
-                    c(cy - row / 2.0 + 3.0),
-                    c(bw),
-                    c(row - 6.0),
-                    colors[row_label],
-                    shade(n, most),
-                    esc(row_label),
-                    b as f64 * top / STRIP_BINS as f64,
-                    (b + 1) as f64 * top / STRIP_BINS as f64
-                );
-            }
+            let ranges = pts
+                .iter()
+                .filter(|p| names.name(p.test) == row_label)
+                .map(|p| p.range_z);
+            let bounds = (cy - row / 2.0 + 3.0, row - 6.0);
+            strip_bins(
+                &mut s,
+                &plot,
+                bounds,
+                row_label,
+                colors[row_label],
+                ranges,
+                top,
+            );
             continue;
         }
         let (arm, model) = models[ri];
@@ -496,17 +406,48 @@ fn range_strip(names: &PointsBuilder, pts: &[Point], source: &str, label: &str) 
             );
         }
     }
-    let _ = write!(
-        s,
-        r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/><text x="{}" y="{}" class="a" text-anchor="middle">highest minus lowest setup, human SDs (lines at 1 and 2)</text></svg>"##,
-        c(ml),
-        c(mt),
-        c(pw),
-        c(ph),
-        c(ml + pw / 2.0),
-        c(h - 8.0)
+    plot.close(
+        &mut s,
+        h,
+        "highest minus lowest setup, human SDs (lines at 1 and 2)",
     );
     s
+}
+
+/// One row of a binned range figure: the `ranges` of test `test` counted in [`STRIP_BINS`]
+/// bins from 0 to `top`, each a box (top and height `bounds`) of colour `fill`, darker for
+/// more cells.
+fn strip_bins(
+    s: &mut String,
+    plot: &Plot,
+    bounds: (f64, f64),
+    test: &str,
+    fill: &str,
+    ranges: impl Iterator<Item = f64>,
+    top: f64,
+) {
+    let mut counts = vec![0u32; STRIP_BINS];
+    for r in ranges {
+        let b = ((r / top * STRIP_BINS as f64) as usize).min(STRIP_BINS - 1);
+        counts[b] += 1;
+    }
+    let most = counts.iter().copied().max().unwrap_or(1);
+    let bw = plot.pw / STRIP_BINS as f64;
+    for (b, &n) in counts.iter().enumerate().filter(|(_, n)| **n > 0) {
+        let _ = write!(
+            s,
+            r#"<rect x="{}" y="{}" width="{}" height="{}" fill="{}" fill-opacity="{:.2}"><title>{}: {n} cells from {:.3} to {:.3}</title></rect>"#,
+            c(plot.ml + b as f64 * bw),
+            c(bounds.0),
+            c(bw),
+            c(bounds.1),
+            fill,
+            shade(n, most),
+            esc(test),
+            b as f64 * top / STRIP_BINS as f64,
+            (b + 1) as f64 * top / STRIP_BINS as f64
+        );
+    }
 }
 
 /// One cell of the `sweep_accuracy` table as the sweep figure needs it.
@@ -524,25 +465,23 @@ type SweepKey = (String, String, String, String);
 
 /// `sweep_accuracy` rows grouped by (source, label, model, benchmark), in table order.
 fn sweep_points(t: &TextTable) -> Result<BTreeMap<SweepKey, Vec<SweepPoint>>, String> {
-    let col = |n: &str| {
-        t.col(n)
-            .ok_or_else(|| format!("sweep_accuracy table has no column `{n}`"))
-    };
-    let (src, lab, model, bench, var, slug) = (
-        col("source")?,
-        col("label")?,
-        col("model")?,
-        col("benchmark")?,
-        col("variant")?,
-        col("delimiter_slug")?,
-    );
-    let (n, k, acc, lo, hi) = (
-        col("n")?,
-        col("correct")?,
-        col("accuracy_pct")?,
-        col("ci95_low_pct")?,
-        col("ci95_high_pct")?,
-    );
+    let [src, lab, model, bench, var, slug, n, k, acc, lo, hi] = positions(
+        &t.header,
+        [
+            "source",
+            "label",
+            "model",
+            "benchmark",
+            "variant",
+            "delimiter_slug",
+            "n",
+            "correct",
+            "accuracy_pct",
+            "ci95_low_pct",
+            "ci95_high_pct",
+        ],
+        |n| format!("sweep_accuracy table has no column `{n}`"),
+    )?;
     let mut out: BTreeMap<SweepKey, Vec<SweepPoint>> = BTreeMap::new();
     for r in &t.rows {
         let num = |i: usize| {
@@ -592,86 +531,30 @@ fn sweep_figure(key: &SweepKey, pts: &[SweepPoint]) -> String {
     // The title in two lines: the run, then what is drawn; the figure widens for a long one.
     let title = format!("{source} ({label})");
     let subtitle = format!("{model} on {bench}, accuracy per delimiter");
-    let slug_w = slugs.iter().map(|l| text_width(l, "a")).fold(0.0, f64::max);
-    let ml = (slug_w + 16.0).max(90.0);
+    let ml = label_margin(slugs.iter().copied());
     let (mr, mt, mb, row) = (20.0, 56.0 + 16.0 * variants.len() as f64, 40.0, 18.0);
-    let w = 560.0f64
-        .max(ml + 400.0)
-        .max(10.0 + text_width(&title, "t") + 10.0)
-        .max(10.0 + text_width(&subtitle, "a") + 10.0)
-        .max(
-            variants
-                .iter()
-                .map(|v| ml + 14.0 + text_width(v, "a") + 10.0)
-                .fold(0.0, f64::max),
-        )
-        .ceil();
+    let w = row_figure_width(560.0, ml, &title, &[&subtitle], variants.iter().copied()).ceil();
     let pw = w - ml - mr;
     let ph = row * slugs.len().max(1) as f64;
     let h = mt + ph + mb;
     let x = |v: f64| ml + v / 100.0 * pw;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="delimiter sweep accuracy, {} ({}), {} on {}">"#,
-        esc(source),
-        esc(label),
+    let plot = Plot { ml, mt, pw, ph };
+    let (e_source, e_label) = (esc(source), esc(label));
+    let aria = format!(
+        "delimiter sweep accuracy, {e_source} ({e_label}), {} on {}",
         esc(model),
         esc(bench)
     );
-    let _ = write!(
-        s,
-        r##"<rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/>"##
-    );
-    let _ = write!(
-        s,
-        r#"<text x="10" y="18" class="t">{}</text><text x="10" y="34" class="a">{}</text>"#,
-        esc(&title),
-        esc(&subtitle)
-    );
+    let mut s = crate::svg::open(w, h, &aria);
+    crate::svg::titles(&mut s, 18, &title, &subtitle);
     for (i, v) in variants.iter().enumerate() {
-        let ly = 54.0 + 16.0 * i as f64;
-        let _ = write!(
-            s,
-            r#"<circle cx="{}" cy="{}" r="4" fill="{}"/><text x="{}" y="{}" class="a">{}</text>"#,
-            c(ml + 6.0),
-            c(ly - 4.0),
-            colors[v],
-            c(ml + 14.0),
-            c(ly),
-            esc(v)
-        );
+        legend_dot(&mut s, ml, 54.0 + 16.0 * i as f64, colors[v], v);
     }
     for t in (0..=100).step_by(20) {
-        let v = f64::from(t);
-        let _ = write!(
-            s,
-            r##"<line x1="{xx}" y1="{}" x2="{xx}" y2="{}" stroke="#e5e5e5"/><text x="{xx}" y="{}" class="a" text-anchor="middle">{t}</text>"##,
-            c(mt),
-            c(mt + ph),
-            c(mt + ph + 16.0),
-            xx = c(x(v))
-        );
+        plot.grid_line(&mut s, x(f64::from(t)), "#e5e5e5", &t.to_string());
     }
     for (ri, slug) in slugs.iter().enumerate() {
-        let cy = mt + row * ri as f64 + row / 2.0;
-        if ri % 2 == 0 {
-            let _ = write!(
-                s,
-                r##"<rect x="{}" y="{}" width="{}" height="{}" fill="#f6f6f6"/>"##,
-                c(ml),
-                c(cy - row / 2.0),
-                c(pw),
-                c(row)
-            );
-        }
-        let _ = write!(
-            s,
-            r#"<text x="{}" y="{}" class="a" text-anchor="end">{}</text>"#,
-            c(ml - 6.0),
-            c(cy + 4.0),
-            esc(slug)
-        );
+        let cy = plot.row(&mut s, ri, row, slug);
         for p in pts.iter().filter(|p| p.slug == *slug) {
             let vi = variants.iter().position(|v| *v == p.variant).unwrap_or(0) as f64;
             let dy = (vi - (variants.len() as f64 - 1.0) / 2.0) * 5.0;
@@ -692,16 +575,7 @@ fn sweep_figure(key: &SweepKey, pts: &[SweepPoint]) -> String {
             );
         }
     }
-    let _ = write!(
-        s,
-        r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/><text x="{}" y="{}" class="a" text-anchor="middle">accuracy, % (lines: exact 95% interval)</text></svg>"##,
-        c(ml),
-        c(mt),
-        c(pw),
-        c(ph),
-        c(ml + pw / 2.0),
-        c(h - 8.0)
-    );
+    plot.close(&mut s, h, "accuracy, % (lines: exact 95% interval)");
     s
 }
 
@@ -884,40 +758,10 @@ pub(crate) fn report(
         "<p class=\"d\">Generated by protospread from the stored answers. Every table is also written as canonical CSV (hashed). Floats have six decimals; SDs and ranges are in human SDs; conventions in docs/statistics.md. Sources are labelled (\"simulated\" data is marked as such in every table).</p>"
     );
     if let Some(pb) = points {
-        s.push_str("<h2>Figures</h2>\n");
-        for ((source, label), p) in pb.groups.iter().take(FIGURE_SOURCES) {
-            let _ = write!(
-                s,
-                "<h3>Source {} ({})</h3>\n<div class=\"figs\">",
-                esc(source),
-                esc(label)
-            );
-            s.push_str(&scatter(pb, p, source, label));
-            s.push_str(&range_strip(pb, p, source, label));
-            s.push_str("</div>\n");
-        }
-        if pb.groups.len() > FIGURE_SOURCES {
-            let _ = writeln!(
-                s,
-                "<p class=\"d\">Figures for the first {FIGURE_SOURCES} of {} sources; every cell is in the table <code>cells</code>.</p>",
-                pb.groups.len()
-            );
-        }
+        cell_figures(&mut s, pb);
     }
     if let Some(b) = bars.filter(|b| b.counts().1 > 0) {
-        let (drawn, scales, sources) = b.counts();
-        s.push_str("<h2>Error bars per model and scale</h2>\n<p class=\"d\">Per scale, the models in order of their mean z over the protocol setups (dot), with +/- the error bar (the larger of the protocol SD and the sampling SD; its colour says which) and whiskers to the lowest and the highest setup (table <a href=\"#error_bars\"><code>error_bars</code></a>, every row in <a href=\"error_bars.csv\">error_bars.csv</a>).</p>\n<div class=\"figs\">");
-        for f in b.figures() {
-            s.push_str(&f);
-        }
-        s.push_str("</div>\n");
-        if drawn < scales || sources > FIGURE_SOURCES {
-            let _ = writeln!(
-                s,
-                "<p class=\"d\">Figures for {drawn} of {scales} scales of the first {} of {sources} sources; every row is in <a href=\"error_bars.csv\">error_bars.csv</a>.</p>",
-                sources.min(FIGURE_SOURCES)
-            );
-        }
+        bar_figures(&mut s, b);
     }
     if let Some((intro, summary, more)) =
         crate::inference::ranking_section(tables).map_err(usage)?
@@ -934,33 +778,7 @@ pub(crate) fn report(
         }
     }
     if let Some(acc) = tables.iter().find(|t| t.name == "sweep_accuracy") {
-        let mut groups = sweep_points(&acc.head).map_err(usage)?;
-        if !acc.is_whole() {
-            // The last group may continue past the rows kept.
-            groups.pop_last();
-        }
-        if !groups.is_empty() {
-            s.push_str("<h2>Delimiter sweep</h2>\n<p class=\"d\">Accuracy per few-shot delimiter and variant with its exact 95% interval (table <code>sweep_accuracy</code>; docs/sweep.md).</p>\n");
-        }
-        for (key, p) in groups.iter().take(SWEEP_FIGURES) {
-            let _ = write!(
-                s,
-                "<h3>Source {} ({}): {}, {}</h3>\n<div class=\"figs\">",
-                esc(&key.0),
-                esc(&key.1),
-                esc(&key.2),
-                esc(&key.3)
-            );
-            s.push_str(&sweep_figure(key, p));
-            s.push_str("</div>\n");
-        }
-        if groups.len() > SWEEP_FIGURES || !acc.is_whole() {
-            let _ = writeln!(
-                s,
-                "<p class=\"d\">Figures for the first {} model and benchmark pairs; every row is in the table <code>sweep_accuracy</code>.</p>",
-                groups.len().min(SWEEP_FIGURES)
-            );
-        }
+        sweep_figures(&mut s, acc).map_err(usage)?;
     }
     s.push_str(&recorded_section(tables).map_err(usage)?);
     s.push_str("<h2>Tables</h2>\n");
@@ -980,6 +798,79 @@ pub(crate) fn report(
     }
     s.push_str("</body>\n</html>\n");
     Ok(s)
+}
+
+/// The scatter and the range figure of each of the first [`FIGURE_SOURCES`] sources.
+fn cell_figures(s: &mut String, pb: &PointsBuilder) {
+    s.push_str("<h2>Figures</h2>\n");
+    for ((source, label), p) in pb.groups.iter().take(FIGURE_SOURCES) {
+        let _ = write!(
+            s,
+            "<h3>Source {} ({})</h3>\n<div class=\"figs\">",
+            esc(source),
+            esc(label)
+        );
+        s.push_str(&scatter(pb, p, source, label));
+        s.push_str(&range_strip(pb, p, source, label));
+        s.push_str("</div>\n");
+    }
+    if pb.groups.len() > FIGURE_SOURCES {
+        let _ = writeln!(
+            s,
+            "<p class=\"d\">Figures for the first {FIGURE_SOURCES} of {} sources; every cell is in the table <code>cells</code>.</p>",
+            pb.groups.len()
+        );
+    }
+}
+
+/// The error-bar figures per model and scale, and what they leave out.
+fn bar_figures(s: &mut String, b: crate::inference::BarsBuilder) {
+    let (drawn, scales, sources) = b.counts();
+    s.push_str("<h2>Error bars per model and scale</h2>\n<p class=\"d\">Per scale, the models in order of their mean z over the protocol setups (dot), with +/- the error bar (the larger of the protocol SD and the sampling SD; its colour says which) and whiskers to the lowest and the highest setup (table <a href=\"#error_bars\"><code>error_bars</code></a>, every row in <a href=\"error_bars.csv\">error_bars.csv</a>).</p>\n<div class=\"figs\">");
+    for f in b.figures() {
+        s.push_str(&f);
+    }
+    s.push_str("</div>\n");
+    if drawn < scales || sources > FIGURE_SOURCES {
+        let _ = writeln!(
+            s,
+            "<p class=\"d\">Figures for {drawn} of {scales} scales of the first {} of {sources} sources; every row is in <a href=\"error_bars.csv\">error_bars.csv</a>.</p>",
+            sources.min(FIGURE_SOURCES)
+        );
+    }
+}
+
+/// The delimiter-sweep figures of the first [`SWEEP_FIGURES`] model and benchmark pairs of
+/// the `sweep_accuracy` table `acc`.
+fn sweep_figures(s: &mut String, acc: &Rendered) -> Result<(), String> {
+    let mut groups = sweep_points(&acc.head)?;
+    if !acc.is_whole() {
+        // The last group may continue past the rows kept.
+        groups.pop_last();
+    }
+    if !groups.is_empty() {
+        s.push_str("<h2>Delimiter sweep</h2>\n<p class=\"d\">Accuracy per few-shot delimiter and variant with its exact 95% interval (table <code>sweep_accuracy</code>; docs/sweep.md).</p>\n");
+    }
+    for (key, p) in groups.iter().take(SWEEP_FIGURES) {
+        let _ = write!(
+            s,
+            "<h3>Source {} ({}): {}, {}</h3>\n<div class=\"figs\">",
+            esc(&key.0),
+            esc(&key.1),
+            esc(&key.2),
+            esc(&key.3)
+        );
+        s.push_str(&sweep_figure(key, p));
+        s.push_str("</div>\n");
+    }
+    if groups.len() > SWEEP_FIGURES || !acc.is_whole() {
+        let _ = writeln!(
+            s,
+            "<p class=\"d\">Figures for the first {} model and benchmark pairs; every row is in the table <code>sweep_accuracy</code>.</p>",
+            groups.len().min(SWEEP_FIGURES)
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@
 //! the models with the highest and lowest mean z, so that its size and memory do not grow
 //! with the study.
 
-use crate::html::{esc, text_width};
-use crate::render::TextTable;
+use crate::render::{positions, TextTable, MODEL_TEST};
+use crate::svg::{c, esc, label_margin, row_figure_width, text_width, tick_label, tick_step, Plot};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -53,9 +53,10 @@ type ScaleKey = (String, String, String, String);
 /// rendered strings (the same strings as the canonical CSV).
 #[derive(Debug)]
 pub(crate) struct BarsBuilder {
-    /// source, label, model, arm, test, dimension, mean_z, lowest_z, highest_z, error_bar,
-    /// error_bar_from.
-    cols: [usize; 11],
+    /// The columns [`MODEL_TEST`].
+    key: [usize; 5],
+    /// dimension, mean_z, lowest_z, highest_z, error_bar, error_bar_from.
+    values: [usize; 6],
     scales: BTreeMap<ScaleKey, Scale>,
     /// Every source of the table, in order (the figures' sources are the first of them).
     sources: Vec<String>,
@@ -64,27 +65,23 @@ pub(crate) struct BarsBuilder {
 impl BarsBuilder {
     /// A builder for rows of a table with columns `header`; an error names a missing column.
     pub(crate) fn new(header: &[String]) -> Result<Self, String> {
-        let mut cols = [0; 11];
-        for (c, n) in cols.iter_mut().zip([
-            "source",
-            "label",
-            "model",
-            "arm",
-            "test",
-            "dimension",
-            "mean_z",
-            "lowest_z",
-            "highest_z",
-            "error_bar",
-            "error_bar_from",
-        ]) {
-            *c = header
-                .iter()
-                .position(|h| h == n)
-                .ok_or_else(|| format!("error_bars table has no column `{n}`"))?;
-        }
+        let missing = |n: &str| format!("error_bars table has no column `{n}`");
+        let key = positions(header, MODEL_TEST, missing)?;
+        let values = positions(
+            header,
+            [
+                "dimension",
+                "mean_z",
+                "lowest_z",
+                "highest_z",
+                "error_bar",
+                "error_bar_from",
+            ],
+            missing,
+        )?;
         Ok(BarsBuilder {
-            cols,
+            key,
+            values,
             scales: BTreeMap::new(),
             sources: Vec::new(),
         })
@@ -92,7 +89,8 @@ impl BarsBuilder {
 
     /// Add one row (its cells as rendered).
     pub(crate) fn push(&mut self, r: &[String]) -> Result<(), String> {
-        let [src, lab, model, arm, test, dim, mean, low, high, bar, from] = self.cols;
+        let [src, lab, model, arm, test] = self.key;
+        let [dim, mean, low, high, bar, from] = self.values;
         if !self.sources.contains(&r[src]) {
             self.sources.push(r[src].clone());
         }
@@ -164,10 +162,6 @@ fn keep_ends(bars: &mut Vec<Bar>) {
     }
 }
 
-fn c(x: f64) -> String {
-    format!("{x:.2}")
-}
-
 /// Dot (mean z over the protocol setups), bar (+/- error bar) and whiskers (lowest and
 /// highest setup) per model of one scale, highest mean first.
 fn figure(key: &ScaleKey, s: &Scale) -> String {
@@ -188,63 +182,27 @@ fn figure(key: &ScaleKey, s: &Scale) -> String {
         ("#888888", "whiskers: lowest and highest setup"),
     ];
     let axis = "z, human SDs (dot: mean over the protocol setups)";
-    let name_w = s
-        .bars
-        .iter()
-        .map(|b| text_width(&b.label, "a"))
-        .fold(0.0, f64::max);
-    let (ml, mr, mt, mb, row) = (
-        (name_w + 16.0).max(90.0),
-        20.0,
-        56.0 + 16.0 * legend.len() as f64,
-        40.0,
-        18.0,
-    );
+    let ml = label_margin(s.bars.iter().map(|b| b.label.as_str()));
+    let (mr, mt, mb, row) = (20.0, 56.0 + 16.0 * legend.len() as f64, 40.0, 18.0);
     // A gap row between the highest and the lowest models when some are left out.
     let rows = s.bars.len() + usize::from(cut);
-    let w = 720.0f64
-        .max(ml + 400.0)
-        .max(10.0 + text_width(&title, "t") + 10.0)
-        .max(10.0 + text_width(&sub, "a") + 10.0)
+    let w = row_figure_width(720.0, ml, &title, &[&sub], legend.iter().map(|(_, t)| *t))
         .max(ml + text_width(axis, "a") + 20.0)
-        .max(
-            legend
-                .iter()
-                .map(|(_, t)| ml + 14.0 + text_width(t, "a") + 10.0)
-                .fold(0.0, f64::max),
-        )
         .ceil();
     let pw = w - ml - mr;
     let ph = row * rows.max(1) as f64;
     let h = mt + ph + mb;
-    let lo = s
-        .bars
-        .iter()
-        .map(|b| b.low.min(b.mean - b.bar))
-        .fold(0.0f64, f64::min);
-    let hi = s
-        .bars
-        .iter()
-        .map(|b| b.high.max(b.mean + b.bar))
-        .fold(0.0f64, f64::max);
-    let step = crate::html::tick_step((hi - lo).max(1e-6), 6.0);
-    let (from, to) = ((lo / step).floor() * step, (hi / step).ceil() * step);
-    let to = if to - from < step / 2.0 {
-        from + step
-    } else {
-        to
-    };
+    let (from, to, step) = z_axis(&s.bars);
     let x = |v: f64| ml + (v - from) / (to - from) * pw;
-    let mut o = String::new();
-    let _ = write!(
-        o,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="error bars per model, {} {} {}"><rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"/><text x="10" y="20" class="t">{}</text><text x="10" y="36" class="a">{}</text>"##,
+    let plot = Plot { ml, mt, pw, ph };
+    let aria = format!(
+        "error bars per model, {} {} {}",
         esc(source),
         esc(test),
-        esc(dim),
-        esc(&title),
-        esc(&sub)
+        esc(dim)
     );
+    let mut o = crate::svg::open(w, h, &aria);
+    crate::svg::titles(&mut o, 20, &title, &sub);
     for (i, (col, t)) in legend.iter().enumerate() {
         let ly = 54.0 + 16.0 * i as f64;
         let _ = write!(
@@ -261,21 +219,18 @@ fn figure(key: &ScaleKey, s: &Scale) -> String {
     let mut v = from;
     while v <= to + step / 2.0 {
         let zero = v.abs() < step / 1e6;
-        let _ = write!(
-            o,
-            r#"<line x1="{xx}" y1="{}" x2="{xx}" y2="{}" stroke="{}"/><text x="{xx}" y="{}" class="a" text-anchor="middle">{}</text>"#,
-            c(mt),
-            c(mt + ph),
-            if zero { "#999" } else { "#e5e5e5" },
-            c(mt + ph + 16.0),
-            crate::html::tick_label(if zero { 0.0 } else { v }, step),
-            xx = c(x(v))
+        let stroke = if zero { "#999" } else { "#e5e5e5" };
+        plot.grid_line(
+            &mut o,
+            x(v),
+            stroke,
+            &tick_label(if zero { 0.0 } else { v }, step),
         );
         v += step;
     }
     for (i, b) in s.bars.iter().enumerate() {
         let ri = if cut && i >= BAR_SIDE { i + 1 } else { i };
-        let cy = mt + row * ri as f64 + row / 2.0;
+        let cy = plot.row_centre(ri, row);
         if cut && i == BAR_SIDE {
             let _ = write!(
                 o,
@@ -285,53 +240,67 @@ fn figure(key: &ScaleKey, s: &Scale) -> String {
                 s.models - s.bars.len()
             );
         }
-        let col = if b.from_protocol {
-            "#1f77b4"
-        } else {
-            "#ff7f0e"
-        };
-        let _ = write!(
-            o,
-            r##"<text x="{}" y="{}" class="a" text-anchor="end">{}</text><g><title>{}: mean {:.6}, error bar {:.6} ({}), lowest setup {:.6}, highest {:.6}</title><line x1="{}" y1="{y}" x2="{}" y2="{y}" stroke="#888888"/><line x1="{lx}" y1="{}" x2="{lx}" y2="{}" stroke="#888888"/><line x1="{hx}" y1="{}" x2="{hx}" y2="{}" stroke="#888888"/><line x1="{}" y1="{y}" x2="{}" y2="{y}" stroke="{col}" stroke-width="4" stroke-opacity="0.6"/><circle cx="{}" cy="{y}" r="3.5" fill="#222222"/></g>"##,
-            c(ml - 6.0),
-            c(cy + 4.0),
-            esc(&b.label),
-            esc(&b.label),
-            b.mean,
-            b.bar,
-            if b.from_protocol {
-                "protocol"
-            } else {
-                "sampling"
-            },
-            b.low,
-            b.high,
-            c(x(b.low)),
-            c(x(b.high)),
-            c(cy - 4.0),
-            c(cy + 4.0),
-            c(cy - 4.0),
-            c(cy + 4.0),
-            c(x(b.mean - b.bar)),
-            c(x(b.mean + b.bar)),
-            c(x(b.mean)),
-            y = c(cy),
-            lx = c(x(b.low)),
-            hx = c(x(b.high)),
-        );
+        plot.row_label(&mut o, cy, &b.label);
+        bar_marks(&mut o, b, cy, x);
     }
+    plot.close(&mut o, h, axis);
+    o
+}
+
+/// The z axis of a scale's figure: from and to (whole steps, zero included) and the step.
+fn z_axis(bars: &[Bar]) -> (f64, f64, f64) {
+    let lo = bars
+        .iter()
+        .map(|b| b.low.min(b.mean - b.bar))
+        .fold(0.0f64, f64::min);
+    let hi = bars
+        .iter()
+        .map(|b| b.high.max(b.mean + b.bar))
+        .fold(0.0f64, f64::max);
+    let step = tick_step((hi - lo).max(1e-6), 6.0);
+    let (from, to) = ((lo / step).floor() * step, (hi / step).ceil() * step);
+    let to = if to - from < step / 2.0 {
+        from + step
+    } else {
+        to
+    };
+    (from, to, step)
+}
+
+/// One model's marks in the row centred at `cy`: whiskers, the bar in the colour of where the
+/// error bar comes from, the dot, and a tooltip with the numbers.
+fn bar_marks(o: &mut String, b: &Bar, cy: f64, x: impl Fn(f64) -> f64) {
+    let col = if b.from_protocol {
+        "#1f77b4"
+    } else {
+        "#ff7f0e"
+    };
     let _ = write!(
         o,
-        r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/><text x="{}" y="{}" class="a" text-anchor="middle">{}</text></svg>"##,
-        c(ml),
-        c(mt),
-        c(pw),
-        c(ph),
-        c(ml + pw / 2.0),
-        c(h - 8.0),
-        esc(axis)
+        r##"<g><title>{}: mean {:.6}, error bar {:.6} ({}), lowest setup {:.6}, highest {:.6}</title><line x1="{}" y1="{y}" x2="{}" y2="{y}" stroke="#888888"/><line x1="{lx}" y1="{}" x2="{lx}" y2="{}" stroke="#888888"/><line x1="{hx}" y1="{}" x2="{hx}" y2="{}" stroke="#888888"/><line x1="{}" y1="{y}" x2="{}" y2="{y}" stroke="{col}" stroke-width="4" stroke-opacity="0.6"/><circle cx="{}" cy="{y}" r="3.5" fill="#222222"/></g>"##,
+        esc(&b.label),
+        b.mean,
+        b.bar,
+        if b.from_protocol {
+            "protocol"
+        } else {
+            "sampling"
+        },
+        b.low,
+        b.high,
+        c(x(b.low)),
+        c(x(b.high)),
+        c(cy - 4.0),
+        c(cy + 4.0),
+        c(cy - 4.0),
+        c(cy + 4.0),
+        c(x(b.mean - b.bar)),
+        c(x(b.mean + b.bar)),
+        c(x(b.mean)),
+        y = c(cy),
+        lx = c(x(b.low)),
+        hx = c(x(b.high)),
     );
-    o
 }
 
 /// One row of the ranking summary: source, arm, scale, models, median and minimum tau,

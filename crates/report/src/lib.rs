@@ -14,11 +14,11 @@ mod bag;
 mod headline;
 mod html;
 mod inference;
-mod markup;
 mod provenance;
 mod recorded;
 mod render;
 mod stream;
+mod svg;
 mod verify;
 
 /// Tables built in unit tests: one helper for every module's tests.

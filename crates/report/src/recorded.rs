@@ -4,8 +4,8 @@
 //! rows labelled `recorded`, all of them at any size of the table): no number here is typed by
 //! hand.
 
-use crate::markup::{esc, text_width};
 use crate::render::TextTable;
+use crate::svg::{esc, text_width};
 use crate::Rendered;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -16,17 +16,6 @@ const RECORDED: &str = "recorded";
 /// The rows labelled `recorded` of table `name`, when the report has it.
 fn find<'a>(tables: &'a [Rendered], name: &str) -> Option<&'a TextTable> {
     tables.iter().find(|t| t.name == name).map(|t| &t.recorded)
-}
-
-/// The column indices `names` of `t` (table `name`), or an error naming the missing column.
-fn cols<const N: usize>(t: &TextTable, name: &str, names: [&str; N]) -> Result<[usize; N], String> {
-    let mut out = [0; N];
-    for (o, n) in out.iter_mut().zip(names) {
-        *o = t
-            .col(n)
-            .ok_or_else(|| format!("table {name} has no column `{n}`"))?;
-    }
-    Ok(out)
 }
 
 fn count(t: &str, v: &str) -> Result<u64, String> {
@@ -52,8 +41,7 @@ fn readable(tables: &[Rendered]) -> Result<(PerModel, PerCondition), String> {
     let Some(t) = find(tables, "reply_rules") else {
         return Ok((per, conds));
     };
-    let [src, lab, model, cond, mode, rule, req, ok] = cols(
-        t,
+    let [src, lab, model, cond, mode, rule, req, ok] = t.cols(
         "reply_rules",
         [
             "source",
@@ -123,8 +111,7 @@ pub(crate) fn paragraphs(tables: &[Rendered]) -> Result<Vec<String>, String> {
     }
     let mut kept: BTreeMap<String, Vec<String>> = BTreeMap::new();
     if let Some(t) = find(tables, "protocol_vs_sampling_by_rule") {
-        let [rule, set, src, lab, grp, cells, dropped] = cols(
-            t,
+        let [rule, set, src, lab, grp, cells, dropped] = t.cols(
             "protocol_vs_sampling_by_rule",
             [
                 "rule",
@@ -150,8 +137,7 @@ pub(crate) fn paragraphs(tables: &[Rendered]) -> Result<Vec<String>, String> {
     }
     let mut verdicts: BTreeMap<String, Vec<String>> = BTreeMap::new();
     if let Some(t) = find(tables, "verdict_by_rule") {
-        let [rule, set, src, lab, crit, st] = cols(
-            t,
+        let [rule, set, src, lab, crit, st] = t.cols(
             "verdict_by_rule",
             [
                 "rule",

@@ -49,6 +49,39 @@ impl TextTable {
     pub fn col(&self, name: &str) -> Option<usize> {
         self.header.iter().position(|h| h == name)
     }
+
+    /// The indices of the columns `names` of this table (table `name`), or an error naming
+    /// the missing column.
+    pub(crate) fn cols<const N: usize>(
+        &self,
+        name: &str,
+        names: [&str; N],
+    ) -> Result<[usize; N], String> {
+        positions(&self.header, names, |n| {
+            format!("table {name} has no column `{n}`")
+        })
+    }
+}
+
+/// The columns that say which model and test a row of the `cells` and `error_bars` tables is
+/// about, as the figures read them.
+pub(crate) const MODEL_TEST: [&str; 5] = ["source", "label", "model", "arm", "test"];
+
+/// The positions of the columns `names` in `header`; `missing` words the error for a column
+/// that is not there.
+pub(crate) fn positions<const N: usize>(
+    header: &[String],
+    names: [&str; N],
+    missing: impl Fn(&str) -> String,
+) -> Result<[usize; N], String> {
+    let mut out = [0; N];
+    for (o, n) in out.iter_mut().zip(names) {
+        *o = header
+            .iter()
+            .position(|h| h == n)
+            .ok_or_else(|| missing(n))?;
+    }
+    Ok(out)
 }
 
 /// The canonical CSV writer: RFC 4180 quoting where needed, `\n` line ends.

@@ -10,7 +10,7 @@ use crate::{Excerpt, ReportError};
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::{DataType, Float32Type, Float64Type, SchemaRef};
 use arrow::util::display::{ArrayFormatter, FormatOptions};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -141,6 +141,71 @@ impl Extremes {
 /// function creates, writes and syncs) and return what the Markdown, the HTML and the figures
 /// need. `name` is the table's file stem (`cells` and `error_bars` also collect what the figures draw).
 pub(crate) fn pass(path: &Path, name: &str, csv_path: &Path) -> Result<Pass, ReportError> {
+    let (reader, rows, schema) = open(path)?;
+    let header: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+    let numeric: Vec<bool> = schema
+        .fields()
+        .iter()
+        .map(|f| f.data_type().is_numeric())
+        .collect();
+    let mut keep = Keep::new(path, name, &schema, &header, &numeric, rows)?;
+    let cerr = |source| ReportError::Csv {
+        path: csv_path.to_path_buf(),
+        source,
+    };
+    let out = fs_err::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(csv_path)
+        .map_err(protospread_core::CoreError::Fs)?;
+    let mut w = crate::render::csv_writer(out);
+    w.write_record(&header).map_err(cerr)?;
+    let mut cells: Vec<String> = vec![String::new(); header.len()];
+    let mut row_no = 0usize;
+    let options = FormatOptions::default();
+    for batch in reader {
+        let batch = batch.map_err(|e| ReportError::Arrow {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
+        let cols = text_columns(path, &batch, &options)?;
+        let extreme_values = keep
+            .extremes
+            .as_ref()
+            .map(|x| batch.column(x.column).as_primitive::<Float64Type>());
+        for i in 0..batch.num_rows() {
+            for (j, col) in cols.iter().enumerate() {
+                let s = &mut cells[j];
+                s.clear();
+                if !batch.column(j).is_null(i) {
+                    col.push(i, s);
+                }
+            }
+            w.write_record(&cells).map_err(cerr)?;
+            let value = extreme_values
+                .filter(|v| v.is_valid(i) && !v.value(i).is_nan())
+                .map(|v| v.value(i));
+            keep.row(&cells, value)
+                .map_err(|m| ReportError::table(path, format!("row {}: {m}", row_no + 1)))?;
+            row_no += 1;
+        }
+    }
+    let file = w
+        .into_inner()
+        .map_err(|e| protospread_core::CoreError::Fs(e.into_error()))?;
+    file.sync_all().map_err(protospread_core::CoreError::Fs)?;
+    if row_no != rows {
+        return Err(ReportError::table(
+            path,
+            format!("the metadata says {rows} rows, the file holds {row_no}"),
+        ));
+    }
+    Ok(keep.finish(header, numeric, rows))
+}
+
+/// A reader of the Parquet table at `path`, its row count and its schema; an error names a
+/// column of a type the renderer does not write.
+fn open(path: &Path) -> Result<(ParquetRecordBatchReader, usize, SchemaRef), ReportError> {
     let perr = |source| ReportError::Parquet {
         path: path.to_path_buf(),
         source,
@@ -166,150 +231,141 @@ pub(crate) fn pass(path: &Path, name: &str, csv_path: &Path) -> Result<Pass, Rep
         }
     }
     let reader = builder.with_batch_size(BATCH_ROWS).build().map_err(perr)?;
-    let header: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
-    let numeric: Vec<bool> = schema
-        .fields()
-        .iter()
-        .map(|f| f.data_type().is_numeric())
-        .collect();
-    let empty = |h: &[String], n: &[bool]| TextTable {
-        header: h.to_vec(),
-        numeric: n.to_vec(),
-        rows: Vec::new(),
-    };
-    let mut head = empty(&header, &numeric);
-    let mut recorded = empty(&header, &numeric);
-    let label = schema.index_of("label").ok();
-    let mut extremes = if rows > 2 * EXTREME_ROWS {
-        schema
-            .index_of(EXTREME_COLUMN)
-            .ok()
-            .filter(|&i| matches!(schema.field(i).data_type(), DataType::Float64))
-            .map(|column| Extremes {
-                column,
-                high: Vec::new(),
-                low: Vec::new(),
-            })
-    } else {
-        None
-    };
-    let mut points = match name {
-        "cells" => Some(Collector::Points(
-            PointsBuilder::new(&header).map_err(|m| ReportError::table(path, m))?,
-        )),
-        "error_bars" => Some(Collector::Bars(
-            BarsBuilder::new(&header).map_err(|m| ReportError::table(path, m))?,
-        )),
-        _ => None,
-    };
+    Ok((reader, rows, schema))
+}
 
-    let cerr = |source| ReportError::Csv {
-        path: csv_path.to_path_buf(),
-        source,
-    };
-    let out = fs_err::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(csv_path)
-        .map_err(protospread_core::CoreError::Fs)?;
-    let mut w = crate::render::csv_writer(out);
-    w.write_record(&header).map_err(cerr)?;
-    let mut cells: Vec<String> = vec![String::new(); header.len()];
-    let mut row_no = 0usize;
-    let options = FormatOptions::default();
-    for batch in reader {
-        let batch = batch.map_err(|e| ReportError::Arrow {
-            path: path.to_path_buf(),
-            source: e,
-        })?;
-        let cols =
-            batch
-                .columns()
-                .iter()
-                .map(|a| {
-                    Ok(match a.data_type() {
-                        DataType::Float64 => Col::F64(a.as_primitive::<Float64Type>()),
-                        DataType::Float32 => Col::F32(a.as_primitive::<Float32Type>()),
-                        DataType::Boolean => Col::Bool(a.as_boolean()),
-                        DataType::Utf8 => Col::Utf8(a.as_string::<i32>()),
-                        DataType::LargeUtf8 => Col::Large(a.as_string::<i64>()),
-                        DataType::Utf8View => Col::View(a.as_string_view()),
-                        _ => Col::Other(ArrayFormatter::try_new(a.as_ref(), &options).map_err(
-                            |e| ReportError::Arrow {
-                                path: path.to_path_buf(),
-                                source: e,
-                            },
-                        )?),
-                    })
+/// How each column of `batch` is written as text.
+fn text_columns<'a>(
+    path: &Path,
+    batch: &'a arrow::record_batch::RecordBatch,
+    options: &'a FormatOptions,
+) -> Result<Vec<Col<'a>>, ReportError> {
+    batch
+        .columns()
+        .iter()
+        .map(|a| {
+            Ok(match a.data_type() {
+                DataType::Float64 => Col::F64(a.as_primitive::<Float64Type>()),
+                DataType::Float32 => Col::F32(a.as_primitive::<Float32Type>()),
+                DataType::Boolean => Col::Bool(a.as_boolean()),
+                DataType::Utf8 => Col::Utf8(a.as_string::<i32>()),
+                DataType::LargeUtf8 => Col::Large(a.as_string::<i64>()),
+                DataType::Utf8View => Col::View(a.as_string_view()),
+                _ => Col::Other(ArrayFormatter::try_new(a.as_ref(), options).map_err(|e| {
+                    ReportError::Arrow {
+                        path: path.to_path_buf(),
+                        source: e,
+                    }
+                })?),
+            })
+        })
+        .collect()
+}
+
+/// The bounded part of a table that a pass keeps, offered one row at a time.
+struct Keep {
+    head: TextTable,
+    recorded: TextTable,
+    /// The `label` column, when the table has one.
+    label: Option<usize>,
+    extremes: Option<Extremes>,
+    points: Option<Collector>,
+}
+
+impl Keep {
+    fn new(
+        path: &Path,
+        name: &str,
+        schema: &SchemaRef,
+        header: &[String],
+        numeric: &[bool],
+        rows: usize,
+    ) -> Result<Self, ReportError> {
+        let empty = || TextTable {
+            header: header.to_vec(),
+            numeric: numeric.to_vec(),
+            rows: Vec::new(),
+        };
+        let extremes = if rows > 2 * EXTREME_ROWS {
+            schema
+                .index_of(EXTREME_COLUMN)
+                .ok()
+                .filter(|&i| matches!(schema.field(i).data_type(), DataType::Float64))
+                .map(|column| Extremes {
+                    column,
+                    high: Vec::new(),
+                    low: Vec::new(),
                 })
-                .collect::<Result<Vec<_>, ReportError>>()?;
-        let extreme_values = extremes
-            .as_ref()
-            .map(|x| batch.column(x.column).as_primitive::<Float64Type>());
-        for i in 0..batch.num_rows() {
-            for (j, col) in cols.iter().enumerate() {
-                let s = &mut cells[j];
-                s.clear();
-                if !batch.column(j).is_null(i) {
-                    col.push(i, s);
-                }
-            }
-            w.write_record(&cells).map_err(cerr)?;
-            if head.rows.len() < FULL_ROWS {
-                head.rows.push(cells.clone());
-            }
-            if let (Some(x), Some(values)) = (extremes.as_mut(), extreme_values) {
-                if values.is_valid(i) && !values.value(i).is_nan() {
-                    x.offer(values.value(i), &cells);
-                }
-            }
-            if label.is_some_and(|l| cells[l] == RECORDED) {
-                recorded.rows.push(cells.clone());
-            }
-            if let Some(p) = points.as_mut() {
-                p.push(&cells)
-                    .map_err(|m| ReportError::table(path, format!("row {}: {m}", row_no + 1)))?;
-            }
-            row_no += 1;
+        } else {
+            None
+        };
+        let points = match name {
+            "cells" => Some(Collector::Points(
+                PointsBuilder::new(header).map_err(|m| ReportError::table(path, m))?,
+            )),
+            "error_bars" => Some(Collector::Bars(
+                BarsBuilder::new(header).map_err(|m| ReportError::table(path, m))?,
+            )),
+            _ => None,
+        };
+        Ok(Keep {
+            head: empty(),
+            recorded: empty(),
+            label: schema.index_of("label").ok(),
+            extremes,
+            points,
+        })
+    }
+
+    /// Offer one row (its cells as written), with its value of [`EXTREME_COLUMN`] when the
+    /// excerpt is ordered by it and the value is a number; an error is the figures'.
+    fn row(&mut self, cells: &[String], value: Option<f64>) -> Result<(), String> {
+        if self.head.rows.len() < FULL_ROWS {
+            self.head.rows.push(cells.to_vec());
+        }
+        if let (Some(x), Some(v)) = (self.extremes.as_mut(), value) {
+            x.offer(v, cells);
+        }
+        if self.label.is_some_and(|l| cells[l] == RECORDED) {
+            self.recorded.rows.push(cells.to_vec());
+        }
+        if let Some(p) = self.points.as_mut() {
+            p.push(cells)?;
+        }
+        Ok(())
+    }
+
+    /// What the pass over a table of `rows` rows returns.
+    fn finish(self, header: Vec<String>, numeric: Vec<bool>, rows: usize) -> Pass {
+        let head = self.head;
+        let excerpt = if rows <= 2 * EXTREME_ROWS {
+            None
+        } else if let Some(x) = self.extremes {
+            let part = |rows: Vec<(f64, Vec<String>)>| TextTable {
+                header: header.clone(),
+                numeric: numeric.clone(),
+                rows: rows.into_iter().map(|(_, r)| r).collect(),
+            };
+            Some(Excerpt::Extremes {
+                column: EXTREME_COLUMN.to_string(),
+                high: part(x.high),
+                low: part(x.low),
+            })
+        } else {
+            Some(Excerpt::First(TextTable {
+                header,
+                numeric,
+                rows: head.rows[..2 * EXTREME_ROWS].to_vec(),
+            }))
+        };
+        Pass {
+            rows,
+            head,
+            excerpt,
+            recorded: self.recorded,
+            points: self.points,
         }
     }
-    let file = w
-        .into_inner()
-        .map_err(|e| protospread_core::CoreError::Fs(e.into_error()))?;
-    file.sync_all().map_err(protospread_core::CoreError::Fs)?;
-    if row_no != rows {
-        return Err(ReportError::table(
-            path,
-            format!("the metadata says {rows} rows, the file holds {row_no}"),
-        ));
-    }
-    let excerpt = if rows <= 2 * EXTREME_ROWS {
-        None
-    } else if let Some(x) = extremes {
-        let part = |rows: Vec<(f64, Vec<String>)>| TextTable {
-            header: header.clone(),
-            numeric: numeric.clone(),
-            rows: rows.into_iter().map(|(_, r)| r).collect(),
-        };
-        Some(Excerpt::Extremes {
-            column: EXTREME_COLUMN.to_string(),
-            high: part(x.high),
-            low: part(x.low),
-        })
-    } else {
-        Some(Excerpt::First(TextTable {
-            header,
-            numeric,
-            rows: head.rows[..2 * EXTREME_ROWS].to_vec(),
-        }))
-    };
-    Ok(Pass {
-        rows,
-        head,
-        excerpt,
-        recorded,
-        points,
-    })
 }
 
 #[cfg(test)]

@@ -33,46 +33,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// One row of `parsed_answers.parquet`.
+/// The administration of a test that a row of `parsed_answers.parquet` or
+/// `scale_scores.parquet` belongs to: the source and request columns both tables start with.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ParsedRow {
-    /// Input name the record came from.
-    pub source: String,
-    /// Provenance label.
-    pub label: String,
-    /// Study name.
-    pub study: String,
-    /// Model id.
-    pub model: String,
-    /// `api`, `cli` or `local`.
-    pub arm: String,
-    /// Cohort, if any.
-    pub cohort: Option<String>,
-    /// Condition code.
-    pub condition: String,
-    /// 1-based sample index.
-    pub sample: i32,
-    /// Test name.
-    pub test: String,
-    /// `single` or `whole`.
-    pub mode: String,
-    /// Human item number.
-    pub item: i32,
-    /// 1-based position at which the item was shown (whole mode).
-    pub shown_position: Option<i32>,
-    /// Option number read from the reply.
-    pub option_replied: Option<i32>,
-    /// Keyed value of the answer.
-    pub value: Option<i32>,
-    /// How the reply was read.
-    pub status: Status,
-    /// How the lenient rule read the same item (`lenient_status`).
-    pub lenient_status: Status,
-}
-
-/// One row of `scale_scores.parquet`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScaleRow {
+pub struct AdministrationKey {
     /// Input name the records came from.
     pub source: String,
     /// Provenance label.
@@ -91,6 +55,57 @@ pub struct ScaleRow {
     pub sample: i32,
     /// Test name.
     pub test: String,
+}
+
+impl AdministrationKey {
+    /// Row `r` of a batch of either table.
+    fn read(b: &RecordBatch, r: usize) -> Self {
+        let c = |n: &str| b.column_by_name(n).expect("the table's own columns");
+        let s = |n: &str| c(n).as_string::<i32>();
+        AdministrationKey {
+            source: s("source").value(r).to_string(),
+            label: s("label").value(r).to_string(),
+            study: s("study").value(r).to_string(),
+            model: s("model").value(r).to_string(),
+            arm: s("arm").value(r).to_string(),
+            cohort: opt_str(s("cohort"), r),
+            condition: s("condition").value(r).to_string(),
+            sample: c("sample")
+                .as_primitive::<arrow::datatypes::Int32Type>()
+                .value(r),
+            test: s("test").value(r).to_string(),
+        }
+    }
+}
+
+/// One row of `parsed_answers.parquet`; its administration's fields read through
+/// (`row.model`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedRow {
+    /// The administration.
+    pub admin: AdministrationKey,
+    /// `single` or `whole`.
+    pub mode: String,
+    /// Human item number.
+    pub item: i32,
+    /// 1-based position at which the item was shown (whole mode).
+    pub shown_position: Option<i32>,
+    /// Option number read from the reply.
+    pub option_replied: Option<i32>,
+    /// Keyed value of the answer.
+    pub value: Option<i32>,
+    /// How the reply was read.
+    pub status: Status,
+    /// How the lenient rule read the same item (`lenient_status`).
+    pub lenient_status: Status,
+}
+
+/// One row of `scale_scores.parquet`; its administration's fields read through
+/// (`row.model`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScaleRow {
+    /// The administration.
+    pub admin: AdministrationKey,
     /// Dimension (scale).
     pub dimension: String,
     /// Sampling temperature of the condition.
@@ -109,6 +124,20 @@ pub struct ScaleRow {
     pub percentile: Option<f64>,
     /// The administration gave the same option to every item.
     pub constant_answers: bool,
+}
+
+impl std::ops::Deref for ParsedRow {
+    type Target = AdministrationKey;
+    fn deref(&self) -> &AdministrationKey {
+        &self.admin
+    }
+}
+
+impl std::ops::Deref for ScaleRow {
+    type Target = AdministrationKey;
+    fn deref(&self) -> &AdministrationKey {
+        &self.admin
+    }
 }
 
 /// What one source produced.
@@ -406,16 +435,30 @@ fn check_source(
 /// The order of a source's administrations, in which its stored answers arrive.
 const ADMIN_ORDER: &str = "model, condition, sample, test";
 
+/// One source to score, registered as `raw`, and what it is scored with: its label, the
+/// vocabulary and key, the rerun pairs and the reply rules.
+#[derive(Clone, Copy)]
+struct Job<'a> {
+    engine: &'a Engine,
+    source: &'a str,
+    input_label: Option<&'a str>,
+    vocab: &'a Vocabulary,
+    key: &'a ScoringKey,
+    pairs: &'a [[String; 2]],
+    rules: &'a [ReplyRule],
+}
+
 /// Check a source ([`check_source`]), then build its plans. `raw` must be registered.
-fn plan_source(
-    engine: &Engine,
-    source: &str,
-    input_label: Option<&str>,
-    vocab: &Vocabulary,
-    key: &ScoringKey,
-    pairs: &[[String; 2]],
-    rules: &[ReplyRule],
-) -> Result<SourcePlans, ScoreError> {
+fn plan_source(job: Job<'_>) -> Result<SourcePlans, ScoreError> {
+    let Job {
+        engine,
+        source,
+        input_label,
+        vocab,
+        key,
+        pairs,
+        rules,
+    } = job;
     let records = check_source(engine, source, input_label, vocab, key)?;
     // One row per item, read by the study's strict rule (`parsed_answers`).
     let readings = readings_sql(ReplyRule::Strict);
@@ -434,26 +477,48 @@ fn plan_source(
     // out as one array of (ix, answered, points) in slot order, unnested and joined to `key_dims`: every
     // dimension of the test gets its row, also one with no answered item (incomplete), in
     // dimension order. The constant-answer flag is the administration's own aggregate.
-    let scales_plan = |rule: ReplyRule, by_rule: bool| {
-        let administration = match rule {
-            ReplyRule::Strict => "strict_administration",
-            ReplyRule::Lenient => "lenient_administration",
-        };
-        let exprs = [
-            ("source", src.as_str()),
-            ("label", label.as_str()),
-            ("z", "norm_z(test, dimension, score)"),
-            ("percentile", "norm_percentile(test, dimension, score)"),
-        ];
-        let rule_name = lit(rule.as_str());
-        let projection = if by_rule {
-            let mut with_rule = exprs.to_vec();
-            with_rule.push(("rule", &rule_name));
-            SCALE_SCORES_BY_RULE.projection(&with_rule)
-        } else {
-            SCALE_SCORES.projection(&exprs)
-        };
-        format!(
+    let scales = scales_plan(&src, &label, ReplyRule::Strict, false);
+    // The strict rule's rows of `scale_scores_by_rule` are `scale_scores` itself, written from
+    // the same stream (see `score_registered`); only the other rules need a plan.
+    let by_rule = rules
+        .iter()
+        .filter(|r| **r != ReplyRule::Strict)
+        .map(|r| scales_plan(&src, &label, *r, true))
+        .collect();
+    let reruns = reruns_plan(&src, input_label, pairs);
+    let rules = rule_counts_plan(&src, &label, rules);
+    Ok(SourcePlans {
+        parsed,
+        scales,
+        by_rule,
+        reruns,
+        rules,
+        records,
+    })
+}
+
+/// The plan of `scale_scores` (of `scale_scores_by_rule` when `by_rule`) under `rule`; `src`
+/// and `label` are the SQL of the source and label columns.
+fn scales_plan(src: &str, label: &str, rule: ReplyRule, by_rule: bool) -> String {
+    let administration = match rule {
+        ReplyRule::Strict => "strict_administration",
+        ReplyRule::Lenient => "lenient_administration",
+    };
+    let exprs = [
+        ("source", src),
+        ("label", label),
+        ("z", "norm_z(test, dimension, score)"),
+        ("percentile", "norm_percentile(test, dimension, score)"),
+    ];
+    let rule_name = lit(rule.as_str());
+    let projection = if by_rule {
+        let mut with_rule = exprs.to_vec();
+        with_rule.push(("rule", &rule_name));
+        SCALE_SCORES_BY_RULE.projection(&with_rule)
+    } else {
+        SCALE_SCORES.projection(&exprs)
+    };
+    format!(
         "WITH admins AS (SELECT model, condition, sample, test, min(study) AS study, min(arm) AS arm, \
                     min(cohort) AS cohort, min(label) AS label, min(temperature) AS temperature, \
                     {administration}(test, mode, item, reply, error IS NOT NULL, option_order, \
@@ -475,22 +540,18 @@ fn plan_source(
                     AS score FROM scored) \
          SELECT {projection} FROM valued ORDER BY {ADMIN_ORDER}",
         )
-    };
-    let scales = scales_plan(ReplyRule::Strict, false);
-    // The strict rule's rows of `scale_scores_by_rule` are `scale_scores` itself, written from
-    // the same stream (see `score_registered`); only the other rules need a plan.
-    let by_rule = rules
-        .iter()
-        .filter(|r| **r != ReplyRule::Strict)
-        .map(|r| scales_plan(*r, true))
-        .collect();
-    let reruns = if pairs.is_empty() {
-        None
-    } else {
-        // One grouping per pair over the two conditions' rows (keys are unique within a
-        // condition), not a full outer join: the grouping spills, a join's build side would not.
-        let one = |a: &str, b: &str| {
-            format!(
+}
+
+/// The plan of `reply_reruns`: per pair of conditions (first, rerun), whether the replies at
+/// temperature 0 come back the same; `src` is the SQL of the source column.
+fn reruns_plan(src: &str, input_label: Option<&str>, pairs: &[[String; 2]]) -> Option<String> {
+    if pairs.is_empty() {
+        return None;
+    }
+    // One grouping per pair over the two conditions' rows (keys are unique within a
+    // condition), not a full outer join: the grouping spills, a join's build side would not.
+    let one = |a: &str, b: &str| {
+        format!(
                 "SELECT model, test, {la} AS \"first\", {lb} AS rerun, \
                         (nx = 1 AND ny = 1 AND okx = 1 AND oky = 1) AS both_ok, rx = ry AS same \
                  FROM (SELECT model, test, \
@@ -505,21 +566,21 @@ fn plan_source(
                 la = lit(a),
                 lb = lit(b)
             )
-        };
-        let union = pairs
-            .iter()
-            .map(|[a, b]| one(a, b))
-            .collect::<Vec<_>>()
-            .join(" UNION ALL ");
-        let projection = REPLY_RERUNS.projection(&[
-            ("source", &src),
-            ("label", &lit(input_label.unwrap_or(""))),
-            (
-                "temperature0_honoured",
-                "compared > 0 AND identical = compared",
-            ),
-        ]);
-        Some(format!(
+    };
+    let union = pairs
+        .iter()
+        .map(|[a, b]| one(a, b))
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ");
+    let projection = REPLY_RERUNS.projection(&[
+        ("source", src),
+        ("label", &lit(input_label.unwrap_or(""))),
+        (
+            "temperature0_honoured",
+            "compared > 0 AND identical = compared",
+        ),
+    ]);
+    Some(format!(
                 "SELECT {projection} \
                  FROM (SELECT model, test, \"first\", rerun, \
                        CAST(sum(CASE WHEN both_ok THEN 1 ELSE 0 END) AS INT) AS compared, \
@@ -528,7 +589,11 @@ fn plan_source(
                        FROM ({union}) GROUP BY model, test, \"first\", rerun) \
                  ORDER BY model, test, \"first\", rerun"
         ))
-    };
+}
+
+/// The plan of `reply_rule_counts`; `src` and `label` are the SQL of the source and label
+/// columns.
+fn rule_counts_plan(src: &str, label: &str, rules: &[ReplyRule]) -> String {
     // Every request read by every configured rule; a whole-test reply is readable when each
     // shown position is read `ok`. `ord` keeps the configured order (strict first). Each
     // rule's requests are grouped on their own and the rule's name and position added after:
@@ -557,19 +622,11 @@ fn plan_source(
         })
         .collect::<Vec<_>>()
         .join(" UNION ALL ");
-    let rules = format!(
+    format!(
         "SELECT {} \
          FROM ({per_rule}) ORDER BY model, arm, condition, mode, ord, label, cohort NULLS FIRST",
-        REPLY_RULE_COUNTS.projection(&[("source", &src)])
-    );
-    Ok(SourcePlans {
-        parsed,
-        scales,
-        by_rule,
-        reruns,
-        rules,
-        records,
-    })
+        REPLY_RULE_COUNTS.projection(&[("source", src)])
+    )
 }
 
 /// A plan's rows, re-cut and conformed for writing ([`Engine::stream_for_writing`]; with
@@ -699,7 +756,7 @@ fn pq_err(path: &Path, e: parquet::errors::ParquetError) -> ScoreError {
 
 /// Count what the summary reports while the batches stream past.
 fn tally_parsed(sum: &mut AnswerSourceSummary, b: &RecordBatch) {
-    let status = Texts::of(
+    let status = Texts::new(
         b.column_by_name("status")
             .expect("parsed schema has status"),
     );
@@ -720,7 +777,7 @@ type AdminKey = (String, String, i32, String);
 /// Administrations are contiguous in the sorted scale rows: count them and their constant
 /// flags, complete rows, and keep the last administration's label.
 fn tally_scales(sum: &mut AnswerSourceSummary, last: &mut Option<AdminKey>, b: &RecordBatch) {
-    let s = |n: &str| Texts::of(b.column_by_name(n).expect("scale schema"));
+    let s = |n: &str| Texts::new(b.column_by_name(n).expect("scale schema"));
     let (model, cond, test, label) = (s("model"), s("condition"), s("test"), s("label"));
     let sample = b
         .column_by_name("sample")
@@ -833,14 +890,17 @@ pub(crate) fn run_answers(
             .register_sorted_parquet("raw", &what, &STORED_ANSWERS.sorted_by())
             .map_err(|e| df_err(&what, e))?;
         progress.begin(&format!("score {}", input.name), "answers", None);
-        let sum = score_registered(
-            &engine,
-            &input.name,
-            input.label.as_deref(),
-            &vocab,
+        let job = Job {
+            engine: &engine,
+            source: &input.name,
+            input_label: input.label.as_deref(),
+            vocab: &vocab,
             key,
-            &cfg.aggregate.rerun_pairs,
-            &rules,
+            pairs: &cfg.aggregate.rerun_pairs,
+            rules: &rules,
+        };
+        let sum = score_registered(
+            job,
             Sinks {
                 parsed: &mut parsed,
                 scales: &mut scales,
@@ -927,17 +987,8 @@ fn run_chains(chains: Vec<Chain<'_>>) -> Vec<Result<AnswerSourceSummary, ScoreEr
 }
 
 /// Run the plans of one source registered as `raw`, streaming into the sinks.
-#[allow(clippy::too_many_arguments)]
-fn score_registered(
-    engine: &Engine,
-    source: &str,
-    input_label: Option<&str>,
-    vocab: &Vocabulary,
-    key: &ScoringKey,
-    pairs: &[[String; 2]],
-    rules: &[ReplyRule],
-    sinks: Sinks<'_>,
-) -> Result<AnswerSourceSummary, ScoreError> {
+fn score_registered(job: Job<'_>, sinks: Sinks<'_>) -> Result<AnswerSourceSummary, ScoreError> {
+    let (engine, source, input_label) = (job.engine, job.source, job.input_label);
     let Sinks {
         parsed,
         scales,
@@ -946,7 +997,7 @@ fn score_registered(
         by_rule,
         progress,
     } = sinks;
-    let plans = plan_source(engine, source, input_label, vocab, key, pairs, rules)?;
+    let plans = plan_source(job)?;
     let mut sum = AnswerSourceSummary {
         source: source.to_string(),
         label: input_label.unwrap_or("").to_string(),
@@ -994,47 +1045,14 @@ fn score_registered(
         Ok(part)
     }));
     chains.push(Box::new(|| {
-        let mut part = AnswerSourceSummary::default();
-        let schema = scales.schema.clone();
-        let mut last = None;
-        // Strict is always the first configured rule (the configuration refuses another
-        // order), so its rows open this source's part of `scale_scores_by_rule`: the
-        // scale-score batches with the rule column in front. Batches are cut to a fixed
-        // size, so the bytes are those a plan of their own would give.
-        let strict = rules.first() == Some(&ReplyRule::Strict);
-        let rule_col: arrow::array::ArrayRef = Arc::new(arrow::array::StringArray::from(vec![
-                ReplyRule::Strict.as_str();
-                protospread_engine::WRITE_BATCH_ROWS
-            ]));
-        let views = scales.takes_views();
-        drain(
+        scales_chain(
             engine,
-            plan(&scales_plan)?,
-            &schema,
-            &SCALES_KEY,
-            views,
-            |b| {
-                tally_scales(&mut part, &mut last, &b);
-                scales.write(&b)?;
-                if strict {
-                    let mut cols = vec![rule_col.slice(0, b.num_rows())];
-                    cols.extend(b.columns().iter().cloned());
-                    // The scale scores' own field types: their texts may be string views.
-                    let mut fields = vec![by_rule.schema.field(0).clone()];
-                    fields.extend(b.schema().fields().iter().map(|f| f.as_ref().clone()));
-                    let schema = Arc::new(arrow::datatypes::Schema::new(fields));
-                    by_rule.write(&RecordBatch::try_new(schema, cols)?)?;
-                }
-                Ok(())
-            },
-        )?;
-        let schema = by_rule.schema.clone();
-        for sql in &by_rule_plans {
-            drain(engine, plan(sql)?, &schema, &SCALES_KEY, views, |b| {
-                by_rule.write(&b)
-            })?;
-        }
-        Ok(part)
+            &plan,
+            job.rules,
+            [scales, by_rule],
+            &scales_plan,
+            &by_rule_plans,
+        )
     }));
     chains.push(Box::new(|| {
         let schema = rule_sink.schema.clone();
@@ -1074,6 +1092,60 @@ fn score_registered(
         sum.label = second.label;
     }
     Ok(sum)
+}
+
+/// The chain of the scale scores: `scales_sql` into `scale_scores` (and, when strict is the
+/// first of `rules`, into `scale_scores_by_rule` too), then the other rules' `by_rule_sql`
+/// into `scale_scores_by_rule`; its part of the summary.
+fn scales_chain(
+    engine: &Engine,
+    plan: &impl Fn(&str) -> Result<DataFrame, ScoreError>,
+    rules: &[ReplyRule],
+    [scales, by_rule]: [&mut Sink; 2],
+    scales_sql: &str,
+    by_rule_sql: &[String],
+) -> Result<AnswerSourceSummary, ScoreError> {
+    let mut part = AnswerSourceSummary::default();
+    let schema = scales.schema.clone();
+    let mut last = None;
+    // Strict is always the first configured rule (the configuration refuses another
+    // order), so its rows open this source's part of `scale_scores_by_rule`: the
+    // scale-score batches with the rule column in front. Batches are cut to a fixed
+    // size, so the bytes are those a plan of their own would give.
+    let strict = rules.first() == Some(&ReplyRule::Strict);
+    let rule_col: arrow::array::ArrayRef = Arc::new(arrow::array::StringArray::from(vec![
+                ReplyRule::Strict.as_str();
+                protospread_engine::WRITE_BATCH_ROWS
+            ]));
+    let views = scales.takes_views();
+    drain(
+        engine,
+        plan(scales_sql)?,
+        &schema,
+        &SCALES_KEY,
+        views,
+        |b| {
+            tally_scales(&mut part, &mut last, &b);
+            scales.write(&b)?;
+            if strict {
+                let mut cols = vec![rule_col.slice(0, b.num_rows())];
+                cols.extend(b.columns().iter().cloned());
+                // The scale scores' own field types: their texts may be string views.
+                let mut fields = vec![by_rule.schema.field(0).clone()];
+                fields.extend(b.schema().fields().iter().map(|f| f.as_ref().clone()));
+                let schema = Arc::new(arrow::datatypes::Schema::new(fields));
+                by_rule.write(&RecordBatch::try_new(schema, cols)?)?;
+            }
+            Ok(())
+        },
+    )?;
+    let schema = by_rule.schema.clone();
+    for sql in by_rule_sql {
+        drain(engine, plan(sql)?, &schema, &SCALES_KEY, views, |b| {
+            by_rule.write(&b)
+        })?;
+    }
+    Ok(part)
 }
 
 /// What [`score_in_memory`] returns: the tables as batches, and the summary.
@@ -1119,14 +1191,17 @@ pub fn score_in_memory(
     let mut reruns = Sink::memory(&REPLY_RERUNS);
     let mut rules = Sink::memory(&REPLY_RULE_COUNTS);
     let mut by_rule = Sink::memory(&SCALE_SCORES_BY_RULE);
-    let summary = score_registered(
-        &engine,
+    let job = Job {
+        engine: &engine,
         source,
         input_label,
         vocab,
         key,
         pairs,
-        &ReplyRule::ALL,
+        rules: &ReplyRule::ALL,
+    };
+    let summary = score_registered(
+        job,
         Sinks {
             parsed: &mut parsed,
             scales: &mut scales,
@@ -1201,15 +1276,7 @@ pub fn parsed_rows(batches: &[RecordBatch]) -> Vec<ParsedRow> {
             let status = s("status").value(r);
             let lenient_status = lenient_names.value(lenient.keys().value(r) as usize);
             out.push(ParsedRow {
-                source: s("source").value(r).to_string(),
-                label: s("label").value(r).to_string(),
-                study: s("study").value(r).to_string(),
-                model: s("model").value(r).to_string(),
-                arm: s("arm").value(r).to_string(),
-                cohort: opt_str(s("cohort"), r),
-                condition: s("condition").value(r).to_string(),
-                sample: i("sample").value(r),
-                test: s("test").value(r).to_string(),
+                admin: AdministrationKey::read(b, r),
                 mode: s("mode").value(r).to_string(),
                 item: i("item").value(r),
                 shown_position: opt_i32(i("shown_position"), r),
@@ -1234,15 +1301,7 @@ pub fn scale_rows(batches: &[RecordBatch]) -> Vec<ScaleRow> {
         let bo = |n: &str| c(n).as_boolean();
         for r in 0..b.num_rows() {
             out.push(ScaleRow {
-                source: s("source").value(r).to_string(),
-                label: s("label").value(r).to_string(),
-                study: s("study").value(r).to_string(),
-                model: s("model").value(r).to_string(),
-                arm: s("arm").value(r).to_string(),
-                cohort: opt_str(s("cohort"), r),
-                condition: s("condition").value(r).to_string(),
-                sample: i("sample").value(r),
-                test: s("test").value(r).to_string(),
+                admin: AdministrationKey::read(b, r),
                 dimension: s("dimension").value(r).to_string(),
                 temperature: opt_f64(f("temperature"), r),
                 score: opt_f64(f("score"), r),

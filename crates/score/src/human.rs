@@ -213,6 +213,22 @@ fn rows_of_batch(
     Ok(out)
 }
 
+/// The records `rdr` reads from the CSV file `path`, each with its line (the header is line
+/// 1); a row that does not parse is an error naming its line.
+pub(crate) fn csv_rows<'r, R: std::io::Read + 'r>(
+    path: &'r Path,
+    rdr: &'r mut csv::Reader<R>,
+) -> impl Iterator<Item = Result<(usize, csv::StringRecord), ScoreError>> + 'r {
+    rdr.records().map(move |rec| {
+        let rec = rec.map_err(|e| {
+            let line = e.position().map(|p| p.line() as usize).unwrap_or(0);
+            ScoreError::cell(path, line, "-", format!("malformed CSV row: {e}"))
+        })?;
+        let line = rec.position().map(|p| p.line() as usize).unwrap_or(0);
+        Ok((line, rec))
+    })
+}
+
 /// Rows from the original JobCannon CSV. Every cell the scorer uses must parse; an error
 /// names file, line and column.
 pub fn read_human_csv(inst: &Instrument, path: &Path) -> Result<Vec<HumanRow>, ScoreError> {
@@ -237,12 +253,8 @@ pub fn read_human_csv(inst: &Instrument, path: &Path) -> Result<Vec<HumanRow>, S
     }
     let pos = |c: &str| expected.iter().position(|e| e == c).expect("own column");
     let mut out = Vec::new();
-    for rec in rdr.records() {
-        let rec = rec.map_err(|e| {
-            let line = e.position().map(|p| p.line() as usize).unwrap_or(0);
-            ScoreError::cell(path, line, "-", format!("malformed CSV row: {e}"))
-        })?;
-        let line = rec.position().map(|p| p.line() as usize).unwrap_or(0);
+    for rec in csv_rows(path, &mut rdr) {
+        let (line, rec) = rec?;
         let get = |c: &str| rec.get(pos(c)).unwrap_or("");
         fn num<T: std::str::FromStr>(
             path: &Path,

@@ -128,39 +128,7 @@ pub(crate) fn text_or_cast(a: &ArrayRef, t: &DataType) -> Result<ArrayRef> {
 }
 
 /// A text argument as [`arrays`] hands it over: plain UTF-8, or string views read in place.
-#[derive(Clone, Copy)]
-pub(crate) enum Texts<'a> {
-    Plain(&'a datafusion::arrow::array::StringArray),
-    View(&'a datafusion::arrow::array::StringViewArray),
-}
-
-impl<'a> Texts<'a> {
-    /// `a` is plain UTF-8 or string views (what [`arrays`] hands over for `Utf8`).
-    pub(crate) fn of(a: &'a ArrayRef) -> Self {
-        match a.data_type() {
-            DataType::Utf8View => Texts::View(a.as_string_view()),
-            _ => Texts::Plain(a.as_string::<i32>()),
-        }
-    }
-    pub(crate) fn len(&self) -> usize {
-        match self {
-            Texts::Plain(a) => a.len(),
-            Texts::View(a) => a.len(),
-        }
-    }
-    pub(crate) fn is_null(&self, i: usize) -> bool {
-        match self {
-            Texts::Plain(a) => a.is_null(i),
-            Texts::View(a) => a.is_null(i),
-        }
-    }
-    pub(crate) fn value(&self, i: usize) -> &'a str {
-        match self {
-            Texts::Plain(a) => a.value(i),
-            Texts::View(a) => a.value(i),
-        }
-    }
-}
+pub(crate) use protospread_engine::Texts;
 
 fn option_order(text: &str) -> Result<OptionOrder> {
     match OptionOrder::parse(text) {
@@ -245,12 +213,12 @@ pub(crate) struct ReplyArgs<'a> {
 impl<'a> ReplyArgs<'a> {
     pub(crate) fn of(a: &'a [ArrayRef]) -> Self {
         ReplyArgs {
-            mode: Texts::of(&a[0]),
+            mode: Texts::new(&a[0]),
             item: a[1].as_primitive::<Int32Type>(),
-            reply: Texts::of(&a[2]),
+            reply: Texts::new(&a[2]),
             failed: a[3].as_boolean(),
-            order: Texts::of(&a[4]),
-            item_order: Texts::of(&a[5]),
+            order: Texts::new(&a[4]),
+            item_order: Texts::new(&a[5]),
         }
     }
 }
@@ -565,7 +533,7 @@ impl ScalarUDFImpl for NormFn {
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let a = arrays(&args, &[DataType::Utf8, DataType::Utf8, DataType::Float64])?;
-        let (test, dim) = (Texts::of(&a[0]), Texts::of(&a[1]));
+        let (test, dim) = (Texts::new(&a[0]), Texts::new(&a[1]));
         let v = a[2].as_primitive::<datafusion::arrow::datatypes::Float64Type>();
         let mut out = Float64Builder::with_capacity(v.len());
         // The norms of the last test seen by dimension: rows come an administration at a time

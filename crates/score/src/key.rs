@@ -20,6 +20,7 @@
 //! The main key ([`ScoringKey::load`]) must hold exactly the 168 items of the four study
 //! instruments, each once. Every malformed cell is an error naming file, line and column.
 
+use crate::human::csv_rows;
 use crate::ScoreError;
 use protospread_core::{Instrument, ItemKind};
 use std::collections::BTreeMap;
@@ -208,6 +209,29 @@ fn load_versions_inner(path: &Path) -> Result<Vec<ScoringKey>, ScoreError> {
         .headers()
         .map_err(|e| ScoreError::file(path, format!("header: {e}")))?
         .clone();
+    let col = columns(path, &header)?;
+    let mut rows = Vec::new();
+    for rec in csv_rows(path, &mut rdr) {
+        let (line, rec) = rec?;
+        let cells = Cells {
+            path,
+            line,
+            col: &col,
+            rec: &rec,
+        };
+        rows.push(cells.row()?);
+    }
+    if rows.is_empty() {
+        return Err(ScoreError::file(path, "no rows"));
+    }
+    group(path, rows)
+}
+
+/// The position of every column of the header: each known, none twice, every required one.
+fn columns(
+    path: &Path,
+    header: &csv::StringRecord,
+) -> Result<BTreeMap<&'static str, usize>, ScoreError> {
     let mut col: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, h) in header.iter().enumerate() {
         if !REQUIRED.contains(&h) && !OPTIONAL.contains(&h) {
@@ -237,39 +261,60 @@ fn load_versions_inner(path: &Path) -> Result<Vec<ScoringKey>, ScoreError> {
             return Err(ScoreError::cell(path, 1, r, "missing column"));
         }
     }
-    let mut rows = Vec::new();
-    for rec in rdr.records() {
-        let rec = rec.map_err(|e| {
-            let line = e.position().map(|p| p.line() as usize).unwrap_or(0);
-            ScoreError::cell(path, line, "-", format!("malformed CSV row: {e}"))
-        })?;
-        let line = rec.position().map(|p| p.line() as usize).unwrap_or(0);
-        let get = |c: &str| col.get(c).map(|&i| rec.get(i).unwrap_or("").trim());
-        let err = |c: &str, m: String| ScoreError::cell(path, line, c, m);
-        let cell = |c: &str| get(c).unwrap_or("");
-        let test = cell("test");
+    Ok(col)
+}
+
+/// One record of the key file, read cell by cell; an error names file, line and column.
+struct Cells<'a> {
+    path: &'a Path,
+    line: usize,
+    col: &'a BTreeMap<&'static str, usize>,
+    rec: &'a csv::StringRecord,
+}
+
+impl Cells<'_> {
+    /// Column `c`'s cell, trimmed; empty when the file has no such (optional) column.
+    fn cell(&self, c: &str) -> &str {
+        self.col
+            .get(c)
+            .map(|&i| self.rec.get(i).unwrap_or("").trim())
+            .unwrap_or("")
+    }
+
+    fn err(&self, c: &str, m: String) -> ScoreError {
+        ScoreError::cell(self.path, self.line, c, m)
+    }
+
+    /// Column `c` parsed as a `T` for which `ok` holds; otherwise an error saying that the
+    /// cell is not `what`.
+    fn num<T: std::str::FromStr>(
+        &self,
+        c: &str,
+        ok: impl Fn(&T) -> bool,
+        what: &str,
+    ) -> Result<T, ScoreError> {
+        parse_num(self.cell(c))
+            .filter(ok)
+            .ok_or_else(|| self.err(c, format!("`{}` is not {what}", self.cell(c))))
+    }
+
+    fn row(&self) -> Result<Row, ScoreError> {
+        let test = self.cell("test");
         let inst = protospread_core::instrument_by_name(test)
             .filter(|i| i.item_kind == ItemKind::Int)
-            .ok_or_else(|| err("test", format!("unknown test `{test}`")))?;
-        let item: usize = parse_num(cell("item"))
-            .filter(|&n: &usize| (1..=inst.items).contains(&n))
-            .ok_or_else(|| {
-                err(
-                    "item",
-                    format!(
-                        "`{}` is not an item number 1..={}",
-                        cell("item"),
-                        inst.items
-                    ),
-                )
-            })?;
-        let dname = cell("dimension");
+            .ok_or_else(|| self.err("test", format!("unknown test `{test}`")))?;
+        let item: usize = self.num(
+            "item",
+            |n| (1..=inst.items).contains(n),
+            &format!("an item number 1..={}", inst.items),
+        )?;
+        let dname = self.cell("dimension");
         let dim = inst
             .dimensions
             .iter()
             .position(|d| *d == dname)
             .ok_or_else(|| {
-                err(
+                self.err(
                     "dimension",
                     format!(
                         "unknown dimension `{dname}` for {test} (expected one of {})",
@@ -277,68 +322,37 @@ fn load_versions_inner(path: &Path) -> Result<Vec<ScoringKey>, ScoreError> {
                     ),
                 )
             })?;
-        let reverse = match cell("reverse") {
+        let reverse = match self.cell("reverse") {
             "0" => false,
             "1" => true,
-            o => return Err(err("reverse", format!("`{o}` is not 0 or 1"))),
+            o => return Err(self.err("reverse", format!("`{o}` is not 0 or 1"))),
         };
-        let weight: f64 = parse_num(cell("weight"))
-            .filter(|w: &f64| w.is_finite() && *w > 0.0)
-            .ok_or_else(|| {
-                err(
-                    "weight",
-                    format!("`{}` is not a positive number", cell("weight")),
-                )
-            })?;
-        let scale_min: u8 = parse_num(cell("scale_min")).ok_or_else(|| {
-            err(
-                "scale_min",
-                format!("`{}` is not an integer 0..=255", cell("scale_min")),
-            )
-        })?;
-        let scale_max: u8 = parse_num(cell("scale_max"))
-            .filter(|m| *m > scale_min)
-            .ok_or_else(|| {
-                err(
-                    "scale_max",
-                    format!("`{}` is not an integer above scale_min", cell("scale_max")),
-                )
-            })?;
-        let tie_rank: u32 = parse_num(cell("tie_rank"))
-            .filter(|r| *r >= 1)
-            .ok_or_else(|| {
-                err(
-                    "tie_rank",
-                    format!("`{}` is not a positive integer", cell("tie_rank")),
-                )
-            })?;
-        let top_n: usize = parse_num(cell("top_n"))
-            .filter(|n| (1..=inst.dimensions.len()).contains(n))
-            .ok_or_else(|| {
-                err(
-                    "top_n",
-                    format!("`{}` is not 1..={}", cell("top_n"), inst.dimensions.len()),
-                )
-            })?;
-        let unit = match get("unit").unwrap_or("") {
+        let positive = |w: &f64| w.is_finite() && *w > 0.0;
+        let weight: f64 = self.num("weight", positive, "a positive number")?;
+        let scale_min: u8 = self.num("scale_min", |_| true, "an integer 0..=255")?;
+        let scale_max: u8 = self.num(
+            "scale_max",
+            |m| *m > scale_min,
+            "an integer above scale_min",
+        )?;
+        let tie_rank: u32 = self.num("tie_rank", |r| *r >= 1, "a positive integer")?;
+        let dims = inst.dimensions.len();
+        let top_n: usize = self.num("top_n", |n| (1..=dims).contains(n), &format!("1..={dims}"))?;
+        let unit = match self.cell("unit") {
             "" | "percent" => Unit::Percent,
             "raw" => Unit::Raw,
-            o => return Err(err("unit", format!("`{o}` is not `percent` or `raw`"))),
+            o => return Err(self.err("unit", format!("`{o}` is not `percent` or `raw`"))),
         };
-        let max_points = match get("max_points").unwrap_or("") {
+        let max_points = match self.cell("max_points") {
             "" => None,
-            s => Some(
-                parse_num(s)
-                    .filter(|w: &f64| w.is_finite() && *w > 0.0)
-                    .ok_or_else(|| err("max_points", format!("`{s}` is not a positive number")))?,
-            ),
+            _ => Some(self.num("max_points", positive, "a positive number")?),
         };
-        let version = match get("version").unwrap_or("") {
+        let version = match self.cell("version") {
             "" => "current".to_string(),
             v => v.to_string(),
         };
-        rows.push(Row {
-            line,
+        Ok(Row {
+            line: self.line,
             version,
             inst,
             item,
@@ -351,12 +365,8 @@ fn load_versions_inner(path: &Path) -> Result<Vec<ScoringKey>, ScoreError> {
             top_n,
             unit,
             max_points,
-        });
+        })
     }
-    if rows.is_empty() {
-        return Err(ScoreError::file(path, "no rows"));
-    }
-    group(path, rows)
 }
 
 fn parse_num<T: std::str::FromStr>(s: &str) -> Option<T> {
@@ -396,100 +406,8 @@ fn group(path: &Path, rows: Vec<Row>) -> Result<Vec<ScoringKey>, ScoreError> {
     for v in order {
         let mut tests = BTreeMap::new();
         for (test, items) in by.remove(&v).unwrap_or_default() {
-            let inst = protospread_core::instrument_by_name(test).expect("validated");
-            if let Some(missing) = (1..=inst.items).find(|i| !items.contains_key(i)) {
-                return Err(ScoreError::file(
-                    path,
-                    format!(
-                        "{n_rows} rows; version {v}: test {test} has {} of {} items; item {missing} is missing",
-                        items.len(),
-                        inst.items
-                    ),
-                ));
-            }
-            let first = items.values().next().expect("complete");
-            let mut dims: Vec<Option<DimRule>> = vec![None; inst.dimensions.len()];
-            for r in items.values() {
-                if r.top_n != first.top_n {
-                    return Err(ScoreError::cell(
-                        path,
-                        r.line,
-                        "top_n",
-                        format!(
-                            "{} differs from {} on line {} (one value per test)",
-                            r.top_n, first.top_n, first.line
-                        ),
-                    ));
-                }
-                if r.unit != first.unit {
-                    return Err(ScoreError::cell(
-                        path,
-                        r.line,
-                        "unit",
-                        format!("differs from line {} (one value per test)", first.line),
-                    ));
-                }
-                match &dims[r.dim] {
-                    None => {
-                        dims[r.dim] = Some(DimRule {
-                            name: inst.dimensions[r.dim].to_string(),
-                            tie_rank: r.tie_rank,
-                            max_points: r.max_points,
-                        });
-                    }
-                    Some(d) if d.tie_rank != r.tie_rank => {
-                        return Err(ScoreError::cell(path, r.line, "tie_rank", format!("{} differs from {} given earlier for dimension {} (one value per dimension)", r.tie_rank, d.tie_rank, d.name)));
-                    }
-                    Some(d) if d.max_points != r.max_points => {
-                        return Err(ScoreError::cell(path, r.line, "max_points", format!("differs from the value given earlier for dimension {} (one value per dimension)", d.name)));
-                    }
-                    Some(_) => {}
-                }
-            }
-            let mut ranks = std::collections::BTreeSet::new();
-            let mut rules = Vec::new();
-            for (i, d) in dims.into_iter().enumerate() {
-                let d = d.ok_or_else(|| {
-                    ScoreError::file(
-                        path,
-                        format!(
-                            "version {v}: test {test}: dimension {} has no items",
-                            inst.dimensions[i]
-                        ),
-                    )
-                })?;
-                if !ranks.insert(d.tie_rank) {
-                    return Err(ScoreError::file(
-                        path,
-                        format!(
-                            "version {v}: test {test}: tie_rank {} is used by two dimensions",
-                            d.tie_rank
-                        ),
-                    ));
-                }
-                rules.push(d);
-            }
-            let key_items = items
-                .values()
-                .map(|r| KeyItem {
-                    item: r.item,
-                    dim: r.dim,
-                    reverse: r.reverse,
-                    weight: r.weight,
-                    scale_min: r.scale_min,
-                    scale_max: r.scale_max,
-                })
-                .collect();
-            tests.insert(
-                test.to_string(),
-                TestKey {
-                    test: test.to_string(),
-                    items: key_items,
-                    dims: rules,
-                    top_n: first.top_n,
-                    unit: first.unit,
-                },
-            );
+            let key = test_key(path, n_rows, &v, test, items)?;
+            tests.insert(test.to_string(), key);
         }
         out.push(ScoringKey {
             version: v,
@@ -498,6 +416,128 @@ fn group(path: &Path, rows: Vec<Row>) -> Result<Vec<ScoringKey>, ScoreError> {
         });
     }
     Ok(out)
+}
+
+/// The key of one test of version `v`, from its rows by item, every item present.
+fn test_key(
+    path: &Path,
+    n_rows: usize,
+    v: &str,
+    test: &'static str,
+    items: BTreeMap<usize, Row>,
+) -> Result<TestKey, ScoreError> {
+    let inst = protospread_core::instrument_by_name(test).expect("validated");
+    if let Some(missing) = (1..=inst.items).find(|i| !items.contains_key(i)) {
+        return Err(ScoreError::file(
+            path,
+            format!(
+                "{n_rows} rows; version {v}: test {test} has {} of {} items; item {missing} is missing",
+                items.len(),
+                inst.items
+            ),
+        ));
+    }
+    let first = items.values().next().expect("complete");
+    let rules = dim_rules(path, v, inst, &items, first)?;
+    let key_items = items
+        .values()
+        .map(|r| KeyItem {
+            item: r.item,
+            dim: r.dim,
+            reverse: r.reverse,
+            weight: r.weight,
+            scale_min: r.scale_min,
+            scale_max: r.scale_max,
+        })
+        .collect();
+    Ok(TestKey {
+        test: test.to_string(),
+        items: key_items,
+        dims: rules,
+        top_n: first.top_n,
+        unit: first.unit,
+    })
+}
+
+/// Row `r` has the test's one `top_n` and unit, those of its `first` row.
+fn same_per_test(path: &Path, r: &Row, first: &Row) -> Result<(), ScoreError> {
+    if r.top_n != first.top_n {
+        return Err(ScoreError::cell(
+            path,
+            r.line,
+            "top_n",
+            format!(
+                "{} differs from {} on line {} (one value per test)",
+                r.top_n, first.top_n, first.line
+            ),
+        ));
+    }
+    if r.unit != first.unit {
+        return Err(ScoreError::cell(
+            path,
+            r.line,
+            "unit",
+            format!("differs from line {} (one value per test)", first.line),
+        ));
+    }
+    Ok(())
+}
+
+/// The rule of every dimension of a test of version `v`: each row has the test's `top_n` and
+/// unit (those of `first`), each dimension has items, one `tie_rank` and `max_points`, and no
+/// two dimensions share a `tie_rank`.
+fn dim_rules(
+    path: &Path,
+    v: &str,
+    inst: &Instrument,
+    items: &BTreeMap<usize, Row>,
+    first: &Row,
+) -> Result<Vec<DimRule>, ScoreError> {
+    let test = inst.name;
+    let mut dims: Vec<Option<DimRule>> = vec![None; inst.dimensions.len()];
+    for r in items.values() {
+        same_per_test(path, r, first)?;
+        match &dims[r.dim] {
+            None => {
+                dims[r.dim] = Some(DimRule {
+                    name: inst.dimensions[r.dim].to_string(),
+                    tie_rank: r.tie_rank,
+                    max_points: r.max_points,
+                });
+            }
+            Some(d) if d.tie_rank != r.tie_rank => {
+                return Err(ScoreError::cell(path, r.line, "tie_rank", format!("{} differs from {} given earlier for dimension {} (one value per dimension)", r.tie_rank, d.tie_rank, d.name)));
+            }
+            Some(d) if d.max_points != r.max_points => {
+                return Err(ScoreError::cell(path, r.line, "max_points", format!("differs from the value given earlier for dimension {} (one value per dimension)", d.name)));
+            }
+            Some(_) => {}
+        }
+    }
+    let mut ranks = std::collections::BTreeSet::new();
+    let mut rules = Vec::new();
+    for (i, d) in dims.into_iter().enumerate() {
+        let d = d.ok_or_else(|| {
+            ScoreError::file(
+                path,
+                format!(
+                    "version {v}: test {test}: dimension {} has no items",
+                    inst.dimensions[i]
+                ),
+            )
+        })?;
+        if !ranks.insert(d.tie_rank) {
+            return Err(ScoreError::file(
+                path,
+                format!(
+                    "version {v}: test {test}: tie_rank {} is used by two dimensions",
+                    d.tie_rank
+                ),
+            ));
+        }
+        rules.push(d);
+    }
+    Ok(rules)
 }
 
 #[cfg(test)]

@@ -46,8 +46,8 @@ mod tables;
 mod tally;
 
 pub use answers::{
-    parse_and_score, parsed_rows, scale_rows, score_in_memory, AnswerSourceSummary, AnswersSummary,
-    ParsedRow, ScaleRow, ScoredInMemory,
+    parse_and_score, parsed_rows, scale_rows, score_in_memory, AdministrationKey,
+    AnswerSourceSummary, AnswersSummary, ParsedRow, ScaleRow, ScoredInMemory,
 };
 pub use evidence::{
     alternative_rules, count_reproduced_under, evidence_table, score_with_rule, Evidence,

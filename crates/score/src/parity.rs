@@ -14,6 +14,7 @@
 //! 3. *unexplained* ("mismatch, reason unknown"): counted, and allowed only if listed in the
 //!    reviewed allow-list.
 
+use crate::human::csv_rows;
 use crate::human::HumanRow;
 use crate::key::{Mutation, ScoringKey};
 use crate::scorer::{score, score_dim, ScaleScores};
@@ -371,12 +372,8 @@ impl Allowlist {
             ));
         }
         let mut entries = BTreeMap::new();
-        for rec in rdr.records() {
-            let rec = rec.map_err(|e| {
-                let line = e.position().map(|p| p.line() as usize).unwrap_or(0);
-                ScoreError::cell(path, line, "-", format!("malformed CSV row: {e}"))
-            })?;
-            let line = rec.position().map(|p| p.line() as usize).unwrap_or(0);
+        for rec in csv_rows(path, &mut rdr) {
+            let (line, rec) = rec?;
             let inst = &rec[0];
             if !protospread_core::study_instruments().any(|i| i.name == inst) {
                 return Err(ScoreError::cell(

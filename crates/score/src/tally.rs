@@ -236,7 +236,7 @@ impl GroupsAccumulator for AdministrationGroups {
         let mut types = vec![DataType::Utf8];
         types.extend(reply_arg_types());
         let a = cast_all(values, &types, &self.name)?;
-        let (test, request) = (Texts::of(&a[0]), ReplyArgs::of(&a[1..]));
+        let (test, request) = (Texts::new(&a[0]), ReplyArgs::of(&a[1..]));
         self.resize(total_num_groups);
         let key = self.key.clone();
         let mut shown: Vec<(i32, Option<i32>, Reading)> = Vec::new();
@@ -509,10 +509,10 @@ impl GroupsAccumulator for CountGroups {
         ];
         let a = cast_all(values, &types, "request_counts")?;
         let (rule, reply, failed, item_order) = (
-            Texts::of(&a[0]),
-            Texts::of(&a[1]),
+            Texts::new(&a[0]),
+            Texts::new(&a[1]),
             a[2].as_boolean(),
-            Texts::of(&a[3]),
+            Texts::new(&a[3]),
         );
         self.counts.resize(total_num_groups * COUNTS, 0);
         let mut last_rule: Option<(&str, ReplyRule)> = None;

@@ -664,35 +664,7 @@ pub(crate) fn ingest_lm_eval(
                 metric: key.clone(),
                 docs,
             };
-            // lm-eval's own numbers for the task: ours must be the same.
-            if let Some(want) = results
-                .get("results")
-                .and_then(|r| r.get(task))
-                .and_then(|r| r.get(&key))
-                .and_then(Value::as_f64)
-            {
-                let got = t.correct() as f64 / t.n() as f64;
-                if (got - want).abs() > 1e-12 {
-                    ing.problems.push(format!(
-                        "{rel}: task {task}: {key} is {want} in the results but the samples give {}/{}",
-                        t.correct(),
-                        t.n()
-                    ));
-                }
-            }
-            if let Some(want) = results
-                .get("n-samples")
-                .and_then(|r| r.get(task))
-                .and_then(|r| r.get("effective"))
-                .and_then(Value::as_u64)
-            {
-                if want != t.n() {
-                    ing.problems.push(format!(
-                        "{rel}: task {task}: n-samples.effective is {want} but its samples file holds {} documents",
-                        t.n()
-                    ));
-                }
-            }
+            agrees_with_results(&results, task, &key, &t, &rel, &mut ing.problems);
             ing.files_read.push(rel_path(dir, &sfile));
             ing.samples.push(t);
         }
@@ -723,6 +695,46 @@ pub(crate) fn ingest_lm_eval(
     Ok(ing)
 }
 
+/// lm-eval's own numbers for `task` (its metric `key` and its effective sample count, where
+/// the `results` file gives them) agree with those of its samples `t`.
+fn agrees_with_results(
+    results: &Value,
+    task: &str,
+    key: &str,
+    t: &TaskSamples,
+    rel: &str,
+    problems: &mut Vec<String>,
+) {
+    if let Some(want) = results
+        .get("results")
+        .and_then(|r| r.get(task))
+        .and_then(|r| r.get(key))
+        .and_then(Value::as_f64)
+    {
+        let got = t.correct() as f64 / t.n() as f64;
+        if (got - want).abs() > 1e-12 {
+            problems.push(format!(
+                "{rel}: task {task}: {key} is {want} in the results but the samples give {}/{}",
+                t.correct(),
+                t.n()
+            ));
+        }
+    }
+    if let Some(want) = results
+        .get("n-samples")
+        .and_then(|r| r.get(task))
+        .and_then(|r| r.get("effective"))
+        .and_then(Value::as_u64)
+    {
+        if want != t.n() {
+            problems.push(format!(
+                "{rel}: task {task}: n-samples.effective is {want} but its samples file holds {} documents",
+                t.n()
+            ));
+        }
+    }
+}
+
 /// What [`check`] found, one message each, sorted.
 #[derive(Debug, Default)]
 pub(crate) struct Checked {
@@ -742,7 +754,36 @@ pub(crate) struct Checked {
 pub(crate) fn check(samples: &[TaskSamples], spec: &SweepSpec) -> Checked {
     let mut problems = Vec::new();
     let mut gaps = Vec::new();
-    // A run's task read twice (the same folder given twice, a copy of a results file).
+    read_twice(samples, &mut problems);
+    from_two_runs(samples, &mut problems);
+    let configured: BTreeSet<(&str, SweepVariant)> = spec
+        .delimiters
+        .iter()
+        .flat_map(|d| spec.variants.iter().map(|v| (d.slug.as_str(), *v)))
+        .collect();
+    let mut by_bench: BTreeMap<(&str, &str), BenchCells> = BTreeMap::new();
+    for t in samples {
+        by_bench
+            .entry((&t.model, &t.benchmark))
+            .or_default()
+            .entry((t.delimiter.slug.as_str(), t.variant))
+            .or_default()
+            .push(t);
+    }
+    for ((model, bench), cells) in &by_bench {
+        grid_gaps(model, bench, cells, spec, &configured, &mut gaps);
+        same_documents(model, bench, cells, &mut problems);
+    }
+    problems.sort();
+    gaps.sort();
+    Checked { problems, gaps }
+}
+
+/// The tasks of one model and benchmark by delimiter slug and variant.
+type BenchCells<'a> = BTreeMap<(&'a str, SweepVariant), Vec<&'a TaskSamples>>;
+
+/// A run's task read twice (the same folder given twice, a copy of a results file).
+fn read_twice(samples: &[TaskSamples], problems: &mut Vec<String>) {
     let mut runs: BTreeMap<(&Path, &str), usize> = BTreeMap::new();
     for t in samples {
         *runs.entry((t.run.as_path(), t.task.as_str())).or_default() += 1;
@@ -755,6 +796,10 @@ pub(crate) fn check(samples: &[TaskSamples], spec: &SweepSpec) -> Checked {
             ));
         }
     }
+}
+
+/// A cell (model, benchmark, subset, delimiter, variant) from more than one run's task.
+fn from_two_runs(samples: &[TaskSamples], problems: &mut Vec<String>) {
     type CellKey<'a> = (&'a str, &'a str, &'a str, &'a str, SweepVariant);
     let mut cells: BTreeMap<CellKey, Vec<&TaskSamples>> = BTreeMap::new();
     for t in samples {
@@ -792,105 +837,101 @@ pub(crate) fn check(samples: &[TaskSamples], spec: &SweepSpec) -> Checked {
             ));
         }
     }
-    let configured: BTreeSet<(&str, SweepVariant)> = spec
-        .delimiters
-        .iter()
-        .flat_map(|d| spec.variants.iter().map(|v| (d.slug.as_str(), *v)))
-        .collect();
-    type Cell<'a> = (&'a str, SweepVariant);
-    let mut by_bench: BTreeMap<(&str, &str), BTreeMap<Cell, Vec<&TaskSamples>>> = BTreeMap::new();
-    for t in samples {
-        by_bench
-            .entry((&t.model, &t.benchmark))
-            .or_default()
-            .entry((t.delimiter.slug.as_str(), t.variant))
-            .or_default()
-            .push(t);
-    }
-    for ((model, bench), cells) in &by_bench {
-        for d in &spec.delimiters {
-            for v in &spec.variants {
-                if !cells.contains_key(&(d.slug.as_str(), *v)) {
-                    gaps.push(format!(
-                        "model {model}, {bench}: delimiter {} ({}) variant {} is missing",
-                        d.quoted(),
-                        d.slug,
-                        v.as_str()
-                    ));
-                }
-            }
-        }
-        for (slug, v) in cells.keys() {
-            if !configured.contains(&(*slug, *v)) {
+}
+
+/// Where the cells of `model` on `bench` and the grid (`spec`'s delimiters x variants,
+/// `configured`) differ.
+fn grid_gaps(
+    model: &str,
+    bench: &str,
+    cells: &BenchCells,
+    spec: &SweepSpec,
+    configured: &BTreeSet<(&str, SweepVariant)>,
+    gaps: &mut Vec<String>,
+) {
+    for d in &spec.delimiters {
+        for v in &spec.variants {
+            if !cells.contains_key(&(d.slug.as_str(), *v)) {
                 gaps.push(format!(
-                    "model {model}, {bench}: delimiter {slug} variant {} is not in [sweep] delimiters x variants",
+                    "model {model}, {bench}: delimiter {} ({}) variant {} is missing",
+                    d.quoted(),
+                    d.slug,
                     v.as_str()
                 ));
             }
         }
-        // The union of documents, and the hash each (subject, doc_id) has.
-        let mut union: BTreeMap<(&str, u64), &str> = BTreeMap::new();
-        let mut differs: BTreeSet<(&str, u64)> = BTreeSet::new();
-        for ts in cells.values() {
-            for t in ts {
-                let (ids, hashes) = (t.doc_ids(), t.doc_hashes());
-                for row in 0..t.docs.num_rows() {
-                    let key = (t.subset.as_str(), ids.value(row));
-                    let h = hashes.value(row);
-                    if let Some(prev) = union.insert(key, h) {
-                        if prev != h {
-                            differs.insert(key);
-                        }
+    }
+    for (slug, v) in cells.keys() {
+        if !configured.contains(&(*slug, *v)) {
+            gaps.push(format!(
+                "model {model}, {bench}: delimiter {slug} variant {} is not in [sweep] delimiters x variants",
+                v.as_str()
+            ));
+        }
+    }
+}
+
+/// Every cell of `model` on `bench` saw the same documents, each with the same `doc_hash`.
+fn same_documents(model: &str, bench: &str, cells: &BenchCells, problems: &mut Vec<String>) {
+    // The union of documents, and the hash each (subject, doc_id) has.
+    let mut union: BTreeMap<(&str, u64), &str> = BTreeMap::new();
+    let mut differs: BTreeSet<(&str, u64)> = BTreeSet::new();
+    for ts in cells.values() {
+        for t in ts {
+            let (ids, hashes) = (t.doc_ids(), t.doc_hashes());
+            for row in 0..t.docs.num_rows() {
+                let key = (t.subset.as_str(), ids.value(row));
+                let h = hashes.value(row);
+                if let Some(prev) = union.insert(key, h) {
+                    if prev != h {
+                        differs.insert(key);
                     }
                 }
             }
         }
-        for (subset, id) in differs.iter().take(3) {
+    }
+    for (subset, id) in differs.iter().take(3) {
+        problems.push(format!(
+            "model {model}, {bench}: document {}doc_id {id} has different content (doc_hash) under different delimiters or variants",
+            if subset.is_empty() {
+                String::new()
+            } else {
+                format!("{subset}/")
+            }
+        ));
+    }
+    for ((slug, v), ts) in cells {
+        let mut seen: BTreeSet<(&str, u64)> = BTreeSet::new();
+        for t in ts {
+            seen.extend(
+                t.doc_ids()
+                    .values()
+                    .iter()
+                    .map(|id| (t.subset.as_str(), *id)),
+            );
+        }
+        if seen.len() != union.len() {
+            let missing: Vec<String> = union
+                .keys()
+                .filter(|k| !seen.contains(*k))
+                .take(3)
+                .map(|(s, id)| {
+                    if s.is_empty() {
+                        id.to_string()
+                    } else {
+                        format!("{s}/{id}")
+                    }
+                })
+                .collect();
             problems.push(format!(
-                "model {model}, {bench}: document {}doc_id {id} has different content (doc_hash) under different delimiters or variants",
-                if subset.is_empty() {
-                    String::new()
-                } else {
-                    format!("{subset}/")
-                }
+                "model {model}, {bench}: delimiter {slug} variant {} saw {} of the {} documents seen by any variant (missing e.g. doc_id {})",
+                v.as_str(),
+                seen.len(),
+                union.len(),
+                missing.join(", ")
             ));
         }
-        for ((slug, v), ts) in cells {
-            let mut seen: BTreeSet<(&str, u64)> = BTreeSet::new();
-            for t in ts {
-                seen.extend(
-                    t.doc_ids()
-                        .values()
-                        .iter()
-                        .map(|id| (t.subset.as_str(), *id)),
-                );
-            }
-            if seen.len() != union.len() {
-                let missing: Vec<String> = union
-                    .keys()
-                    .filter(|k| !seen.contains(*k))
-                    .take(3)
-                    .map(|(s, id)| {
-                        if s.is_empty() {
-                            id.to_string()
-                        } else {
-                            format!("{s}/{id}")
-                        }
-                    })
-                    .collect();
-                problems.push(format!(
-                    "model {model}, {bench}: delimiter {slug} variant {} saw {} of the {} documents seen by any variant (missing e.g. doc_id {})",
-                    v.as_str(),
-                    seen.len(),
-                    union.len(),
-                    missing.join(", ")
-                ));
-            }
-        }
     }
-    problems.sort();
-    gaps.sort();
-    Checked { problems, gaps }
 }
 
 #[cfg(test)]

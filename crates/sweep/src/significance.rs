@@ -5,9 +5,9 @@
 //! benchmark and variant (`sweep_ranking`). docs/sweep.md states the rules.
 
 use crate::ingest::TaskSamples;
-use crate::tables::{cmp_acc, group, provenance, round6, Cell};
+use crate::tables::{b, cmp_acc, delimiter_index, f, group, i, provenance, round6, s, Cell};
 use crate::SweepSpec;
-use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
+use arrow::array::{ArrayRef, BooleanArray, Float64Array};
 use arrow::record_batch::RecordBatch;
 use protospread_core::{SweepVariant, SWEEP_RANKING, SWEEP_SIGNIFICANCE};
 use protospread_inference::{cochran_q, mcnemar_exact, ranking, Fraction};
@@ -25,12 +25,7 @@ type Outcomes<'a> = BTreeMap<(String, String, SweepVariant), BTreeMap<(&'a str, 
 const MAX_DELIMITERS: usize = 128;
 
 fn outcomes<'a>(samples: &'a [TaskSamples], spec: &SweepSpec) -> Outcomes<'a> {
-    let index: BTreeMap<&str, usize> = spec
-        .delimiters
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (d.slug.as_str(), i))
-        .collect();
+    let index = delimiter_index(spec);
     let mut out: Outcomes = BTreeMap::new();
     for t in samples {
         let Some(&i) = index
@@ -59,19 +54,6 @@ fn outcomes<'a>(samples: &'a [TaskSamples], spec: &SweepSpec) -> Outcomes<'a> {
         }
     }
     out
-}
-
-fn s(v: Vec<String>) -> ArrayRef {
-    Arc::new(StringArray::from(v))
-}
-fn f(v: Vec<f64>) -> ArrayRef {
-    Arc::new(Float64Array::from(v))
-}
-fn i(v: Vec<i64>) -> ArrayRef {
-    Arc::new(Int64Array::from(v))
-}
-fn b(v: Vec<bool>) -> ArrayRef {
-    Arc::new(BooleanArray::from(v))
 }
 
 fn batch(contract: &protospread_core::TableContract, cols: Vec<ArrayRef>) -> RecordBatch {

@@ -12,42 +12,41 @@
 // is another Lanczos approximation (g = 10.900511, 11 terms), whose last bits (so bytes) differ.
 use protospread_inference::ln_gamma;
 
+/// Smallest magnitude Lentz's `c` and `d` may take (a zero would divide by zero).
+const TINY: f64 = 1e-300;
+
+fn not_tiny(x: f64) -> f64 {
+    if x.abs() < TINY {
+        TINY
+    } else {
+        x
+    }
+}
+
+/// One modified-Lentz update of `c` and `d` for the term `aa`; returns the factor `d * c`
+/// by which the fraction's value changes.
+fn lentz_step(aa: f64, c: &mut f64, d: &mut f64) -> f64 {
+    *d = not_tiny(1.0 + aa * *d);
+    *c = not_tiny(1.0 + aa / *c);
+    *d = 1.0 / *d;
+    *d * *c
+}
+
 /// Continued fraction of the incomplete beta function (modified Lentz).
 fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
-    const TINY: f64 = 1e-300;
     let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
     let mut c = 1.0;
-    let mut d = 1.0 - qab * x / qap;
-    if d.abs() < TINY {
-        d = TINY;
-    }
-    d = 1.0 / d;
+    let mut d = 1.0 / not_tiny(1.0 - qab * x / qap);
     let mut h = d;
     for m in 1..=10_000 {
         let m = m as f64;
         let m2 = 2.0 * m;
-        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        h *= d * c;
-        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        let del = d * c;
+        h *= lentz_step(m * (b - m) * x / ((qam + m2) * (a + m2)), &mut c, &mut d);
+        let del = lentz_step(
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+            &mut c,
+            &mut d,
+        );
         h *= del;
         if (del - 1.0).abs() < 1e-16 {
             break;

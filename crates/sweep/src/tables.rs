@@ -6,6 +6,7 @@
 //! [`round6`] so that last-bit differences between platforms' `ln`/`exp` cannot change the
 //! bytes. Means are unweighted means over delimiters (or models), summed in table order.
 
+use crate::delimiter::Delimiter;
 use crate::ingest::TaskSamples;
 use crate::stats::clopper_pearson;
 use crate::{SweepError, SweepSpec};
@@ -60,15 +61,19 @@ impl Cell {
     }
 }
 
-/// Count correct answers per cell, from the columns of every task. Tasks whose delimiter
-/// is not configured are refused.
-pub fn cells(samples: &[TaskSamples], spec: &SweepSpec) -> Result<Vec<Cell>, SweepError> {
-    let index: BTreeMap<&str, usize> = spec
-        .delimiters
+/// The position of each configured delimiter (by slug) in `spec`'s delimiters.
+pub(crate) fn delimiter_index(spec: &SweepSpec) -> BTreeMap<&str, usize> {
+    spec.delimiters
         .iter()
         .enumerate()
         .map(|(i, d)| (d.slug.as_str(), i))
-        .collect();
+        .collect()
+}
+
+/// Count correct answers per cell, from the columns of every task. Tasks whose delimiter
+/// is not configured are refused.
+pub fn cells(samples: &[TaskSamples], spec: &SweepSpec) -> Result<Vec<Cell>, SweepError> {
+    let index = delimiter_index(spec);
     type Acc<'a> = (u64, u64, BTreeSet<&'a str>, BTreeSet<&'a str>);
     let mut acc: BTreeMap<(String, String, SweepVariant, usize), Acc> = BTreeMap::new();
     for t in samples {
@@ -125,16 +130,20 @@ pub(crate) fn provenance(g: &[&Cell]) -> (String, String) {
     )
 }
 
-fn s(v: Vec<String>) -> ArrayRef {
+/// A text column.
+pub(crate) fn s(v: Vec<String>) -> ArrayRef {
     Arc::new(StringArray::from(v))
 }
-fn f(v: Vec<f64>) -> ArrayRef {
+/// A float column.
+pub(crate) fn f(v: Vec<f64>) -> ArrayRef {
     Arc::new(Float64Array::from(v))
 }
-fn i(v: Vec<i64>) -> ArrayRef {
+/// An integer column.
+pub(crate) fn i(v: Vec<i64>) -> ArrayRef {
     Arc::new(Int64Array::from(v))
 }
-fn b(v: Vec<bool>) -> ArrayRef {
+/// A boolean column.
+pub(crate) fn b(v: Vec<bool>) -> ArrayRef {
     Arc::new(BooleanArray::from(v))
 }
 
@@ -235,372 +244,411 @@ pub fn spreads(cells: &[Cell], spec: &SweepSpec) -> Vec<Spread> {
     out
 }
 
+/// What a row of a sweep table is about: its provenance, model, benchmark, variant and
+/// delimiter. A table writes the key columns it is keyed by ([`KeyCol`]) and no others, so a
+/// field a table is not keyed by may hold anything.
+struct Key<'a> {
+    source: String,
+    label: String,
+    model: &'a str,
+    benchmark: &'a str,
+    variant: SweepVariant,
+    delimiter: Option<&'a Delimiter>,
+}
+
+impl<'a> Key<'a> {
+    /// A cell's own key.
+    fn of(c: &'a Cell, spec: &'a SweepSpec) -> Self {
+        Key {
+            source: c.source.clone(),
+            label: c.label.clone(),
+            model: &c.model,
+            benchmark: &c.benchmark,
+            variant: c.variant,
+            delimiter: Some(&spec.delimiters[c.delim_index]),
+        }
+    }
+}
+
+/// A key column after `source` and `label`, with which every sweep table starts.
+#[derive(Clone, Copy)]
+enum KeyCol {
+    Model,
+    Benchmark,
+    Variant,
+    /// Two columns: `delimiter` (the text) and `delimiter_slug`.
+    Delimiter,
+}
+
+/// The key columns of the tables with a row per cell.
+const CELL_KEY: &[KeyCol] = &[
+    KeyCol::Model,
+    KeyCol::Benchmark,
+    KeyCol::Variant,
+    KeyCol::Delimiter,
+];
+
+/// The key columns of the tables with a row per model, benchmark and variant.
+const GROUP_KEY: &[KeyCol] = &[KeyCol::Model, KeyCol::Benchmark, KeyCol::Variant];
+
+/// A table: `source`, `label` and the key columns `which` of `keys`, then `values`.
+fn table(keys: &[Key], which: &[KeyCol], values: Vec<(&str, ArrayRef)>) -> RecordBatch {
+    let text = |f: &dyn Fn(&Key) -> String| s(keys.iter().map(f).collect());
+    let mut cols = vec![
+        ("source", text(&|k| k.source.clone())),
+        ("label", text(&|k| k.label.clone())),
+    ];
+    for w in which {
+        match w {
+            KeyCol::Model => cols.push(("model", text(&|k| k.model.to_string()))),
+            KeyCol::Benchmark => cols.push(("benchmark", text(&|k| k.benchmark.to_string()))),
+            KeyCol::Variant => cols.push(("variant", text(&|k| k.variant.as_str().to_string()))),
+            KeyCol::Delimiter => {
+                let d = |k: &Key, f: fn(&Delimiter) -> &String| {
+                    f(k.delimiter.expect("a table keyed by delimiter")).clone()
+                };
+                cols.push(("delimiter", text(&|k| d(k, |d| &d.text))));
+                cols.push(("delimiter_slug", text(&|k| d(k, |d| &d.slug))));
+            }
+        }
+    }
+    cols.extend(values);
+    batch(cols)
+}
+
 /// Every table, named as its Parquet file stem (`out/aggregate/<name>.parquet`), in a fixed
 /// order. `cells` must come from [`cells`] (sorted by model, benchmark, variant, delimiter).
 pub(crate) fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatch)> {
-    let d = |c: &Cell| &spec.delimiters[c.delim_index];
-    let mut out = Vec::new();
+    let (rank, leads) = rank(cells, spec);
+    let [named_gain, named_gain_mean] = named_gain(cells, spec);
+    let [delimiter_gain, delimiter_gain_mean] = delimiter_gain(cells, spec);
+    [
+        ("sweep_accuracy", accuracy(cells, spec)),
+        ("sweep_spread", spread(cells, spec)),
+        ("sweep_rank", rank),
+        ("sweep_lead", lead(cells, &leads, spec)),
+        ("sweep_named_gain", named_gain),
+        ("sweep_named_gain_mean", named_gain_mean),
+        ("sweep_delimiter_gain", delimiter_gain),
+        ("sweep_delimiter_gain_mean", delimiter_gain_mean),
+    ]
+    .into_iter()
+    .map(|(name, t)| (name.to_string(), t))
+    .collect()
+}
 
-    // Accuracy with its exact interval.
-    {
-        let (mut m, mut bn, mut v, mut dl, mut sl) = (vec![], vec![], vec![], vec![], vec![]);
-        let (mut n, mut k, mut a, mut lo, mut hi) = (vec![], vec![], vec![], vec![], vec![]);
-        let (mut src, mut lab) = (vec![], vec![]);
-        for c in cells {
-            let (l, h) = c.ci();
-            src.push(c.source.clone());
-            lab.push(c.label.clone());
-            m.push(c.model.clone());
-            bn.push(c.benchmark.clone());
-            v.push(c.variant.as_str().to_string());
-            dl.push(d(c).text.clone());
-            sl.push(d(c).slug.clone());
-            n.push(c.n as i64);
-            k.push(c.correct as i64);
-            a.push(round6(c.pct()));
-            lo.push(l);
-            hi.push(h);
-        }
-        out.push((
-            "sweep_accuracy".to_string(),
-            batch(vec![
-                ("source", s(src)),
-                ("label", s(lab)),
-                ("model", s(m)),
-                ("benchmark", s(bn)),
-                ("variant", s(v)),
-                ("delimiter", s(dl)),
-                ("delimiter_slug", s(sl)),
-                ("n", i(n)),
-                ("correct", i(k)),
-                ("accuracy_pct", f(a)),
-                ("ci95_low_pct", f(lo)),
-                ("ci95_high_pct", f(hi)),
-            ]),
-        ));
-    }
-
-    // Spread (max - min) per model, benchmark and variant.
-    {
-        let g = spreads(cells, spec);
-        let col = |f: &dyn Fn(&Spread) -> String| s(g.iter().map(f).collect());
-        let num = |x: &dyn Fn(&Spread) -> f64| f(g.iter().map(x).collect());
-        out.push((
-            "sweep_spread".to_string(),
-            batch(vec![
-                ("source", col(&|x| x.source.clone())),
-                ("label", col(&|x| x.label.clone())),
-                ("model", col(&|x| x.model.clone())),
-                ("benchmark", col(&|x| x.benchmark.clone())),
-                ("variant", col(&|x| x.variant.as_str().to_string())),
-                (
-                    "delimiters",
-                    i(g.iter().map(|x| x.delimiters as i64).collect()),
-                ),
-                ("min_pct", num(&|x| x.min_pct)),
-                ("min_delimiters", col(&|x| x.min_delimiters.join(" "))),
-                ("max_pct", num(&|x| x.max_pct)),
-                ("max_delimiters", col(&|x| x.max_delimiters.join(" "))),
-                ("spread_pct", num(&|x| x.spread_pct)),
-                (
-                    "intervals_disjoint",
-                    b(g.iter().map(|x| x.intervals_disjoint).collect()),
-                ),
-            ]),
-        ));
-    }
-
-    // Rank of each model under each delimiter (1 = best; ties share the best rank).
-    // Models are ranked against models of the same label only (never recorded against
-    // simulated).
-    type LeadKey = (String, String, SweepVariant);
-    let mut leads: BTreeMap<LeadKey, (Vec<usize>, String, String)> = BTreeMap::new();
-    {
-        let (mut m, mut bn, mut v, mut dl, mut sl) = (vec![], vec![], vec![], vec![], vec![]);
-        let (mut a, mut r, mut nm, mut ld) = (vec![], vec![], vec![], vec![]);
-        let (mut src, mut lab) = (vec![], vec![]);
-        let by_delim = group(cells, |c| {
+/// `sweep_accuracy`: accuracy with its exact interval, per cell.
+fn accuracy(cells: &[Cell], spec: &SweepSpec) -> RecordBatch {
+    let keys: Vec<Key> = cells.iter().map(|c| Key::of(c, spec)).collect();
+    let ci: Vec<(f64, f64)> = cells.iter().map(Cell::ci).collect();
+    table(
+        &keys,
+        CELL_KEY,
+        vec![
+            ("n", i(cells.iter().map(|c| c.n as i64).collect())),
             (
-                c.label.clone(),
-                c.benchmark.clone(),
-                c.variant,
-                c.delim_index,
-            )
-        });
-        let mut rows = Vec::new();
-        for ((_, bench, var, di), g) in &by_delim {
-            for c in g {
-                let rank = 1 + g.iter().filter(|o| cmp_acc(o, c).is_gt()).count();
-                rows.push((c.model.clone(), bench.clone(), *var, *di, c, rank, g.len()));
-            }
-        }
-        rows.sort_by(|x, y| (&x.0, &x.1, x.2, x.3).cmp(&(&y.0, &y.1, y.2, y.3)));
-        for (model, bench, var, di, c, rank, models) in rows {
-            let e = leads
-                .entry((model.clone(), bench.clone(), var))
-                .or_insert_with(|| (Vec::new(), c.source.clone(), c.label.clone()));
-            if rank == 1 {
-                e.0.push(di);
-            }
-            src.push(c.source.clone());
-            lab.push(c.label.clone());
-            m.push(model);
-            bn.push(bench);
-            v.push(var.as_str().to_string());
-            dl.push(spec.delimiters[di].text.clone());
-            sl.push(spec.delimiters[di].slug.clone());
-            a.push(round6(c.pct()));
-            r.push(rank as i64);
-            nm.push(models as i64);
-            ld.push(rank == 1);
-        }
-        out.push((
-            "sweep_rank".to_string(),
-            batch(vec![
-                ("source", s(src)),
-                ("label", s(lab)),
-                ("model", s(m)),
-                ("benchmark", s(bn)),
-                ("variant", s(v)),
-                ("delimiter", s(dl)),
-                ("delimiter_slug", s(sl)),
-                ("accuracy_pct", f(a)),
-                ("rank", i(r)),
-                ("models", i(nm)),
-                ("leads", b(ld)),
-            ]),
-        ));
-    }
-
-    // Does some delimiter put each model in the lead? The judgement is the shared ranking
-    // code's (`protospread_inference::ranking`, the questionnaire's `ranking` table too) over
-    // the models scored under every delimiter; a model missing a delimiter leads where its
-    // rank is 1.
-    {
-        // (label, benchmark, variant) -> (model -> can lead, every model can lead)
-        type Leads = BTreeMap<(String, String, SweepVariant), (BTreeMap<String, bool>, bool)>;
-        let mut shared: Leads = BTreeMap::new();
-        for (key, sc) in crate::significance::model_scores(cells) {
-            if let Ok(r) = protospread_inference::ranking(&sc.scores) {
-                let all = r.can_lead.iter().all(|l| *l);
-                shared.insert(key, (sc.models.into_iter().zip(r.can_lead).collect(), all));
-            }
-        }
-        let mut every: BTreeMap<(String, String, SweepVariant), bool> = BTreeMap::new();
-        for ((model, bench, var), (ds, _, label)) in &leads {
-            let key = (label.clone(), bench.clone(), *var);
-            let leads = shared
-                .get(&key)
-                .and_then(|(m, _)| m.get(model).copied())
-                .unwrap_or(!ds.is_empty());
-            *every.entry(key).or_insert(true) &= leads;
-        }
-        let (mut m, mut bn, mut v, mut n, mut any, mut which, mut all) =
-            (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
-        let (mut src, mut lab) = (vec![], vec![]);
-        for ((model, bench, var), (ds, source, label)) in &leads {
-            src.push(source.clone());
-            lab.push(label.clone());
-            m.push(model.clone());
-            bn.push(bench.clone());
-            v.push(var.as_str().to_string());
-            n.push(ds.len() as i64);
-            any.push(
-                shared
-                    .get(&(label.clone(), bench.clone(), *var))
-                    .and_then(|(m, _)| m.get(model).copied())
-                    .unwrap_or(!ds.is_empty()),
-            );
-            which.push(
-                ds.iter()
-                    .map(|i| spec.delimiters[*i].slug.clone())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            );
-            all.push(every[&(label.clone(), bench.clone(), *var)]);
-        }
-        out.push((
-            "sweep_lead".to_string(),
-            batch(vec![
-                ("source", s(src)),
-                ("label", s(lab)),
-                ("model", s(m)),
-                ("benchmark", s(bn)),
-                ("variant", s(v)),
-                ("delimiters_leading", i(n)),
-                ("leads_under_some_delimiter", b(any)),
-                ("leading_delimiters", s(which)),
-                ("every_model_can_lead", b(all)),
-            ]),
-        ));
-    }
-
-    // Named minus plain, per delimiter and on average.
-    {
-        type Pairs<'c> = Vec<(usize, &'c Cell, &'c Cell)>;
-        let mut per: BTreeMap<(String, String), Pairs> = BTreeMap::new();
-        let plain = group(cells, |c| {
+                "correct",
+                i(cells.iter().map(|c| c.correct as i64).collect()),
+            ),
             (
-                c.model.clone(),
-                c.benchmark.clone(),
-                c.variant,
-                c.delim_index,
-            )
+                "accuracy_pct",
+                f(cells.iter().map(|c| round6(c.pct())).collect()),
+            ),
+            ("ci95_low_pct", f(ci.iter().map(|x| x.0).collect())),
+            ("ci95_high_pct", f(ci.iter().map(|x| x.1).collect())),
+        ],
+    )
+}
+
+/// `sweep_spread`: spread (max - min) per model, benchmark and variant.
+fn spread(cells: &[Cell], spec: &SweepSpec) -> RecordBatch {
+    let g = spreads(cells, spec);
+    let keys: Vec<Key> = g
+        .iter()
+        .map(|x| Key {
+            source: x.source.clone(),
+            label: x.label.clone(),
+            model: &x.model,
+            benchmark: &x.benchmark,
+            variant: x.variant,
+            delimiter: None,
+        })
+        .collect();
+    let col = |f: &dyn Fn(&Spread) -> String| s(g.iter().map(f).collect());
+    let num = |x: &dyn Fn(&Spread) -> f64| f(g.iter().map(x).collect());
+    table(
+        &keys,
+        GROUP_KEY,
+        vec![
+            (
+                "delimiters",
+                i(g.iter().map(|x| x.delimiters as i64).collect()),
+            ),
+            ("min_pct", num(&|x| x.min_pct)),
+            ("min_delimiters", col(&|x| x.min_delimiters.join(" "))),
+            ("max_pct", num(&|x| x.max_pct)),
+            ("max_delimiters", col(&|x| x.max_delimiters.join(" "))),
+            ("spread_pct", num(&|x| x.spread_pct)),
+            (
+                "intervals_disjoint",
+                b(g.iter().map(|x| x.intervals_disjoint).collect()),
+            ),
+        ],
+    )
+}
+
+/// Per model, benchmark and variant: the delimiters (indices) under which the model ranks
+/// first, and the source and label of its first cell.
+type Leads = BTreeMap<(String, String, SweepVariant), (Vec<usize>, String, String)>;
+
+/// `sweep_rank`: rank of each model under each delimiter (1 = best; ties share the best
+/// rank), with the [`Leads`] it implies. Models are ranked against models of the same label
+/// only (never recorded against simulated).
+fn rank(cells: &[Cell], spec: &SweepSpec) -> (RecordBatch, Leads) {
+    let by_delim = group(cells, |c| {
+        (
+            c.label.clone(),
+            c.benchmark.clone(),
+            c.variant,
+            c.delim_index,
+        )
+    });
+    let mut rows = Vec::new();
+    for g in by_delim.values() {
+        for &c in g {
+            let rank = 1 + g.iter().filter(|o| cmp_acc(o, c).is_gt()).count();
+            rows.push((c, rank, g.len()));
+        }
+    }
+    let order = |c: &Cell| {
+        (
+            c.model.clone(),
+            c.benchmark.clone(),
+            c.variant,
+            c.delim_index,
+        )
+    };
+    rows.sort_by_key(|r| order(r.0));
+    let mut leads = Leads::new();
+    let (mut keys, mut a, mut r, mut nm, mut ld) = (vec![], vec![], vec![], vec![], vec![]);
+    for (c, rank, models) in rows {
+        let e = leads
+            .entry((c.model.clone(), c.benchmark.clone(), c.variant))
+            .or_insert_with(|| (Vec::new(), c.source.clone(), c.label.clone()));
+        if rank == 1 {
+            e.0.push(c.delim_index);
+        }
+        keys.push(Key::of(c, spec));
+        a.push(round6(c.pct()));
+        r.push(rank as i64);
+        nm.push(models as i64);
+        ld.push(rank == 1);
+    }
+    let t = table(
+        &keys,
+        CELL_KEY,
+        vec![
+            ("accuracy_pct", f(a)),
+            ("rank", i(r)),
+            ("models", i(nm)),
+            ("leads", b(ld)),
+        ],
+    );
+    (t, leads)
+}
+
+/// `sweep_lead`: does some delimiter put each model in the lead? The judgement is the shared
+/// ranking code's (`protospread_inference::ranking`, the questionnaire's `ranking` table too)
+/// over the models scored under every delimiter; a model missing a delimiter leads where its
+/// rank is 1.
+fn lead(cells: &[Cell], leads: &Leads, spec: &SweepSpec) -> RecordBatch {
+    // (label, benchmark, variant) -> model -> can lead
+    let mut shared: BTreeMap<(String, String, SweepVariant), BTreeMap<String, bool>> =
+        BTreeMap::new();
+    for (key, sc) in crate::significance::model_scores(cells) {
+        if let Ok(r) = protospread_inference::ranking(&sc.scores) {
+            shared.insert(key, sc.models.into_iter().zip(r.can_lead).collect());
+        }
+    }
+    let can_lead = |model: &String, group: &(String, String, SweepVariant), ds: &[usize]| {
+        shared
+            .get(group)
+            .and_then(|m| m.get(model).copied())
+            .unwrap_or(!ds.is_empty())
+    };
+    let mut every: BTreeMap<(String, String, SweepVariant), bool> = BTreeMap::new();
+    for ((model, bench, var), (ds, _, label)) in leads {
+        let group = (label.clone(), bench.clone(), *var);
+        let leads = can_lead(model, &group, ds);
+        *every.entry(group).or_insert(true) &= leads;
+    }
+    let (mut keys, mut n, mut any, mut which, mut all) = (vec![], vec![], vec![], vec![], vec![]);
+    for ((model, bench, var), (ds, source, label)) in leads {
+        let group = (label.clone(), bench.clone(), *var);
+        keys.push(Key {
+            source: source.clone(),
+            label: label.clone(),
+            model,
+            benchmark: bench,
+            variant: *var,
+            delimiter: None,
         });
-        for ((model, bench, var, di), p) in &plain {
-            if *var != SweepVariant::Plain {
-                continue;
-            }
-            if let Some(nm) = plain.get(&(model.clone(), bench.clone(), SweepVariant::Named, *di)) {
-                per.entry((model.clone(), bench.clone()))
-                    .or_default()
-                    .push((*di, p[0], nm[0]));
-            }
+        n.push(ds.len() as i64);
+        any.push(can_lead(model, &group, ds));
+        which.push(
+            ds.iter()
+                .map(|i| spec.delimiters[*i].slug.clone())
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+        all.push(every[&group]);
+    }
+    table(
+        &keys,
+        GROUP_KEY,
+        vec![
+            ("delimiters_leading", i(n)),
+            ("leads_under_some_delimiter", b(any)),
+            ("leading_delimiters", s(which)),
+            ("every_model_can_lead", b(all)),
+        ],
+    )
+}
+
+/// `sweep_named_gain` and `sweep_named_gain_mean`: named minus plain, per delimiter and on
+/// average over the delimiters.
+fn named_gain(cells: &[Cell], spec: &SweepSpec) -> [RecordBatch; 2] {
+    type Pairs<'c> = Vec<(usize, &'c Cell, &'c Cell)>;
+    let mut per: BTreeMap<(String, String), Pairs> = BTreeMap::new();
+    let plain = group(cells, |c| {
+        (
+            c.model.clone(),
+            c.benchmark.clone(),
+            c.variant,
+            c.delim_index,
+        )
+    });
+    for ((model, bench, var, di), p) in &plain {
+        if *var != SweepVariant::Plain {
+            continue;
         }
-        let (mut m, mut bn, mut dl, mut sl, mut pp, mut np, mut g) =
-            (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
-        let (mut m2, mut bn2, mut k2, mut mp, mut mn, mut mg) =
-            (vec![], vec![], vec![], vec![], vec![], vec![]);
-        let (mut src, mut lab, mut src2, mut lab2) = (vec![], vec![], vec![], vec![]);
-        for ((model, bench), rows) in &per {
-            let (mut sp, mut sn) = (0.0, 0.0);
-            let all: Vec<&Cell> = rows.iter().flat_map(|(_, p, n)| [*p, *n]).collect();
-            let (so, la) = provenance(&all);
-            src2.push(so);
-            lab2.push(la);
-            for (di, p, n) in rows {
-                let (so, la) = provenance(&[*p, *n]);
-                src.push(so);
-                lab.push(la);
-                m.push(model.clone());
-                bn.push(bench.clone());
-                dl.push(spec.delimiters[*di].text.clone());
-                sl.push(spec.delimiters[*di].slug.clone());
-                pp.push(round6(p.pct()));
-                np.push(round6(n.pct()));
-                g.push(round6(n.pct() - p.pct()));
-                sp += p.pct();
-                sn += n.pct();
-            }
-            let k = rows.len() as f64;
-            m2.push(model.clone());
-            bn2.push(bench.clone());
-            k2.push(rows.len() as i64);
-            mp.push(round6(sp / k));
-            mn.push(round6(sn / k));
-            mg.push(round6(sn / k - sp / k));
+        if let Some(nm) = plain.get(&(model.clone(), bench.clone(), SweepVariant::Named, *di)) {
+            per.entry((model.clone(), bench.clone()))
+                .or_default()
+                .push((*di, p[0], nm[0]));
         }
-        out.push((
-            "sweep_named_gain".to_string(),
-            batch(vec![
-                ("source", s(src)),
-                ("label", s(lab)),
-                ("model", s(m)),
-                ("benchmark", s(bn)),
-                ("delimiter", s(dl)),
-                ("delimiter_slug", s(sl)),
+    }
+    let (mut keys, mut pp, mut np, mut g) = (vec![], vec![], vec![], vec![]);
+    let (mut mean_keys, mut k, mut mp, mut mn, mut mg) = (vec![], vec![], vec![], vec![], vec![]);
+    for ((model, bench), rows) in &per {
+        let key = |cells: &[&Cell], delimiter: Option<usize>| {
+            let (source, label) = provenance(cells);
+            Key {
+                source,
+                label,
+                model,
+                benchmark: bench,
+                variant: SweepVariant::Plain,
+                delimiter: delimiter.map(|di| &spec.delimiters[di]),
+            }
+        };
+        let (mut sp, mut sn) = (0.0, 0.0);
+        let all: Vec<&Cell> = rows.iter().flat_map(|(_, p, n)| [*p, *n]).collect();
+        mean_keys.push(key(&all, None));
+        for (di, p, n) in rows {
+            keys.push(key(&[*p, *n], Some(*di)));
+            pp.push(round6(p.pct()));
+            np.push(round6(n.pct()));
+            g.push(round6(n.pct() - p.pct()));
+            sp += p.pct();
+            sn += n.pct();
+        }
+        let n = rows.len() as f64;
+        k.push(rows.len() as i64);
+        mp.push(round6(sp / n));
+        mn.push(round6(sn / n));
+        mg.push(round6(sn / n - sp / n));
+    }
+    let per_delimiter = [KeyCol::Model, KeyCol::Benchmark, KeyCol::Delimiter];
+    [
+        table(
+            &keys,
+            &per_delimiter,
+            vec![
                 ("plain_pct", f(pp)),
                 ("named_pct", f(np)),
                 ("gain_pct", f(g)),
-            ]),
-        ));
-        out.push((
-            "sweep_named_gain_mean".to_string(),
-            batch(vec![
-                ("source", s(src2)),
-                ("label", s(lab2)),
-                ("model", s(m2)),
-                ("benchmark", s(bn2)),
-                ("delimiters", i(k2)),
+            ],
+        ),
+        table(
+            &mean_keys,
+            &[KeyCol::Model, KeyCol::Benchmark],
+            vec![
+                ("delimiters", i(k)),
                 ("mean_plain_pct", f(mp)),
                 ("mean_named_pct", f(mn)),
                 ("mean_gain_pct", f(mg)),
-            ]),
-        ));
-    }
+            ],
+        ),
+    ]
+}
 
-    // Each delimiter against the mean of all delimiters, per model; then averaged over models.
-    {
-        let (mut m, mut bn, mut v, mut dl, mut sl, mut a, mut mean, mut g) = (
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-            vec![],
-        );
-        type Across<'c> = BTreeMap<(String, String, SweepVariant, usize), Vec<(f64, &'c Cell)>>;
-        let mut across: Across = BTreeMap::new();
-        let (mut src, mut lab) = (vec![], vec![]);
-        for ((model, bench, var), grp) in
-            group(cells, |c| (c.model.clone(), c.benchmark.clone(), c.variant))
-        {
-            let mu = grp.iter().map(|c| c.pct()).sum::<f64>() / grp.len() as f64;
-            for c in grp {
-                src.push(c.source.clone());
-                lab.push(c.label.clone());
-                m.push(model.clone());
-                bn.push(bench.clone());
-                v.push(var.as_str().to_string());
-                dl.push(d(c).text.clone());
-                sl.push(d(c).slug.clone());
-                a.push(round6(c.pct()));
-                mean.push(round6(mu));
-                g.push(round6(c.pct() - mu));
-                across
-                    .entry((c.label.clone(), bench.clone(), var, c.delim_index))
-                    .or_default()
-                    .push((c.pct() - mu, c));
-            }
+/// `sweep_delimiter_gain` and `sweep_delimiter_gain_mean`: each delimiter against the mean of
+/// all delimiters, per model; then averaged over the models of a label.
+fn delimiter_gain(cells: &[Cell], spec: &SweepSpec) -> [RecordBatch; 2] {
+    type Across<'c> = BTreeMap<(String, String, SweepVariant, usize), Vec<(f64, &'c Cell)>>;
+    let mut across: Across = BTreeMap::new();
+    let (mut keys, mut a, mut mean, mut g) = (vec![], vec![], vec![], vec![]);
+    for grp in group(cells, |c| (c.model.clone(), c.benchmark.clone(), c.variant)).values() {
+        let mu = grp.iter().map(|c| c.pct()).sum::<f64>() / grp.len() as f64;
+        for &c in grp {
+            keys.push(Key::of(c, spec));
+            a.push(round6(c.pct()));
+            mean.push(round6(mu));
+            g.push(round6(c.pct() - mu));
+            across
+                .entry((
+                    c.label.clone(),
+                    c.benchmark.clone(),
+                    c.variant,
+                    c.delim_index,
+                ))
+                .or_default()
+                .push((c.pct() - mu, c));
         }
-        out.push((
-            "sweep_delimiter_gain".to_string(),
-            batch(vec![
-                ("source", s(src)),
-                ("label", s(lab)),
-                ("model", s(m)),
-                ("benchmark", s(bn)),
-                ("variant", s(v)),
-                ("delimiter", s(dl)),
-                ("delimiter_slug", s(sl)),
-                ("accuracy_pct", f(a)),
-                ("mean_all_delimiters_pct", f(mean)),
-                ("gain_over_mean_pct", f(g)),
-            ]),
-        ));
-        let (mut bn, mut v, mut dl, mut sl, mut k, mut mg) =
-            (vec![], vec![], vec![], vec![], vec![], vec![]);
-        let (mut src, mut lab) = (vec![], vec![]);
-        for ((_, bench, var, di), rows) in across {
-            let grp: Vec<&Cell> = rows.iter().map(|r| r.1).collect();
-            let (so, la) = provenance(&grp);
-            let gains: Vec<f64> = rows.iter().map(|r| r.0).collect();
-            src.push(so);
-            lab.push(la);
-            bn.push(bench);
-            v.push(var.as_str().to_string());
-            dl.push(spec.delimiters[di].text.clone());
-            sl.push(spec.delimiters[di].slug.clone());
-            k.push(gains.len() as i64);
-            mg.push(round6(gains.iter().sum::<f64>() / gains.len() as f64));
-        }
-        out.push((
-            "sweep_delimiter_gain_mean".to_string(),
-            batch(vec![
-                ("source", s(src)),
-                ("label", s(lab)),
-                ("benchmark", s(bn)),
-                ("variant", s(v)),
-                ("delimiter", s(dl)),
-                ("delimiter_slug", s(sl)),
-                ("models", i(k)),
-                ("mean_gain_over_mean_pct", f(mg)),
-            ]),
+    }
+    let per_model = table(
+        &keys,
+        CELL_KEY,
+        vec![
+            ("accuracy_pct", f(a)),
+            ("mean_all_delimiters_pct", f(mean)),
+            ("gain_over_mean_pct", f(g)),
+        ],
+    );
+    let (mut keys, mut k, mut mg) = (vec![], vec![], vec![]);
+    for ((_, bench, var, di), rows) in &across {
+        let grp: Vec<&Cell> = rows.iter().map(|r| r.1).collect();
+        let (source, label) = provenance(&grp);
+        keys.push(Key {
+            source,
+            label,
+            model: "",
+            benchmark: bench,
+            variant: *var,
+            delimiter: Some(&spec.delimiters[*di]),
+        });
+        k.push(rows.len() as i64);
+        mg.push(round6(
+            rows.iter().map(|r| r.0).sum::<f64>() / rows.len() as f64,
         ));
     }
-    out
+    let mean = table(
+        &keys,
+        &[KeyCol::Benchmark, KeyCol::Variant, KeyCol::Delimiter],
+        vec![("models", i(k)), ("mean_gain_over_mean_pct", f(mg))],
+    );
+    [per_model, mean]
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use datafusion::common::{exec_err, HashMap, HashSet, Result};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
+use protospread_engine::Texts;
 use std::sync::Arc;
 
 /// The name under which [`Packing::udf`] is registered; its arguments are the stored-answer
@@ -37,39 +38,6 @@ pub(crate) struct KeyDomain {
     samples: Option<(i32, i32)>,
     /// Least and greatest item (whole-test records have none).
     items: Option<(i32, i32)>,
-}
-
-/// A text column as it comes: plain UTF-8 (the staged batches) or string views (DataFusion's
-/// Parquet scan), read in place.
-#[derive(Clone, Copy)]
-enum Texts<'a> {
-    Plain(&'a arrow::array::StringArray),
-    View(&'a arrow::array::StringViewArray),
-}
-
-impl<'a> Texts<'a> {
-    fn of(a: &'a ArrayRef) -> Option<Self> {
-        match a.data_type() {
-            DataType::Utf8 => Some(Texts::Plain(a.as_string::<i32>())),
-            DataType::Utf8View => Some(Texts::View(a.as_string_view())),
-            _ => None,
-        }
-    }
-
-    /// The text at `i`; the key's text columns are never null (`validate` refuses that).
-    fn at(self, i: usize) -> Option<&'a str> {
-        match self {
-            Texts::Plain(a) => a.is_valid(i).then(|| a.value(i)),
-            Texts::View(a) => a.is_valid(i).then(|| a.value(i)),
-        }
-    }
-
-    fn len(self) -> usize {
-        match self {
-            Texts::Plain(a) => a.len(),
-            Texts::View(a) => a.len(),
-        }
-    }
 }
 
 fn named<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef, ArrowError> {

@@ -990,14 +990,8 @@ fn validate(
         }
     };
 
-    let fv = int_in(const { col("format_version") }, i32::MAX as u64)?
-        .ok_or_else(|| err("format_version", "missing value".into()))?;
-    if fv != FORMAT_VERSION as u64 {
-        return Err(err(
-            "format_version",
-            format!("version {fv} is not supported (this build reads version {FORMAT_VERSION})"),
-        ));
-    }
+    let fv = int_in(const { col("format_version") }, i32::MAX as u64)?;
+    supported_version(fv, &err)?;
     let study = need(const { col("study") })?;
     let model = need(const { col("model") })?;
     let arm_s = need(const { col("arm") })?;
@@ -1026,79 +1020,18 @@ fn validate(
     let order_seed = int_in(const { col("order_seed") }, i64::MAX as u64)?.map(|v| v as i64);
     // Each item exactly once, checked with a bitset; the text is kept as given when it is
     // already canonical (no leading zeros), else rewritten, so the stored text is the same.
-    let item_order = match cell(const { col("item_order") }) {
-        None => None,
-        Some(s) => {
-            let mut seen = vec![false; n_items as usize + 1];
-            let (mut entries, mut distinct, mut canonical) = (0usize, 0usize, true);
-            for part in s.split(';') {
-                match parse_uint(part) {
-                    Some(x) if x >= 1 && x <= n_items as u64 => {
-                        entries += 1;
-                        canonical &= !part.starts_with('0');
-                        if !std::mem::replace(&mut seen[x as usize], true) {
-                            distinct += 1;
-                        }
-                    }
-                    _ => {
-                        return Err(err(
-                            "item_order",
-                            format!("{part:?} is not an item number 1..={n_items} of {test}"),
-                        ))
-                    }
-                }
-            }
-            if distinct != entries || entries != n_items as usize {
-                return Err(err(
-                    "item_order",
-                    format!(
-                        "must list each of the {n_items} items of {test} exactly once (got {entries} entries, {distinct} distinct)"
-                    ),
-                ));
-            }
-            Some(if canonical {
-                Cow::Borrowed(s)
-            } else {
-                Cow::Owned(
-                    s.split(';')
-                        .map(|p| parse_uint(p).expect("checked above").to_string())
-                        .collect::<Vec<_>>()
-                        .join(";"),
-                )
-            })
-        }
-    };
-    match mode {
-        Mode::Single => {
-            match item {
-                None => return Err(err("item", "missing value (mode single)".into())),
-                Some(i) if i < 1 || i as u32 > n_items => {
-                    return Err(err(
-                        "item",
-                        format!("{i} is not an item number 1..={n_items} of {test}"),
-                    ))
-                }
-                _ => {}
-            }
-            if item_order.is_some() {
-                return Err(err("item_order", "only allowed with mode whole".into()));
-            }
-            if order_seed.is_some() {
-                return Err(err("order_seed", "only allowed with mode whole".into()));
-            }
-        }
-        Mode::Whole => {
-            if item.is_some() {
-                return Err(err(
-                    "item",
-                    "must be empty with mode whole (use item_order)".into(),
-                ));
-            }
-            if item_order.is_none() {
-                return Err(err("item_order", "missing value (mode whole)".into()));
-            }
-        }
-    }
+    let item_order = cell(const { col("item_order") })
+        .map(|s| canonical_item_order(s, n_items, test, &err))
+        .transpose()?;
+    check_mode(
+        mode,
+        item,
+        item_order.is_some(),
+        order_seed.is_some(),
+        n_items,
+        test,
+        &err,
+    )?;
     let oo_s = need(const { col("option_order") })?;
     let option_order = OptionOrder::parse(oo_s).ok_or_else(|| {
         err(
@@ -1115,18 +1048,9 @@ fn validate(
             ),
         ));
     }
-    let temperature = match cell(const { col("temperature") }) {
-        None => None,
-        Some(s) => match s.parse::<f64>() {
-            Ok(t) if t.is_finite() && t >= 0.0 && !s.starts_with('+') => Some(t),
-            _ => {
-                return Err(err(
-                    "temperature",
-                    format!("{s:?} is not a non-negative number"),
-                ))
-            }
-        },
-    };
+    let temperature = cell(const { col("temperature") })
+        .map(|s| temperature(s, &err))
+        .transpose()?;
     out.stored.append(&RecordValues {
         format_version: FORMAT_VERSION,
         study,
@@ -1149,6 +1073,125 @@ fn validate(
     });
     out.row.append_value(r.row as u64);
     out.line.append_option(r.line.map(|l| l as u64));
+    Ok(())
+}
+
+/// The record's `format_version` is the one this build reads.
+fn supported_version(
+    fv: Option<u64>,
+    err: &impl Fn(&str, String) -> ImportError,
+) -> Result<(), ImportError> {
+    let fv = fv.ok_or_else(|| err("format_version", "missing value".into()))?;
+    if fv != FORMAT_VERSION as u64 {
+        return Err(err(
+            "format_version",
+            format!("version {fv} is not supported (this build reads version {FORMAT_VERSION})"),
+        ));
+    }
+    Ok(())
+}
+
+/// A `temperature` cell: a finite, non-negative number, written without a plus sign.
+fn temperature(s: &str, err: &impl Fn(&str, String) -> ImportError) -> Result<f64, ImportError> {
+    match s.parse::<f64>() {
+        Ok(t) if t.is_finite() && t >= 0.0 && !s.starts_with('+') => Ok(t),
+        _ => Err(err(
+            "temperature",
+            format!("{s:?} is not a non-negative number"),
+        )),
+    }
+}
+
+/// An `item_order` cell of test `test` (`n_items` items): each item exactly once, checked
+/// with a bitset; the text is kept as given when it is already canonical (no leading zeros),
+/// else rewritten, so the stored text is the same.
+fn canonical_item_order<'s>(
+    s: &'s str,
+    n_items: u32,
+    test: &str,
+    err: &impl Fn(&str, String) -> ImportError,
+) -> Result<Cow<'s, str>, ImportError> {
+    let mut seen = vec![false; n_items as usize + 1];
+    let (mut entries, mut distinct, mut canonical) = (0usize, 0usize, true);
+    for part in s.split(';') {
+        match parse_uint(part) {
+            Some(x) if x >= 1 && x <= n_items as u64 => {
+                entries += 1;
+                canonical &= !part.starts_with('0');
+                if !std::mem::replace(&mut seen[x as usize], true) {
+                    distinct += 1;
+                }
+            }
+            _ => {
+                return Err(err(
+                    "item_order",
+                    format!("{part:?} is not an item number 1..={n_items} of {test}"),
+                ))
+            }
+        }
+    }
+    if distinct != entries || entries != n_items as usize {
+        return Err(err(
+            "item_order",
+            format!(
+                "must list each of the {n_items} items of {test} exactly once (got {entries} entries, {distinct} distinct)"
+            ),
+        ));
+    }
+    Ok(if canonical {
+        Cow::Borrowed(s)
+    } else {
+        Cow::Owned(
+            s.split(';')
+                .map(|p| parse_uint(p).expect("checked above").to_string())
+                .collect::<Vec<_>>()
+                .join(";"),
+        )
+    })
+}
+
+/// The item columns agree with the mode: `item` (1..=`n_items` of `test`) for mode single,
+/// `item_order` for mode whole, `order_seed` only with mode whole.
+fn check_mode(
+    mode: Mode,
+    item: Option<i32>,
+    has_item_order: bool,
+    has_order_seed: bool,
+    n_items: u32,
+    test: &str,
+    err: &impl Fn(&str, String) -> ImportError,
+) -> Result<(), ImportError> {
+    match mode {
+        Mode::Single => {
+            match item {
+                None => return Err(err("item", "missing value (mode single)".into())),
+                Some(i) if i < 1 || i as u32 > n_items => {
+                    return Err(err(
+                        "item",
+                        format!("{i} is not an item number 1..={n_items} of {test}"),
+                    ))
+                }
+                _ => {}
+            }
+            if has_item_order {
+                return Err(err("item_order", "only allowed with mode whole".into()));
+            }
+            if has_order_seed {
+                return Err(err("order_seed", "only allowed with mode whole".into()));
+            }
+        }
+        Mode::Whole => {
+            if item.is_some() {
+                return Err(err(
+                    "item",
+                    "must be empty with mode whole (use item_order)".into(),
+                ));
+            }
+            if !has_item_order {
+                return Err(err("item_order", "missing value (mode whole)".into()));
+            }
+        }
+    }
     Ok(())
 }
 
@@ -1228,15 +1271,7 @@ fn check_across_records(engine: &Engine, path: &Path) -> Result<(), ImportError>
         })
     };
     let order = format!("{}, _row", STORED_ANSWERS.order_by());
-    let q = format!(
-        "SELECT model, arm, arm0, cohort IS NOT DISTINCT FROM cohort0, _row, _line, row0 FROM ( \
-           SELECT model, arm, cohort, condition, sample, test, item, _row, _line, \
-             first_value(arm) OVER (PARTITION BY model ORDER BY {order}) AS arm0, \
-             first_value(cohort) OVER (PARTITION BY model ORDER BY {order}) AS cohort0, \
-             first_value(_row) OVER (PARTITION BY model ORDER BY {order}) AS row0 \
-           FROM staged) \
-         WHERE arm <> arm0 OR cohort IS DISTINCT FROM cohort0 ORDER BY {order} LIMIT 1"
-    );
+    let q = arm_blame_sql(&order);
     if let Some(b) = find(arms_differ, &q)? {
         let model = text_at(&b, 0).unwrap_or_default();
         let (arm, arm0) = (
@@ -1264,14 +1299,7 @@ fn check_across_records(engine: &Engine, path: &Path) -> Result<(), ImportError>
             )
         });
     }
-    let q = format!(
-        "SELECT _row, _line, row0, item IS NULL FROM ( \
-           SELECT *, \
-             row_number() OVER (PARTITION BY model, condition, sample, test, item ORDER BY _row) AS rn, \
-             first_value(_row) OVER (PARTITION BY model, condition, sample, test, item ORDER BY _row) AS row0 \
-           FROM staged) \
-         WHERE rn = 2 ORDER BY {order} LIMIT 1"
-    );
+    let q = duplicate_blame_sql(&order);
     if let Some(b) = find(duplicates, &q)? {
         let whole = text_at(&b, 3).as_deref() == Some("true");
         return Err(err(
@@ -1284,6 +1312,53 @@ fn check_across_records(engine: &Engine, path: &Path) -> Result<(), ImportError>
             ),
         ));
     }
+    let q = setting_blame_sql();
+    if let Some(b) = find(settings, &q)? {
+        let col = ADMIN_SETTINGS[num_at(&b, 0).unwrap_or(0)].0;
+        return Err(err(
+            num_at(&b, 1).unwrap_or(0),
+            num_at(&b, 3),
+            col,
+            format!(
+                "differs from row {} of the same administration (model, condition, sample, test)",
+                num_at(&b, 2).unwrap_or(0)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The first request (in `order`) whose arm or cohort is not its model's first: model, arm,
+/// the first arm, whether the cohorts agree, its row and line, and the first row.
+fn arm_blame_sql(order: &str) -> String {
+    format!(
+        "SELECT model, arm, arm0, cohort IS NOT DISTINCT FROM cohort0, _row, _line, row0 FROM ( \
+           SELECT model, arm, cohort, condition, sample, test, item, _row, _line, \
+             first_value(arm) OVER (PARTITION BY model ORDER BY {order}) AS arm0, \
+             first_value(cohort) OVER (PARTITION BY model ORDER BY {order}) AS cohort0, \
+             first_value(_row) OVER (PARTITION BY model ORDER BY {order}) AS row0 \
+           FROM staged) \
+         WHERE arm <> arm0 OR cohort IS DISTINCT FROM cohort0 ORDER BY {order} LIMIT 1"
+    )
+}
+
+/// The first second request (in `order`) with the key of an earlier one: its row and line,
+/// the earlier row, and whether it is a whole-test request.
+fn duplicate_blame_sql(order: &str) -> String {
+    format!(
+        "SELECT _row, _line, row0, item IS NULL FROM ( \
+           SELECT *, \
+             row_number() OVER (PARTITION BY model, condition, sample, test, item ORDER BY _row) AS rn, \
+             first_value(_row) OVER (PARTITION BY model, condition, sample, test, item ORDER BY _row) AS row0 \
+           FROM staged) \
+         WHERE rn = 2 ORDER BY {order} LIMIT 1"
+    )
+}
+
+/// The first administration with a setting its requests disagree on: the setting's index in
+/// [`ADMIN_SETTINGS`], the blamed row, the row of the value taken as meant, and the blamed
+/// row's line.
+fn setting_blame_sql() -> String {
     const ADMIN: &str = "model, condition, sample, test";
     let per_setting: Vec<String> = ADMIN_SETTINGS
         .iter()
@@ -1302,24 +1377,11 @@ fn check_across_records(engine: &Engine, path: &Path) -> Result<(), ImportError>
             )
         })
         .collect();
-    let q = format!(
+    format!(
         "SELECT s.setting, s.blamed, s.meant, t._line FROM ({}) s JOIN staged t ON t._row = s.blamed \
          ORDER BY s.model, s.condition, s.sample, s.test, s.setting LIMIT 1",
         per_setting.join(" UNION ALL ")
-    );
-    if let Some(b) = find(settings, &q)? {
-        let col = ADMIN_SETTINGS[num_at(&b, 0).unwrap_or(0)].0;
-        return Err(err(
-            num_at(&b, 1).unwrap_or(0),
-            num_at(&b, 3),
-            col,
-            format!(
-                "differs from row {} of the same administration (model, condition, sample, test)",
-                num_at(&b, 2).unwrap_or(0)
-            ),
-        ));
-    }
-    Ok(())
+    )
 }
 
 #[cfg(test)]

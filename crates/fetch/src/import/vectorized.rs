@@ -122,6 +122,68 @@ fn canonical_order(s: &str, n: u32, seen: &mut Vec<bool>) -> bool {
     entries == n
 }
 
+/// The temperature column when it is absent or holds finite, non-negative floats (`Some`);
+/// `None` when the row rules must decide.
+fn temperatures(col: Option<&ArrayRef>) -> Option<Option<Float64Array>> {
+    Some(match col {
+        None => None,
+        Some(c) if c.data_type() == &DataType::Float64 => {
+            let t = c.as_primitive::<Float64Type>().clone();
+            // As the row rules read the value's text: finite and not negative (-0 passes).
+            if t.iter().flatten().any(|v| !v.is_finite() || v < 0.0) {
+                return None;
+            }
+            Some(t)
+        }
+        Some(_) => return None,
+    })
+}
+
+/// The rules that depend on the mode and the test, record by record: mode single has an
+/// item of its test and no order or seed; mode whole has no item and a canonical order of all
+/// the test's items; a seed is never negative.
+fn mode_rules_hold(
+    vocab: &Vocabulary,
+    test: &StringArray,
+    mode: &StringArray,
+    [item, order_seed]: [&Option<Int64Array>; 2],
+    item_order: &Option<StringArray>,
+) -> bool {
+    let mut seen = Vec::new();
+    let mut items_of: (Option<&str>, u32) = (None, 0);
+    for i in 0..test.len() {
+        let t = test.value(i);
+        if items_of.0 != Some(t) {
+            items_of = (Some(t), vocab.items(t).expect("checked above"));
+        }
+        let n_items = items_of.1;
+        let it = item
+            .as_ref()
+            .and_then(|a| a.is_valid(i).then(|| a.value(i)));
+        let order = item_order
+            .as_ref()
+            .and_then(|a| a.is_valid(i).then(|| a.value(i)))
+            .filter(|s| !s.is_empty());
+        let seed = order_seed
+            .as_ref()
+            .and_then(|a| a.is_valid(i).then(|| a.value(i)));
+        if seed.is_some_and(|s| s < 0) {
+            return false;
+        }
+        let ok = if mode.value(i) == Mode::Single.as_str() {
+            it.is_some_and(|x| (1..=i64::from(n_items)).contains(&x))
+                && order.is_none()
+                && seed.is_none()
+        } else {
+            it.is_none() && order.is_some_and(|s| canonical_order(s, n_items, &mut seen))
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
 /// The batch in the import's staging schema (`schema`: the stored-answer columns, then
 /// `_row` and `_line`), if every record passes the record rules; `None` when the row rules
 /// must decide. `map[j]` is the stored-answer column of the batch's column `j` (`None` for an
@@ -185,52 +247,11 @@ pub(crate) fn accept(
     if !every_value(&instruction, |v| vocab.has_instruction(v)) {
         return None;
     }
-    let temperature = match col("temperature") {
-        None => None,
-        Some(c) if c.data_type() == &DataType::Float64 => {
-            let t = c.as_primitive::<Float64Type>().clone();
-            // As the row rules read the value's text: finite and not negative (-0 passes).
-            if t.iter().flatten().any(|v| !v.is_finite() || v < 0.0) {
-                return None;
-            }
-            Some(t)
-        }
-        Some(_) => return None,
-    };
+    let temperature = temperatures(col("temperature"))?;
     let reply = text(col("reply"))??;
 
-    // The rules that depend on the mode and the test, record by record.
-    let mut seen = Vec::new();
-    let mut items_of: (Option<&str>, u32) = (None, 0);
-    for i in 0..n {
-        let t = test.value(i);
-        if items_of.0 != Some(t) {
-            items_of = (Some(t), vocab.items(t).expect("checked above"));
-        }
-        let n_items = items_of.1;
-        let it = item
-            .as_ref()
-            .and_then(|a| a.is_valid(i).then(|| a.value(i)));
-        let order = item_order
-            .as_ref()
-            .and_then(|a| a.is_valid(i).then(|| a.value(i)))
-            .filter(|s| !s.is_empty());
-        let seed = order_seed
-            .as_ref()
-            .and_then(|a| a.is_valid(i).then(|| a.value(i)));
-        if seed.is_some_and(|s| s < 0) {
-            return None;
-        }
-        let ok = if mode.value(i) == Mode::Single.as_str() {
-            it.is_some_and(|x| (1..=i64::from(n_items)).contains(&x))
-                && order.is_none()
-                && seed.is_none()
-        } else {
-            it.is_none() && order.is_some_and(|s| canonical_order(s, n_items, &mut seen))
-        };
-        if !ok {
-            return None;
-        }
+    if !mode_rules_hold(vocab, &test, &mode, [&item, &order_seed], &item_order) {
+        return None;
     }
 
     let reply: ArrayRef = if reply.null_count() == 0 {
