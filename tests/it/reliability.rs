@@ -151,6 +151,18 @@ fn temporaries(dir: &Path) -> Vec<String> {
     v
 }
 
+/// `verify --checksums sums` of the repository's configuration with `TMPDIR` set to `tmp`.
+fn verify_with_tmpdir(sums: &Path, tmp: &Path) -> Output {
+    Command::new(BIN)
+        .arg("--config")
+        .arg(repo().join("pipeline.toml"))
+        .args(["verify", "--checksums"])
+        .arg(sums)
+        .env("TMPDIR", tmp)
+        .output()
+        .unwrap()
+}
+
 /// No temporary is left below `dir` ([`temporaries`]).
 fn assert_no_temporaries(dir: &Path) {
     let left = temporaries(dir);
@@ -478,14 +490,7 @@ fn verify_leaves_no_temporary_folder_after_a_manifest_error() {
     fs_err::create_dir_all(&sums).unwrap();
     fs_err::write(sums.join("inputs.sha256"), "not a manifest\n").unwrap();
     fs_err::write(sums.join("outputs.sha256"), "not a manifest\n").unwrap();
-    let o = Command::new(BIN)
-        .arg("--config")
-        .arg(repo().join("pipeline.toml"))
-        .args(["verify", "--checksums"])
-        .arg(&sums)
-        .env("TMPDIR", &tmp)
-        .output()
-        .unwrap();
+    let o = verify_with_tmpdir(&sums, &tmp);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_eq!(fs_err::read_dir(&tmp).unwrap().count(), 0);
 }
@@ -1376,14 +1381,7 @@ fn no_leftovers_after_kills_signals_and_failures() {
     let outputs_sums = fs_err::read_to_string(sums.join("outputs.sha256")).unwrap();
     let changed = format!("{}{}", "0".repeat(64), &outputs_sums[64..]);
     fs_err::write(sums.join("outputs.sha256"), changed).unwrap();
-    let o = Command::new(BIN)
-        .arg("--config")
-        .arg(repo().join("pipeline.toml"))
-        .args(["verify", "--checksums"])
-        .arg(&sums)
-        .env("TMPDIR", &tmp)
-        .output()
-        .unwrap();
+    let o = verify_with_tmpdir(&sums, &tmp);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(stderr(&o).contains("removed"), "{}", text(&o));
     assert!(scratch(&tmp).is_empty(), "{:?}", scratch(&tmp));

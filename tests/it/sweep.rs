@@ -22,6 +22,13 @@ fn run(args: &[&str]) -> Output {
 
 use protospread_testutils::copy_dir;
 
+/// `sweep ingest` with configuration `cfg`, which must fail (exit 1); its stderr.
+fn ingest_fails(cfg: &Path) -> String {
+    let out = ingest(cfg);
+    assert_eq!(out.status.code(), Some(1));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// A private copy of the fixture sweep, to be damaged by a test.
 fn fixture_copy() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -176,9 +183,7 @@ fn different_document_sets_are_reported() {
         .collect();
     assert_eq!(kept.len(), 7);
     fs::write(&f, kept.join("\n") + "\n").unwrap();
-    let out = ingest(&cfg);
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = ingest_fails(&cfg);
     assert!(
         err.contains("delimiter exclam variant plain saw 7 of the 8 documents"),
         "{err}"
@@ -193,9 +198,7 @@ fn multiturn_run_and_wrong_delimiter_are_reported() {
     r["fewshot_as_multiturn"] = serde_json::Value::Bool(true);
     r["configs"]["arc_challenge_delim_nl_plain"]["fewshot_delimiter"] = "\n\n".into();
     fs::write(&rf, serde_json::to_string_pretty(&r).unwrap()).unwrap();
-    let out = ingest(&cfg);
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = ingest_fails(&cfg);
     assert!(err.contains("fewshot_as_multiturn = true"), "{err}");
     assert!(
         err.contains("arc_challenge_delim_nl_plain ran with fewshot_delimiter \"\\n\\n\""),
@@ -853,9 +856,7 @@ mod real_lm_eval {
             ),
         )
         .unwrap();
-        let out = ingest(&cfg);
-        assert_eq!(out.status.code(), Some(1));
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = ingest_fails(&cfg);
         assert!(err.contains("task addq_alpha ingested 2 times"), "{err}");
 
         copy_dir(&dir.path().join("results"), &dir.path().join("again"));
@@ -882,9 +883,7 @@ mod real_lm_eval {
             .unwrap()
             .remove("fewshot_delimiter");
         fs::write(&rf, serde_json::to_string_pretty(&r).unwrap()).unwrap();
-        let out = ingest(&cfg);
-        assert_eq!(out.status.code(), Some(1));
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = ingest_fails(&cfg);
         assert!(
             err.contains("task addq_charlie: its delimiter cannot be determined"),
             "{err}"
@@ -991,9 +990,7 @@ mod real_lm_eval {
         let (rf, mut r) = results_json(dir.path());
         r["results"]["addq_alpha"]["exact_match,first_number"] = 0.5.into();
         fs::write(&rf, serde_json::to_string_pretty(&r).unwrap()).unwrap();
-        let out = ingest(&cfg);
-        assert_eq!(out.status.code(), Some(1));
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = ingest_fails(&cfg);
         assert!(err.contains("task addq_alpha: exact_match,first_number is 0.5 in the results but the samples give 3/12"), "{err}");
     }
 }
