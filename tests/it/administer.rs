@@ -4,6 +4,7 @@
 //! same hash (`request_sha256`) with every record, so the tests can tie each stored record to
 //! the exact request the server received.
 
+use protospread_testutils::output_text as text;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -218,21 +219,19 @@ fn records(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout: {}\nstderr: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+/// A fresh [`workdir`] and one administer run against `server` recording into its
+/// `a.jsonl`: the folder (kept alive), the records file and the run.
+fn administer_once(server: &Server, args: &[&str]) -> (tempfile::TempDir, PathBuf, Output) {
+    let d = workdir("");
+    let out = d.path().join("a.jsonl");
+    let o = run(d.path(), server, &out, args);
+    (d, out, o)
 }
 
 #[test]
 fn success_records_every_request_exactly_as_sent() {
     let server = Server::start(ok());
-    let d = workdir("");
-    let out = d.path().join("a.jsonl");
-    let o = run(d.path(), &server, &out, &["--conditions", "S0,SR,B0,BS1"]);
+    let (d, out, o) = administer_once(&server, &["--conditions", "S0,SR,B0,BS1"]);
     assert!(o.status.success(), "{}", text(&o));
     let recs = records(&out);
     let seen = server.seen();
@@ -315,9 +314,7 @@ fn status_429_then_success_is_retried() {
             Resp::Send(200, vec![], ok_body(s))
         }
     }));
-    let d = workdir("");
-    let out = d.path().join("a.jsonl");
-    let o = run(d.path(), &server, &out, &["--conditions", "B0,B0r"]);
+    let (_d, out, o) = administer_once(&server, &["--conditions", "B0,B0r"]);
     assert!(o.status.success(), "{}", text(&o));
     let recs = records(&out);
     assert_eq!(recs.len(), 2);
@@ -338,9 +335,7 @@ fn status_500_then_success_is_retried() {
             Resp::Send(200, vec![], ok_body(s))
         }
     }));
-    let d = workdir("");
-    let out = d.path().join("a.jsonl");
-    let o = run(d.path(), &server, &out, &["--conditions", "B0"]);
+    let (_d, out, o) = administer_once(&server, &["--conditions", "B0"]);
     assert!(o.status.success(), "{}", text(&o));
     let recs = records(&out);
     assert_eq!(recs[0]["x_attempts"], 2);
@@ -358,14 +353,7 @@ fn persistent_500_is_recorded_as_failed_and_retried_by_a_rerun() {
             Resp::Send(200, vec![], ok_body(s))
         }
     }));
-    let d = workdir("");
-    let out = d.path().join("a.jsonl");
-    let o = run(
-        d.path(),
-        &server,
-        &out,
-        &["--conditions", "B0", "--retries", "2"],
-    );
+    let (d, out, o) = administer_once(&server, &["--conditions", "B0", "--retries", "2"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let recs = records(&out);
     assert_eq!(recs.len(), 1);
@@ -421,12 +409,8 @@ fn a_stall_then_success_is_retried() {
             Resp::Send(200, vec![], ok_body(s))
         }
     }));
-    let d = workdir("");
-    let out = d.path().join("a.jsonl");
-    let o = run(
-        d.path(),
+    let (_d, out, o) = administer_once(
         &server,
-        &out,
         &["--conditions", "B0", "--timeout", "1", "--retries", "1"],
     );
     assert!(o.status.success(), "{}", text(&o));
@@ -438,9 +422,7 @@ fn malformed_json_body_is_a_recorded_error_not_retried() {
     let server = Server::start(Arc::new(|_: &Seen, _, _| {
         Resp::Send(200, vec![], "{\"choices\": [".into())
     }));
-    let d = workdir("");
-    let out = d.path().join("a.jsonl");
-    let o = run(d.path(), &server, &out, &["--conditions", "B0"]);
+    let (_d, out, o) = administer_once(&server, &["--conditions", "B0"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let recs = records(&out);
     assert!(recs[0]["error"].as_str().unwrap().contains("not JSON"));
@@ -457,9 +439,7 @@ fn reply_without_choices_is_a_recorded_error() {
             r#"{"object":"chat.completion","choices":[]}"#.into(),
         )
     }));
-    let d = workdir("");
-    let out = d.path().join("a.jsonl");
-    let o = run(d.path(), &server, &out, &["--conditions", "B0"]);
+    let (_d, out, o) = administer_once(&server, &["--conditions", "B0"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let recs = records(&out);
     assert!(recs[0]["error"].as_str().unwrap().contains("no choices"));
@@ -509,9 +489,7 @@ fn api_key_comes_from_the_environment_and_is_never_written() {
 #[test]
 fn tests_without_public_texts_need_an_instrument_file() {
     let server = Server::start(ok());
-    let d = workdir("");
-    let out = d.path().join("a.jsonl");
-    let o = run(d.path(), &server, &out, &["--tests", "big_five,riasec"]);
+    let (_d, out, o) = administer_once(&server, &["--tests", "big_five,riasec"]);
     assert_eq!(o.status.code(), Some(1));
     let t = text(&o);
     assert!(
@@ -525,9 +503,7 @@ fn tests_without_public_texts_need_an_instrument_file() {
 #[test]
 fn a_changed_request_is_not_mixed_into_an_old_file() {
     let server = Server::start(ok());
-    let d = workdir("");
-    let out = d.path().join("a.jsonl");
-    let o = run(d.path(), &server, &out, &["--conditions", "B0"]);
+    let (_d, out, o) = administer_once(&server, &["--conditions", "B0"]);
     assert!(o.status.success(), "{}", text(&o));
     // Same request key, different body (max_tokens changed).
     let d2 = workdir("max_tokens_whole = 7\n");

@@ -3,9 +3,10 @@
 
 use protospread_fetch::{import_file, read_records};
 use protospread_format::{option_to_value, OptionOrder, StoredRecord, Vocabulary};
-use protospread_score::{parse_and_score, Norms, ParsedRow, ScaleRow, ScoringKey};
 use protospread_score::{read_single, read_whole, Reading, Status};
+use protospread_score::{Norms, ScoringKey};
 use protospread_simulate::{ItemInfo, SIMULATED_ANSWERS_FILE, SIMULATED_TRUTH_FILE};
+use protospread_testutils::{parse_and_score, ParsedRow, ScaleRow};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -4,29 +4,17 @@
 //! its sort key. A column added to a contract but not derived by a writer (or a writer's column
 //! missing from the contract) fails here.
 
-use arrow::array::{ArrayRef, AsArray, RecordBatch, RecordBatchReader, StringArray};
-use arrow::compute::concat_batches;
+use arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray};
 use arrow::compute::SortOptions;
 use arrow::row::{RowConverter, SortField};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use protospread_core::{TableContract, CONTRACTS, REPLY_RULES as RULE_NAMES};
+use protospread_testutils::read_table;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn read(path: &Path) -> RecordBatch {
-    let f = fs_err::File::open(path).unwrap();
-    let r = ParquetRecordBatchReaderBuilder::try_new(f.into_parts().0)
-        .unwrap()
-        .build()
-        .unwrap();
-    let schema = r.schema();
-    let batches: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();
-    concat_batches(&schema, &batches).unwrap()
 }
 
 /// The files of `table` in a finished run's output folder: one per input in a folder of the
@@ -113,7 +101,7 @@ fn every_table_between_stages_is_exactly_its_contract() {
         let files = files_of(&out, table);
         assert!(!files.is_empty(), "no file of table {}", table.name);
         for path in files {
-            let batch = read(&path);
+            let batch = read_table(&path);
             let want = table.schema();
             let got = batch.schema();
             let describe = |s: &arrow::datatypes::Schema| {

@@ -7,9 +7,9 @@ use arrow::datatypes::Int64Type;
 use protospread_aggregate::Params;
 use protospread_core::AggregateSection;
 use protospread_format::{StoredRecord, Vocabulary};
-use protospread_score::{parse_and_score, Norms, ScoringKey};
 use protospread_score::{read_single_lenient, read_whole_lenient, Status};
-use protospread_testutils::{self as fx, FxScore};
+use protospread_score::{Norms, ScoringKey};
+use protospread_testutils::{self as fx, parse_and_score, ScaleRow as FxScore};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

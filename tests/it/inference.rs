@@ -162,9 +162,8 @@ fn cochran_and_mcnemar_on_a_constructed_sweep() {
 
 // ---- the tables on the embedded data ------------------------------------------------------
 
-use arrow::array::{AsArray, RecordBatch, RecordBatchReader};
-use arrow::datatypes::{Float64Type, Int64Type};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use arrow::array::RecordBatch;
+use protospread_testutils::{bools, floats, ints, read_table as read, strs};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -185,54 +184,6 @@ fn protospread(out: &Path, args: &[&str]) {
         "{args:?}: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-}
-
-fn read(path: &Path) -> RecordBatch {
-    let f = fs_err::File::open(path).unwrap();
-    let r = ParquetRecordBatchReaderBuilder::try_new(f.into_parts().0)
-        .unwrap()
-        .build()
-        .unwrap();
-    let schema = r.schema();
-    let batches: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();
-    arrow::compute::concat_batches(&schema, &batches).unwrap()
-}
-
-fn strs(b: &RecordBatch, c: &str) -> Vec<String> {
-    let col = arrow::compute::cast(
-        b.column_by_name(c).unwrap(),
-        &arrow::datatypes::DataType::Utf8,
-    )
-    .unwrap();
-    col.as_string::<i32>()
-        .iter()
-        .map(|s| s.unwrap_or("").to_string())
-        .collect()
-}
-
-fn ints(b: &RecordBatch, c: &str) -> Vec<i64> {
-    b.column_by_name(c)
-        .unwrap()
-        .as_primitive::<Int64Type>()
-        .values()
-        .to_vec()
-}
-
-fn floats(b: &RecordBatch, c: &str) -> Vec<f64> {
-    b.column_by_name(c)
-        .unwrap()
-        .as_primitive::<Float64Type>()
-        .values()
-        .to_vec()
-}
-
-fn bools(b: &RecordBatch, c: &str) -> Vec<bool> {
-    b.column_by_name(c)
-        .unwrap()
-        .as_boolean()
-        .iter()
-        .map(|x| x.unwrap())
-        .collect()
 }
 
 /// Every file of a folder, by name, with its bytes.

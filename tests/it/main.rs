@@ -19,6 +19,7 @@ mod provenance;
 mod reliability;
 mod report;
 mod rules;
+mod run_tables;
 mod score;
 mod sensitivity;
 mod sweep;

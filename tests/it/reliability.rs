@@ -5,6 +5,7 @@
 //! Everything runs on copies in temporary folders with the release binary; servers are
 //! loopback stubs started here. The repository is never modified.
 
+use protospread_testutils::output_text as text;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -21,15 +22,6 @@ fn repo() -> PathBuf {
 
 fn sha256(b: &[u8]) -> String {
     hex::encode(Sha256::digest(b))
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn stderr(o: &Output) -> String {
@@ -57,6 +49,17 @@ fn protospread(config: &Path, out: &Path, args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
+}
+
+/// A temporary folder holding the repository's configuration (`p.toml`, [`config_in`]) and
+/// the output of one successful `run` (`out/`): the start of every test on a finished run.
+fn ran() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = config_in(d.path(), "p.toml", "");
+    let out = d.path().join("out");
+    let o = protospread(&cfg, &out, &["run"]);
+    assert!(o.status.success(), "{}", text(&o));
+    (d, cfg, out)
 }
 
 /// Every regular file below `dir` (relative path -> bytes), symlinks not followed.
@@ -148,6 +151,24 @@ fn temporaries(dir: &Path) -> Vec<String> {
     v
 }
 
+/// `verify --checksums sums` of the repository's configuration with `TMPDIR` set to `tmp`.
+fn verify_with_tmpdir(sums: &Path, tmp: &Path) -> Output {
+    Command::new(BIN)
+        .arg("--config")
+        .arg(repo().join("pipeline.toml"))
+        .args(["verify", "--checksums"])
+        .arg(sums)
+        .env("TMPDIR", tmp)
+        .output()
+        .unwrap()
+}
+
+/// No temporary is left below `dir` ([`temporaries`]).
+fn assert_no_temporaries(dir: &Path) {
+    let left = temporaries(dir);
+    assert!(left.is_empty(), "{left:?}");
+}
+
 /// The pid of a process that has exited.
 fn dead_pid() -> u32 {
     let mut c = Command::new("true").spawn().unwrap();
@@ -217,11 +238,7 @@ fn kill_9_at_ten_moments_leaves_the_previous_complete_output() {
             "a killed run switched in something else than run B"
         );
     }
-    assert!(
-        temporaries(d.path()).is_empty(),
-        "{:?}",
-        temporaries(d.path())
-    );
+    assert_no_temporaries(d.path());
 }
 
 #[test]
@@ -271,11 +288,7 @@ fn out_inside_the_source_tree_or_the_inputs_is_refused() {
 
 #[test]
 fn a_file_protospread_did_not_write_in_a_stage_folder_stops_the_stage() {
-    let d = tempfile::tempdir().unwrap();
-    let cfg = config_in(d.path(), "p.toml", "");
-    let out = d.path().join("out");
-    let o = protospread(&cfg, &out, &["run"]);
-    assert!(o.status.success(), "{}", text(&o));
+    let (_d, cfg, out) = ran();
     fs_err::write(out.join("report/my-notes.md"), b"keep me").unwrap();
     let before = outputs(&out);
     for cmd in ["report", "run"] {
@@ -304,11 +317,7 @@ fn a_file_protospread_did_not_write_in_a_stage_folder_stops_the_stage() {
 
 #[test]
 fn a_second_writer_is_refused_while_the_lock_is_held() {
-    let d = tempfile::tempdir().unwrap();
-    let cfg = config_in(d.path(), "p.toml", "");
-    let out = d.path().join("out");
-    let o = protospread(&cfg, &out, &["run"]);
-    assert!(o.status.success(), "{}", text(&o));
+    let (_d, cfg, out) = ran();
     let before = outputs(&out);
     // This test process plays the first run: it holds the lock with its pid in the file.
     let mut lock = fs_err::OpenOptions::new()
@@ -339,11 +348,7 @@ fn a_second_writer_is_refused_while_the_lock_is_held() {
 
 #[test]
 fn temporaries_of_dead_processes_are_removed_and_only_those() {
-    let d = tempfile::tempdir().unwrap();
-    let cfg = config_in(d.path(), "p.toml", "");
-    let out = d.path().join("out");
-    let o = protospread(&cfg, &out, &["run"]);
-    assert!(o.status.success(), "{}", text(&o));
+    let (d, cfg, out) = ran();
     let dead = dead_pid();
     let alive = std::process::id();
     fs_err::create_dir_all(out.join("cache")).unwrap();
@@ -397,11 +402,7 @@ fn temporaries_of_dead_processes_are_removed_and_only_those() {
 
 #[test]
 fn a_failed_run_leaves_the_previous_output() {
-    let d = tempfile::tempdir().unwrap();
-    let cfg = config_in(d.path(), "p.toml", "");
-    let out = d.path().join("out");
-    let o = protospread(&cfg, &out, &["run"]);
-    assert!(o.status.success(), "{}", text(&o));
+    let (d, _, out) = ran();
     let before = outputs(&out);
     // A report section that cannot be rendered fails the last stage, after fetch, score and
     // aggregate have written their new folders in the staging area.
@@ -413,11 +414,7 @@ fn a_failed_run_leaves_the_previous_output() {
     let o = protospread(&bad, &out, &["run"]);
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(outputs(&out), before);
-    assert!(
-        temporaries(d.path()).is_empty(),
-        "{:?}",
-        temporaries(d.path())
-    );
+    assert_no_temporaries(d.path());
 }
 
 #[test]
@@ -493,14 +490,7 @@ fn verify_leaves_no_temporary_folder_after_a_manifest_error() {
     fs_err::create_dir_all(&sums).unwrap();
     fs_err::write(sums.join("inputs.sha256"), "not a manifest\n").unwrap();
     fs_err::write(sums.join("outputs.sha256"), "not a manifest\n").unwrap();
-    let o = Command::new(BIN)
-        .arg("--config")
-        .arg(repo().join("pipeline.toml"))
-        .args(["verify", "--checksums"])
-        .arg(&sums)
-        .env("TMPDIR", &tmp)
-        .output()
-        .unwrap();
+    let o = verify_with_tmpdir(&sums, &tmp);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_eq!(fs_err::read_dir(&tmp).unwrap().count(), 0);
 }
@@ -509,11 +499,7 @@ fn verify_leaves_no_temporary_folder_after_a_manifest_error() {
 
 #[test]
 fn bag_refuses_tampered_outputs_symlinks_and_impossible_dates() {
-    let d = tempfile::tempdir().unwrap();
-    let cfg = config_in(d.path(), "p.toml", "");
-    let out = d.path().join("out");
-    let o = protospread(&cfg, &out, &["run"]);
-    assert!(o.status.success(), "{}", text(&o));
+    let (d, cfg, out) = ran();
     let bag = |name: &str, date: &str| {
         protospread(
             &cfg,
@@ -799,11 +785,7 @@ mod numbers {
 /// scored or written), naming the table; `out/` and a fresh `--out` are left as they were.
 #[test]
 fn a_report_table_named_report_is_refused_before_anything_runs() {
-    let d = tempfile::tempdir().unwrap();
-    let cfg = config_in(d.path(), "p.toml", "");
-    let out = d.path().join("out");
-    let o = protospread(&cfg, &out, &["run"]);
-    assert!(o.status.success(), "{}", text(&o));
+    let (d, _, out) = ran();
     let before = outputs(&out);
     // A real Parquet table outside out/, listed by absolute path, so only its name is wrong.
     let table = d.path().join("extra/report.parquet");
@@ -840,11 +822,7 @@ fn a_report_table_named_report_is_refused_before_anything_runs() {
     }
     assert_eq!(outputs(&out), before);
     assert!(!fresh.exists());
-    assert!(
-        temporaries(d.path()).is_empty(),
-        "{:?}",
-        temporaries(d.path())
-    );
+    assert_no_temporaries(d.path());
 }
 
 /// The top manifest's entries below `stage/`.
@@ -972,11 +950,7 @@ fn single_stages_keep_the_top_manifest_to_consistent_stages() {
     let o = protospread(&c_path, &out, &["score"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_eq!(outputs(&out), before);
-    assert!(
-        temporaries(d.path()).is_empty(),
-        "{:?}",
-        temporaries(d.path())
-    );
+    assert_no_temporaries(d.path());
 }
 
 // ---- issue 42: second pass -------------------------------------------------------------------
@@ -1098,11 +1072,7 @@ fn administer_refuses_a_link_or_a_device_as_out_before_sending() {
 /// beside out/ that is a link to a user's folder.
 #[test]
 fn no_write_or_deletion_through_a_link() {
-    let d = tempfile::tempdir().unwrap();
-    let cfg = config_in(d.path(), "p.toml", "");
-    let out = d.path().join("out");
-    let o = protospread(&cfg, &out, &["run"]);
-    assert!(o.status.success(), "{}", text(&o));
+    let (d, cfg, out) = ran();
     let before = outputs(&out);
 
     // The lock file is a link to a user's file.
@@ -1410,14 +1380,7 @@ fn no_leftovers_after_kills_signals_and_failures() {
     let outputs_sums = fs_err::read_to_string(sums.join("outputs.sha256")).unwrap();
     let changed = format!("{}{}", "0".repeat(64), &outputs_sums[64..]);
     fs_err::write(sums.join("outputs.sha256"), changed).unwrap();
-    let o = Command::new(BIN)
-        .arg("--config")
-        .arg(repo().join("pipeline.toml"))
-        .args(["verify", "--checksums"])
-        .arg(&sums)
-        .env("TMPDIR", &tmp)
-        .output()
-        .unwrap();
+    let o = verify_with_tmpdir(&sums, &tmp);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(stderr(&o).contains("removed"), "{}", text(&o));
     assert!(scratch(&tmp).is_empty(), "{:?}", scratch(&tmp));
@@ -1525,11 +1488,7 @@ fn messages_name_the_real_cause() {
 /// pool on the embedded study).
 #[test]
 fn aggregate_partitions_are_bounded_with_a_clear_error() {
-    let d = tempfile::tempdir().unwrap();
-    let cfg = config_in(d.path(), "p.toml", "");
-    let out = d.path().join("out");
-    let o = protospread(&cfg, &out, &["run"]);
-    assert!(o.status.success(), "{}", text(&o));
+    let (d, cfg, out) = ran();
     let before = outputs(&out);
     let started = Instant::now();
     let o = protospread(&cfg, &out, &["aggregate", "--partitions", "1024"]);

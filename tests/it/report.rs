@@ -2,6 +2,7 @@
 //! temporary folders; the repository is never modified.
 
 use protospread_testutils::copy_dir;
+use protospread_testutils::output_text as text;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -16,15 +17,6 @@ fn repo() -> PathBuf {
 fn run(args: &[&str]) -> Output {
     let o = bin().args(args).output().unwrap();
     o
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// A folder with a minimal configuration, a small data/ folder and the fixture's score-stage
@@ -361,15 +353,13 @@ fn embedded_config(dir: &Path, recorded_extra: &str) -> PathBuf {
     p
 }
 
-/// `run` on the embedded data prints the recorded source's verdict over its own arm (its single
-/// arm, `local`), and the simulated one over the global headline arm; an input `headline_arm`
-/// the source does not have stops the run, naming the input and the arm.
-#[test]
-fn run_gives_the_recorded_source_a_verdict_over_its_own_arm() {
-    let d = tempfile::tempdir().unwrap();
-    let cfg = embedded_config(d.path(), "");
-    let out = d.path().join("out");
+/// `run` with `flags` on the embedded data, the recorded input given `recorded_extra`
+/// ([`embedded_config`] in `dir`), into `dir/out`: the output folder and the run.
+fn run_embedded(dir: &Path, recorded_extra: &str, flags: &[&str]) -> (PathBuf, Output) {
+    let cfg = embedded_config(dir, recorded_extra);
+    let out = dir.join("out");
     let o = bin()
+        .args(flags)
         .arg("--config")
         .arg(&cfg)
         .arg("--out")
@@ -377,6 +367,16 @@ fn run_gives_the_recorded_source_a_verdict_over_its_own_arm() {
         .arg("run")
         .output()
         .unwrap();
+    (out, o)
+}
+
+/// `run` on the embedded data prints the recorded source's verdict over its own arm (its single
+/// arm, `local`), and the simulated one over the global headline arm; an input `headline_arm`
+/// the source does not have stops the run, naming the input and the arm.
+#[test]
+fn run_gives_the_recorded_source_a_verdict_over_its_own_arm() {
+    let d = tempfile::tempdir().unwrap();
+    let (_, o) = run_embedded(d.path(), "", &[]);
     assert!(o.status.success(), "{}", text(&o));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -388,15 +388,7 @@ fn run_gives_the_recorded_source_a_verdict_over_its_own_arm() {
     assert!(!stdout.contains("0 of 0 arm="), "{stdout}");
 
     let bad = tempfile::tempdir().unwrap();
-    let cfg = embedded_config(bad.path(), "headline_arm = \"api\"\n");
-    let o = bin()
-        .arg("--config")
-        .arg(&cfg)
-        .arg("--out")
-        .arg(bad.path().join("out"))
-        .arg("run")
-        .output()
-        .unwrap();
+    let (_, o) = run_embedded(bad.path(), "headline_arm = \"api\"\n", &[]);
     assert!(!o.status.success(), "{}", text(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains(
@@ -473,17 +465,7 @@ fn texts_outside_their_figure(html: &str) -> Vec<String> {
 #[test]
 fn embedded_report_opens_on_the_headline_and_every_figure_text_fits() {
     let d = tempfile::tempdir().unwrap();
-    let cfg = embedded_config(d.path(), "");
-    let out = d.path().join("out");
-    let o = bin()
-        .arg("--quiet")
-        .arg("--config")
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&out)
-        .arg("run")
-        .output()
-        .unwrap();
+    let (out, o) = run_embedded(d.path(), "", &["--quiet"]);
     assert!(o.status.success(), "{}", text(&o));
     let html = fs_err::read_to_string(out.join("report/report.html")).unwrap();
     let bad = texts_outside_their_figure(&html);
@@ -600,24 +582,7 @@ fn write_many_models(score: &Path, copies: usize) {
             })
         })
         .collect();
-    let sb = protospread_testutils::scores_batch(&s);
-    let bb = protospread_testutils::by_rule_batch(&sb, "strict");
-    let nb = protospread_testutils::norms_batch();
-    let rb = protospread_testutils::reply_rules_batch(&a);
-    for (name, b) in [
-        ("scale_scores", sb),
-        ("scale_scores_by_rule", bb),
-        ("norms", nb),
-        ("reply_rules", rb),
-    ] {
-        protospread_core::write_parquet(
-            &score.join(format!("{name}.parquet")),
-            b.schema(),
-            &[b],
-            &protospread_core::FileMeta::default(),
-        )
-        .unwrap();
-    }
+    protospread_testutils::write_rows(score, &s, &a).unwrap();
 }
 
 /// A study of 3,200 models (16,000 cells): report.html and report.md stay small (the large

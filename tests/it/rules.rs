@@ -4,10 +4,11 @@
 use arrow::array::{AsArray, RecordBatch};
 use arrow::datatypes::Int32Type;
 use protospread_format::{OptionOrder, StoredRecord, Vocabulary};
-use protospread_score::{parsed_rows, score_in_memory, Norms, ScoredInMemory, ScoringKey};
 use protospread_score::{
     read_single, read_single_lenient, read_whole, read_whole_lenient, Reading, ReplyRule, Status,
 };
+use protospread_score::{score_in_memory, Norms, ScoredInMemory, ScoringKey};
+use protospread_testutils::{rows_of, ParsedRow};
 use std::path::PathBuf;
 
 use Status::*;
@@ -298,7 +299,7 @@ fn reply_rule_table_counts_requests_replies_and_items() {
         ]
     );
     // The strict rows agree with the parsed answers (the study's rule) item for item.
-    let parsed = parsed_rows(&m.parsed);
+    let parsed: Vec<ParsedRow> = rows_of(&m.parsed);
     let ok_items = |c: &str| {
         parsed
             .iter()
@@ -323,7 +324,7 @@ fn recorded_replies_under_both_rules() {
     )
     .unwrap();
     let m = score_recorded(&records);
-    let parsed = parsed_rows(&m.parsed);
+    let parsed: Vec<ParsedRow> = rows_of(&m.parsed);
     let rows = rule_rows(&m.rules, "SmolLM2-135M-Instruct.Q4_1");
     assert_eq!(rows.len(), 2 * 11, "eleven conditions, two rules");
     let (mut strict_total, mut lenient_total) = (0, 0);

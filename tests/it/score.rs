@@ -43,6 +43,16 @@ fn default_cfg(dir: &Path) -> PathBuf {
     )
 }
 
+/// The files the score stage writes from the human data, each listed in its SHA256SUMS.
+const PARITY_FILES: [&str; 6] = [
+    "parity_summary.parquet",
+    "parity_rows.parquet",
+    "human_scores.parquet",
+    "mutation_sweep.parquet",
+    "norms.parquet",
+    "norm_values.parquet",
+];
+
 #[test]
 fn parity_counts_outputs_and_determinism() {
     let d = tempfile::tempdir().unwrap();
@@ -77,26 +87,11 @@ fn parity_counts_outputs_and_determinism() {
         text.contains("168 items x 2 changes, 0 not caught"),
         "{text}"
     );
-    for f in [
-        "parity_summary.parquet",
-        "parity_rows.parquet",
-        "human_scores.parquet",
-        "mutation_sweep.parquet",
-        "norms.parquet",
-        "norm_values.parquet",
-        "SHA256SUMS",
-    ] {
+    for f in PARITY_FILES.iter().chain(&["SHA256SUMS"]) {
         assert!(out1.join("score").join(f).is_file(), "{f}");
     }
     let sums = fs_err::read_to_string(out1.join("score/SHA256SUMS")).unwrap();
-    for f in [
-        "parity_summary.parquet",
-        "parity_rows.parquet",
-        "human_scores.parquet",
-        "mutation_sweep.parquet",
-        "norms.parquet",
-        "norm_values.parquet",
-    ] {
+    for f in PARITY_FILES {
         assert!(
             sums.lines().any(|l| l.ends_with(&format!("  {f}"))),
             "{f} not in {sums}"

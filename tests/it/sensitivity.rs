@@ -14,6 +14,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Write `batches` of `schema` to the Parquet file `name` in `dir`, as a stage writes it.
+fn write_in(dir: &Path, name: &str, schema: arrow::datatypes::SchemaRef, batches: &[RecordBatch]) {
+    protospread_core::write_parquet(
+        &dir.join(name),
+        schema,
+        batches,
+        &protospread_core::FileMeta::default(),
+    )
+    .unwrap();
+}
+
 const DIMS: [&str; 5] = ["A", "C", "E", "N", "O"];
 
 /// One big_five request of model `m` (arm local), at temperature 1 in ST1. `item` None = the
@@ -104,16 +115,8 @@ fn score_dir(records: &[StoredRecord], rules: &[&str]) -> tempfile::TempDir {
     )
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let write = |name: &str, schema, batches: &[RecordBatch]| {
-        protospread_core::write_parquet(
-            &d.join(name),
-            schema,
-            batches,
-            &protospread_core::FileMeta::default(),
-        )
-        .unwrap();
-    };
+    let write =
+        |name: &str, schema, batches: &[RecordBatch]| write_in(dir.path(), name, schema, batches);
     write(
         "scale_scores.parquet",
         protospread_core::SCALE_SCORES.schema(),
@@ -568,15 +571,8 @@ fn each_combination_is_the_study_of_its_rule_and_protocol_set() {
     // A score folder whose reply rules are `names`, the first of them written as `strict`.
     let folder = |names: &[&str]| {
         let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
         let write = |name: &str, schema, batches: &[RecordBatch]| {
-            protospread_core::write_parquet(
-                &d.join(name),
-                schema,
-                batches,
-                &protospread_core::FileMeta::default(),
-            )
-            .unwrap();
+            write_in(dir.path(), name, schema, batches);
         };
         let study: Vec<RecordBatch> = as_strict(&by_rule, names[0]);
         let scales: Vec<RecordBatch> = study

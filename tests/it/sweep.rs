@@ -22,6 +22,13 @@ fn run(args: &[&str]) -> Output {
 
 use protospread_testutils::copy_dir;
 
+/// `sweep ingest` with configuration `cfg`, which must fail (exit 1); its stderr.
+fn ingest_fails(cfg: &Path) -> String {
+    let out = ingest(cfg);
+    assert_eq!(out.status.code(), Some(1));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// A private copy of the fixture sweep, to be damaged by a test.
 fn fixture_copy() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -176,9 +183,7 @@ fn different_document_sets_are_reported() {
         .collect();
     assert_eq!(kept.len(), 7);
     fs::write(&f, kept.join("\n") + "\n").unwrap();
-    let out = ingest(&cfg);
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = ingest_fails(&cfg);
     assert!(
         err.contains("delimiter exclam variant plain saw 7 of the 8 documents"),
         "{err}"
@@ -193,9 +198,7 @@ fn multiturn_run_and_wrong_delimiter_are_reported() {
     r["fewshot_as_multiturn"] = serde_json::Value::Bool(true);
     r["configs"]["arc_challenge_delim_nl_plain"]["fewshot_delimiter"] = "\n\n".into();
     fs::write(&rf, serde_json::to_string_pretty(&r).unwrap()).unwrap();
-    let out = ingest(&cfg);
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = ingest_fails(&cfg);
     assert!(err.contains("fewshot_as_multiturn = true"), "{err}");
     assert!(
         err.contains("arc_challenge_delim_nl_plain ran with fewshot_delimiter \"\\n\\n\""),
@@ -627,19 +630,25 @@ mod real_lm_eval {
         assert_eq!(before, after);
     }
 
-    #[test]
-    fn folder_without_samples_is_an_error_saying_what_was_found() {
-        let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join("notes.txt"), "x").unwrap();
+    /// `sweep ingest` of folder `dir` without a configuration: it must fail (exit 1); its
+    /// stderr.
+    fn ingest_refused(dir: &Path) -> String {
         let out = run(&[
             "--config",
             "/nonexistent/pipeline.toml",
             "sweep",
             "ingest",
-            dir.path().to_str().unwrap(),
+            dir.to_str().unwrap(),
         ]);
         assert_eq!(out.status.code(), Some(1));
-        let err = String::from_utf8_lossy(&out.stderr);
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    #[test]
+    fn folder_without_samples_is_an_error_saying_what_was_found() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("notes.txt"), "x").unwrap();
+        let err = ingest_refused(dir.path());
         assert!(
             err.contains("no lm-eval samples read; found 1 file(s), 0 results_*.json file(s)"),
             "{err}"
@@ -648,15 +657,7 @@ mod real_lm_eval {
         // Samples files without their results file: read nothing, and say so.
         let (d2, _) = copy();
         fs::remove_file(results_json(d2.path()).0).unwrap();
-        let out = run(&[
-            "--config",
-            "/nonexistent/pipeline.toml",
-            "sweep",
-            "ingest",
-            d2.path().to_str().unwrap(),
-        ]);
-        assert_eq!(out.status.code(), Some(1));
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = ingest_refused(d2.path());
         assert!(
             err.contains("6 samples_*.jsonl file(s) that no results file names"),
             "{err}"
@@ -855,9 +856,7 @@ mod real_lm_eval {
             ),
         )
         .unwrap();
-        let out = ingest(&cfg);
-        assert_eq!(out.status.code(), Some(1));
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = ingest_fails(&cfg);
         assert!(err.contains("task addq_alpha ingested 2 times"), "{err}");
 
         copy_dir(&dir.path().join("results"), &dir.path().join("again"));
@@ -884,9 +883,7 @@ mod real_lm_eval {
             .unwrap()
             .remove("fewshot_delimiter");
         fs::write(&rf, serde_json::to_string_pretty(&r).unwrap()).unwrap();
-        let out = ingest(&cfg);
-        assert_eq!(out.status.code(), Some(1));
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = ingest_fails(&cfg);
         assert!(
             err.contains("task addq_charlie: its delimiter cannot be determined"),
             "{err}"
@@ -993,9 +990,7 @@ mod real_lm_eval {
         let (rf, mut r) = results_json(dir.path());
         r["results"]["addq_alpha"]["exact_match,first_number"] = 0.5.into();
         fs::write(&rf, serde_json::to_string_pretty(&r).unwrap()).unwrap();
-        let out = ingest(&cfg);
-        assert_eq!(out.status.code(), Some(1));
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = ingest_fails(&cfg);
         assert!(err.contains("task addq_alpha: exact_match,first_number is 0.5 in the results but the samples give 3/12"), "{err}");
     }
 }
@@ -1004,14 +999,12 @@ mod real_lm_eval {
 
 mod dictionary {
     use super::*;
-    use arrow::array::AsArray;
-    use arrow::datatypes::{Float64Type, Int64Type};
-    use arrow::record_batch::RecordBatch;
     use protospread_core::{Config, SweepVariant};
     use protospread_sweep::{
         plan_dictionary, score_dictionary_reply, Delimiter, DictionaryRecord as Record,
         DictionaryRequest,
     };
+    use protospread_testutils::{floats, ints, strs, table};
     use std::io::{BufRead, BufReader, Read, Write};
     use std::net::TcpListener;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -1133,32 +1126,6 @@ mod dictionary {
         Config::parse(&text, &dir.join("p.toml"), dir).unwrap()
     }
 
-    fn table<'a>(t: &'a [(String, RecordBatch)], name: &str) -> &'a RecordBatch {
-        &t.iter().find(|(n, _)| n == name).unwrap().1
-    }
-    fn f64s(b: &RecordBatch, c: &str) -> Vec<f64> {
-        b.column_by_name(c)
-            .unwrap()
-            .as_primitive::<Float64Type>()
-            .values()
-            .to_vec()
-    }
-    fn i64s(b: &RecordBatch, c: &str) -> Vec<i64> {
-        b.column_by_name(c)
-            .unwrap()
-            .as_primitive::<Int64Type>()
-            .values()
-            .to_vec()
-    }
-    fn strs(b: &RecordBatch, c: &str) -> Vec<String> {
-        b.column_by_name(c)
-            .unwrap()
-            .as_string::<i32>()
-            .iter()
-            .map(|s| s.unwrap().to_string())
-            .collect()
-    }
-
     /// 10 documents, delimiters "\n" and ";" of the configured three: plain "\n" gets docs
     /// 0..8 right (80%), plain ";" 0..4 (40%), named "\n" 0..8 (80%), named ";" 0..6 (60%).
     #[test]
@@ -1184,20 +1151,26 @@ mod dictionary {
             strs(acc, "delimiter_slug"),
             ["nl", "semicolon", "nl", "semicolon"]
         );
-        assert_eq!(i64s(acc, "n"), [10; 4]);
-        assert_eq!(i64s(acc, "correct"), [8, 4, 8, 6]);
-        assert_eq!(f64s(acc, "accuracy_pct"), [80.0, 40.0, 80.0, 60.0]);
+        assert_eq!(ints(acc, "n"), [10; 4]);
+        assert_eq!(ints(acc, "correct"), [8, 4, 8, 6]);
+        assert_eq!(floats(acc, "accuracy_pct"), [80.0, 40.0, 80.0, 60.0]);
         // Clopper-Pearson 95% for 8/10: 44.390454..97.478009 (R binom.test).
-        let lo = f64s(acc, "ci95_low_pct")[0];
+        let lo = floats(acc, "ci95_low_pct")[0];
         assert!((lo - 44.390454).abs() < 1e-5, "{lo}");
-        assert_eq!(f64s(table(&t, "sweep_spread"), "spread_pct"), [40.0, 20.0]);
-        assert_eq!(f64s(table(&t, "sweep_named_gain"), "gain_pct"), [0.0, 20.0]);
         assert_eq!(
-            f64s(table(&t, "sweep_named_gain_mean"), "mean_gain_pct"),
+            floats(table(&t, "sweep_spread"), "spread_pct"),
+            [40.0, 20.0]
+        );
+        assert_eq!(
+            floats(table(&t, "sweep_named_gain"), "gain_pct"),
+            [0.0, 20.0]
+        );
+        assert_eq!(
+            floats(table(&t, "sweep_named_gain_mean"), "mean_gain_pct"),
             [10.0]
         );
         assert_eq!(
-            f64s(table(&t, "sweep_delimiter_gain"), "gain_over_mean_pct"),
+            floats(table(&t, "sweep_delimiter_gain"), "gain_over_mean_pct"),
             [20.0, -20.0, 10.0, -10.0]
         );
     }

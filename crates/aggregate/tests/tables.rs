@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use fixture::{FxAnswer, FxScore};
+use fixture::{ParsedRow, ScaleRow};
+use protospread_score::Status;
 use protospread_testutils as fixture;
 
 const PROTOCOL: &[&str] = &[
@@ -24,8 +25,8 @@ fn run_fixture(partitions: usize) -> (tempfile::TempDir, BTreeMap<String, Record
 
 fn run_rows(
     partitions: usize,
-    scores: &[FxScore],
-    answers: &[FxAnswer],
+    scores: &[ScaleRow],
+    answers: &[ParsedRow],
 ) -> (tempfile::TempDir, BTreeMap<String, RecordBatch>) {
     let dir = tempfile::tempdir().unwrap();
     let score = dir.path().join("score");
@@ -53,7 +54,7 @@ fn run_rows(
 
 /// The fixture written with small row groups, so DataFusion has many pieces to scan in
 /// parallel.
-fn write_many_row_groups(score: &Path, s: &[FxScore], a: &[FxAnswer]) {
+fn write_many_row_groups(score: &Path, s: &[ScaleRow], a: &[ParsedRow]) {
     use parquet::arrow::ArrowWriter;
     use parquet::file::properties::WriterProperties;
     for (name, batch) in [
@@ -165,8 +166,8 @@ struct Expect {
 
 type Key = (String, String, String, String);
 
-fn expected_cells(rows: &[FxScore]) -> BTreeMap<Key, Expect> {
-    let mut by: BTreeMap<Key, Vec<&FxScore>> = BTreeMap::new();
+fn expected_cells(rows: &[ScaleRow]) -> BTreeMap<Key, Expect> {
+    let mut by: BTreeMap<Key, Vec<&ScaleRow>> = BTreeMap::new();
     let mut scales: BTreeMap<String, BTreeSet<(String, String)>> = BTreeMap::new();
     let mut models: BTreeMap<(String, String), (String, Option<String>)> = BTreeMap::new();
     for r in rows {
@@ -608,9 +609,9 @@ fn request_tables_match_an_independent_computation() {
             format!("{}/{}/{}", a.sample, a.test, a.item)
         };
         e.0.insert(req.clone());
-        if a.status == "request_failed" {
+        if a.status == Status::RequestFailed {
             e.3.insert(req);
-        } else if a.status != "ok" {
+        } else if a.status != Status::Ok {
             e.1.insert(req);
             e.2 += 1;
         }
@@ -824,7 +825,7 @@ fn an_inputs_headline_arm_chooses_the_arm_and_must_be_one_it_has() {
     let (scores, answers) = fixture::rows();
     let exp = expected_cells(&scores);
     let dir = tempfile::tempdir().unwrap();
-    write_scores(dir.path(), &scores, &answers);
+    fixture::write_rows(dir.path(), &scores, &answers).unwrap();
     let with = |input: &str, arm: &str| Params {
         input_arms: [(input.to_string(), arm.to_string())].into(),
         ..Params::default()
@@ -874,41 +875,6 @@ fn params_from_config_take_each_inputs_headline_arm() {
     assert_eq!(p.aggregate.headline_arm, "cli");
 }
 
-fn write_scores(dir: &Path, rows: &[FxScore], answers: &[FxAnswer]) {
-    let sb = fixture::scores_batch(rows);
-    let bb = fixture::by_rule_batch(&sb, "strict");
-    let nb = fixture::norms_batch();
-    protospread_core::write_parquet(
-        &dir.join("scale_scores.parquet"),
-        sb.schema(),
-        &[sb],
-        &protospread_core::FileMeta::default(),
-    )
-    .unwrap();
-    protospread_core::write_parquet(
-        &dir.join("norms.parquet"),
-        nb.schema(),
-        &[nb],
-        &protospread_core::FileMeta::default(),
-    )
-    .unwrap();
-    let rb = fixture::reply_rules_batch(answers);
-    protospread_core::write_parquet(
-        &dir.join("reply_rules.parquet"),
-        rb.schema(),
-        &[rb],
-        &protospread_core::FileMeta::default(),
-    )
-    .unwrap();
-    protospread_core::write_parquet(
-        &dir.join("scale_scores_by_rule.parquet"),
-        bb.schema(),
-        &[bb],
-        &protospread_core::FileMeta::default(),
-    )
-    .unwrap();
-}
-
 #[test]
 fn reply_rules_pass_through_sorted_strict_first() {
     let (_d, t) = run_fixture(3);
@@ -946,7 +912,7 @@ fn reply_rules_pass_through_sorted_strict_first() {
         } else if k > 0 {
             assert!(keys[k] > keys[k - 1], "row {k}");
         }
-        let of_key: Vec<&FxAnswer> = answers
+        let of_key: Vec<&ParsedRow> = answers
             .iter()
             .filter(|a| {
                 (&a.source, &a.model, &a.arm, &a.condition, &a.mode)
@@ -955,7 +921,7 @@ fn reply_rules_pass_through_sorted_strict_first() {
             .collect();
         assert_eq!(i("items")[k], of_key.len() as i64, "row {k}");
         if rule[k] == "strict" {
-            let ok = of_key.iter().filter(|a| a.status == "ok").count();
+            let ok = of_key.iter().filter(|a| a.status == Status::Ok).count();
             assert_eq!(i("readable_items")[k], ok as i64, "row {k}");
         }
     }
@@ -999,12 +965,12 @@ fn with_value(batch: &RecordBatch, row: usize, column: &str, value: &str) -> Rec
 /// `reply_rules.parquet`, which must fail.
 fn refusal_of_rules(
     dir: &Path,
-    scores: &[FxScore],
-    answers: &[FxAnswer],
+    scores: &[ScaleRow],
+    answers: &[ParsedRow],
     rules: &RecordBatch,
     p: &Params,
 ) -> String {
-    write_scores(dir, scores, answers);
+    fixture::write_rows(dir, scores, answers).unwrap();
     protospread_core::write_parquet(
         &dir.join("reply_rules.parquet"),
         rules.schema(),
@@ -1036,7 +1002,7 @@ fn bad_inputs_are_named() {
     // Duplicate row.
     let mut dup = scores.clone();
     dup.push(scores[5].clone());
-    write_scores(dir.path(), &dup, &answers);
+    fixture::write_rows(dir.path(), &dup, &answers).unwrap();
     let e = refusal(dir.path(), &p);
     assert!(
         e.contains("scale_scores.parquet") && e.contains("duplicate row"),
@@ -1045,7 +1011,7 @@ fn bad_inputs_are_named() {
     // The same row twice in a row, in a file otherwise in the score stage's order.
     let mut dup = scores.clone();
     dup.insert(6, scores[5].clone());
-    write_scores(dir.path(), &dup, &answers);
+    fixture::write_rows(dir.path(), &dup, &answers).unwrap();
     let e = refusal(dir.path(), &p);
     assert!(
         e.contains("scale_scores.parquet") && e.contains("duplicate row"),
@@ -1142,7 +1108,7 @@ fn bad_inputs_are_named() {
             "cohort" => bad[k].cohort = Some("zz".into()),
             _ => bad[k].cohort = None,
         }
-        write_scores(dir.path(), &scores, &bad);
+        fixture::write_rows(dir.path(), &scores, &bad).unwrap();
         let Err(e) = protospread_aggregate::compute_tables(dir.path(), &p) else {
             panic!("{edit} in row {k} ({:?}) was not refused", bad[k]);
         };
@@ -1174,7 +1140,7 @@ fn bad_inputs_are_named() {
     // A model with two arms.
     let mut two = scores.clone();
     two[0].arm = "cli".into();
-    write_scores(dir.path(), &two, &answers);
+    fixture::write_rows(dir.path(), &two, &answers).unwrap();
     let e = refusal(dir.path(), &p);
     assert!(e.contains("inconsistent"), "{e}");
     // Bad parameters.
@@ -1188,7 +1154,7 @@ fn bad_inputs_are_named() {
     let mut frac = scores.clone();
     let k = frac.iter().position(|r| r.score.is_some()).unwrap();
     frac[k].score = Some(41.5);
-    write_scores(dir.path(), &frac, &answers);
+    fixture::write_rows(dir.path(), &frac, &answers).unwrap();
     let e = refusal(dir.path(), &p);
     assert!(
         e.contains("scale_scores.parquet")
@@ -1198,7 +1164,7 @@ fn bad_inputs_are_named() {
     );
     // Strict rows of scale_scores_by_rule that are not those of scale_scores (files of two
     // score runs): the side-by-side tables would mix them, so they are refused.
-    write_scores(dir.path(), &scores, &answers);
+    fixture::write_rows(dir.path(), &scores, &answers).unwrap();
     let fewer = fixture::by_rule_batch(&fixture::scores_batch(&scores[1..]), "strict");
     protospread_core::write_parquet(
         &dir.path().join("scale_scores_by_rule.parquet"),
@@ -1215,7 +1181,7 @@ fn bad_inputs_are_named() {
         "{e}"
     );
     // No human norms.
-    write_scores(dir.path(), &scores, &answers);
+    fixture::write_rows(dir.path(), &scores, &answers).unwrap();
     fs_err::remove_file(dir.path().join("norms.parquet")).unwrap();
     let e = refusal(dir.path(), &p);
     assert!(
@@ -1243,7 +1209,7 @@ fn equal_variances_are_not_exceeding_on_any_partition_count() {
     let protocol = [35, 65, 35, 65, 50, 50, 50, 50, 50, 50];
     let sampling = [40, 50, 60];
     let cell =
-        |r: &FxScore| r.model == "api-b" && r.test == "big_five" && r.dimension == "Extraversion";
+        |r: &ScaleRow| r.model == "api-b" && r.test == "big_five" && r.dimension == "Extraversion";
     let (mean, sd) = fixture::norm("big_five", "Extraversion");
     for r in scores.iter_mut().filter(|r| cell(r)) {
         let v = match PROTOCOL.iter().position(|c| *c == r.condition) {

@@ -186,7 +186,7 @@ fn build_recorded() -> tempfile::TempDir {
         r.label = "recorded".into();
         // Three S0 replies the strict rule cannot read and the lenient one can.
         if r.condition == "S0" && r.test == "big_five" && r.item % 2 == 0 {
-            r.status = "not_a_number".into();
+            r.status = protospread_score::Status::NotANumber;
         }
     }
     let sb = fixture::scores_batch(&s);

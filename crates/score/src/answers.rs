@@ -33,113 +33,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The administration of a test that a row of `parsed_answers.parquet` or
-/// `scale_scores.parquet` belongs to: the source and request columns both tables start with.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AdministrationKey {
-    /// Input name the records came from.
-    pub source: String,
-    /// Provenance label.
-    pub label: String,
-    /// Study name.
-    pub study: String,
-    /// Model id.
-    pub model: String,
-    /// `api`, `cli` or `local`.
-    pub arm: String,
-    /// Cohort, if any.
-    pub cohort: Option<String>,
-    /// Condition code.
-    pub condition: String,
-    /// 1-based sample index.
-    pub sample: i32,
-    /// Test name.
-    pub test: String,
-}
-
-impl AdministrationKey {
-    /// Row `r` of a batch of either table.
-    fn read(b: &RecordBatch, r: usize) -> Self {
-        let c = |n: &str| b.column_by_name(n).expect("the table's own columns");
-        let s = |n: &str| c(n).as_string::<i32>();
-        AdministrationKey {
-            source: s("source").value(r).to_string(),
-            label: s("label").value(r).to_string(),
-            study: s("study").value(r).to_string(),
-            model: s("model").value(r).to_string(),
-            arm: s("arm").value(r).to_string(),
-            cohort: opt_str(s("cohort"), r),
-            condition: s("condition").value(r).to_string(),
-            sample: c("sample")
-                .as_primitive::<arrow::datatypes::Int32Type>()
-                .value(r),
-            test: s("test").value(r).to_string(),
-        }
-    }
-}
-
-/// One row of `parsed_answers.parquet`; its administration's fields read through
-/// (`row.model`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ParsedRow {
-    /// The administration.
-    pub admin: AdministrationKey,
-    /// `single` or `whole`.
-    pub mode: String,
-    /// Human item number.
-    pub item: i32,
-    /// 1-based position at which the item was shown (whole mode).
-    pub shown_position: Option<i32>,
-    /// Option number read from the reply.
-    pub option_replied: Option<i32>,
-    /// Keyed value of the answer.
-    pub value: Option<i32>,
-    /// How the reply was read.
-    pub status: Status,
-    /// How the lenient rule read the same item (`lenient_status`).
-    pub lenient_status: Status,
-}
-
-/// One row of `scale_scores.parquet`; its administration's fields read through
-/// (`row.model`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScaleRow {
-    /// The administration.
-    pub admin: AdministrationKey,
-    /// Dimension (scale).
-    pub dimension: String,
-    /// Sampling temperature of the condition.
-    pub temperature: Option<f64>,
-    /// Scale score, if the scale is complete.
-    pub score: Option<f64>,
-    /// Every item of the scale was answered.
-    pub complete: bool,
-    /// Items of the scale.
-    pub n_items: i32,
-    /// Items answered.
-    pub n_answered: i32,
-    /// Score in human SDs.
-    pub z: Option<f64>,
-    /// Percentile among the human scores.
-    pub percentile: Option<f64>,
-    /// The administration gave the same option to every item.
-    pub constant_answers: bool,
-}
-
-impl std::ops::Deref for ParsedRow {
-    type Target = AdministrationKey;
-    fn deref(&self) -> &AdministrationKey {
-        &self.admin
-    }
-}
-
-impl std::ops::Deref for ScaleRow {
-    type Target = AdministrationKey;
-    fn deref(&self) -> &AdministrationKey {
-        &self.admin
-    }
-}
-
 /// What one source produced.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AnswerSourceSummary {
@@ -722,8 +615,8 @@ impl Sink {
         }
     }
     /// Whether this sink takes string views ([`drain`]): a Parquet writer encodes them to
-    /// the bytes of plain UTF-8; kept batches are read as plain UTF-8 ([`parsed_rows`],
-    /// [`scale_rows`]).
+    /// the bytes of plain UTF-8; kept batches are plain UTF-8, as a reader of the files sees
+    /// them.
     fn takes_views(&self) -> bool {
         self.writer.is_some()
     }
@@ -1219,102 +1112,6 @@ pub fn score_in_memory(
         by_rule: by_rule.kept,
         summary,
     })
-}
-
-/// [`score_in_memory`] without reruns, as rows.
-pub fn parse_and_score(
-    source: &str,
-    input_label: Option<&str>,
-    records: &[StoredRecord],
-    vocab: &Vocabulary,
-    key: &ScoringKey,
-    norms: &Norms,
-) -> Result<(Vec<ParsedRow>, Vec<ScaleRow>, AnswerSourceSummary), ScoreError> {
-    let m = score_in_memory(source, input_label, records, vocab, key, norms, &[])?;
-    Ok((parsed_rows(&m.parsed), scale_rows(&m.scales), m.summary))
-}
-
-fn opt_str(a: &arrow::array::StringArray, i: usize) -> Option<String> {
-    (!a.is_null(i)).then(|| a.value(i).to_string())
-}
-
-fn opt_i32(a: &arrow::array::Int32Array, i: usize) -> Option<i32> {
-    (!a.is_null(i)).then(|| a.value(i))
-}
-
-fn opt_f64(a: &arrow::array::Float64Array, i: usize) -> Option<f64> {
-    (!a.is_null(i)).then(|| a.value(i))
-}
-
-/// Rows of batches of `parsed_answers.parquet`.
-pub fn parsed_rows(batches: &[RecordBatch]) -> Vec<ParsedRow> {
-    let mut out = Vec::new();
-    for b in batches {
-        let s = |n: &str| {
-            b.column_by_name(n)
-                .expect("parsed schema")
-                .as_string::<i32>()
-        };
-        let i = |n: &str| {
-            b.column_by_name(n)
-                .expect("parsed schema")
-                .as_primitive::<arrow::datatypes::Int32Type>()
-        };
-        // A dictionary column: each row's key names one of its values.
-        let lenient = b
-            .column_by_name("lenient_status")
-            .expect("parsed schema")
-            .as_dictionary::<arrow::datatypes::Int8Type>();
-        let lenient_names = lenient.values().as_string::<i32>();
-        let known = |name: &str| {
-            *Status::ALL
-                .iter()
-                .find(|x| x.as_str() == name)
-                .expect("the plans write known statuses")
-        };
-        for r in 0..b.num_rows() {
-            let status = s("status").value(r);
-            let lenient_status = lenient_names.value(lenient.keys().value(r) as usize);
-            out.push(ParsedRow {
-                admin: AdministrationKey::read(b, r),
-                mode: s("mode").value(r).to_string(),
-                item: i("item").value(r),
-                shown_position: opt_i32(i("shown_position"), r),
-                option_replied: opt_i32(i("option_replied"), r),
-                value: opt_i32(i("value"), r),
-                status: known(status),
-                lenient_status: known(lenient_status),
-            });
-        }
-    }
-    out
-}
-
-/// Rows of batches of `scale_scores.parquet`.
-pub fn scale_rows(batches: &[RecordBatch]) -> Vec<ScaleRow> {
-    let mut out = Vec::new();
-    for b in batches {
-        let c = |n: &str| b.column_by_name(n).expect("scale schema");
-        let s = |n: &str| c(n).as_string::<i32>();
-        let i = |n: &str| c(n).as_primitive::<arrow::datatypes::Int32Type>();
-        let f = |n: &str| c(n).as_primitive::<arrow::datatypes::Float64Type>();
-        let bo = |n: &str| c(n).as_boolean();
-        for r in 0..b.num_rows() {
-            out.push(ScaleRow {
-                admin: AdministrationKey::read(b, r),
-                dimension: s("dimension").value(r).to_string(),
-                temperature: opt_f64(f("temperature"), r),
-                score: opt_f64(f("score"), r),
-                complete: bo("complete").value(r),
-                n_items: i("n_items").value(r),
-                n_answered: i("n_answered").value(r),
-                z: opt_f64(f("z"), r),
-                percentile: opt_f64(f("percentile"), r),
-                constant_answers: bo("constant_answers").value(r),
-            });
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -22,9 +22,8 @@
 //! - Stored answers: fetched stored answers to `parsed_answers.parquet` and
 //!   `scale_scores.parquet` by DataFusion plans with the reply rule, the scorer's value and
 //!   the norms registered as functions ([`score_in_memory`] runs the same plans on records in
-//!   memory; [`parsed_rows`], [`scale_rows`] read the tables back), and whether temperature-0
-//!   reruns (S0 vs S0r, B0 vs B0r) gave identical replies (`reply_reruns.parquet`,
-//!   [`rerun_rows`]).
+//!   memory), and whether temperature-0 reruns (S0 vs S0r, B0 vs B0r) gave identical replies
+//!   (`reply_reruns.parquet`, [`rerun_rows`]).
 //! - The stage: [`run_stage`] computes all of it and replaces `out/score/` only when every
 //!   check passed ([`StageRun`]).
 //!
@@ -45,10 +44,7 @@ mod stage;
 mod tables;
 mod tally;
 
-pub use answers::{
-    parse_and_score, parsed_rows, scale_rows, score_in_memory, AdministrationKey,
-    AnswerSourceSummary, AnswersSummary, ParsedRow, ScaleRow, ScoredInMemory,
-};
+pub use answers::{score_in_memory, AnswerSourceSummary, AnswersSummary, ScoredInMemory};
 pub use evidence::{
     alternative_rules, count_reproduced_under, evidence_table, score_with_rule, Evidence,
     EvidenceCount, EvidenceRow, OutOfRange, Rounding, ScoringRule, TieOrder,

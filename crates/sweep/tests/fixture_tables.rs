@@ -1,58 +1,16 @@
 //! `tables(&config)` on the lm-eval fixtures of tests/fixtures/lm_eval (two models, three
 //! delimiters, two variants, eight ARC-style documents per cell): every table's figures
-//! against values worked out by hand from make_fixtures.py's SCORES, and byte-identical
+//! against values worked out by hand from make_fixtures.py's SCORES, the tables the report
+//! reads (`sweep_significance`, `sweep_ranking`) whole against committed insta snapshots
+//! (tests/snapshots/; `.config/insta.yaml` never rewrites them on its own), and byte-identical
 //! Parquet from two runs.
 
-use arrow::array::{AsArray, RecordBatch};
-use arrow::datatypes::{Float64Type, Int64Type};
 use protospread_core::Config;
-use std::path::{Path, PathBuf};
+use protospread_testutils::{bools, csv_text, floats, ints, repo_root, strs, table as get};
+use std::path::Path;
 
 fn config() -> Config {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/lm_eval/pipeline.toml");
-    Config::load(&p).unwrap()
-}
-
-fn get<'a>(t: &'a [(String, RecordBatch)], name: &str) -> &'a RecordBatch {
-    &t.iter()
-        .find(|(n, _)| n == name)
-        .unwrap_or_else(|| panic!("no {name}"))
-        .1
-}
-
-fn floats(b: &RecordBatch, c: &str) -> Vec<f64> {
-    b.column_by_name(c)
-        .unwrap()
-        .as_primitive::<Float64Type>()
-        .values()
-        .to_vec()
-}
-
-fn ints(b: &RecordBatch, c: &str) -> Vec<i64> {
-    b.column_by_name(c)
-        .unwrap()
-        .as_primitive::<Int64Type>()
-        .values()
-        .to_vec()
-}
-
-fn strs(b: &RecordBatch, c: &str) -> Vec<String> {
-    b.column_by_name(c)
-        .unwrap()
-        .as_string::<i32>()
-        .iter()
-        .map(|s| s.unwrap().to_string())
-        .collect()
-}
-
-fn bools(b: &RecordBatch, c: &str) -> Vec<bool> {
-    b.column_by_name(c)
-        .unwrap()
-        .as_boolean()
-        .iter()
-        .map(|x| x.unwrap())
-        .collect()
+    Config::load(&repo_root().join("tests/fixtures/lm_eval/pipeline.toml")).unwrap()
 }
 
 #[test]
@@ -152,6 +110,19 @@ fn fixture_tables_by_hand() {
         rows.contains(&("plain".into(), "nl".into(), 10.416667)),
         "{rows:?}"
     );
+}
+
+#[test]
+fn report_tables_match_committed_snapshots() {
+    let t = protospread_sweep::tables(&config()).unwrap();
+    let mut settings = insta::Settings::clone_current();
+    settings.set_omit_expression(true);
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| {
+        for name in ["sweep_significance", "sweep_ranking"] {
+            insta::assert_snapshot!(name, csv_text(get(&t, name)));
+        }
+    });
 }
 
 #[test]

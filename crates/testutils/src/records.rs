@@ -38,3 +38,18 @@ pub fn local_request(
         label: None,
     }
 }
+
+/// A request with the stored answers' sort key (model, condition, sample, test, item) given:
+/// a [`local_request`] of model `model` to a test of one item.
+pub fn keyed_request(
+    model: &str,
+    condition: &str,
+    sample: i32,
+    test: &str,
+    item: Option<i32>,
+) -> StoredRecord {
+    StoredRecord {
+        model: model.into(),
+        ..local_request(test, 1, condition, sample, item, "1")
+    }
+}

@@ -275,38 +275,26 @@ impl ScalarUDFImpl for KeyUdf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::StringArray;
-    use arrow::datatypes::{Field, Schema};
     use proptest::prelude::*;
+    use protospread_core::STORED_ANSWERS;
 
+    /// Stored answers (the contract's columns) with these keys (model, condition, sample,
+    /// test, item).
     fn batch(rows: &[(&str, &str, i32, &str, Option<i32>)]) -> RecordBatch {
-        let texts = |k: usize| -> ArrayRef {
-            Arc::new(StringArray::from_iter_values(rows.iter().map(
-                |r| match k {
-                    0 => r.0,
-                    1 => r.1,
-                    _ => r.3,
-                },
-            )))
-        };
-        let schema = Schema::new(vec![
-            Field::new("model", DataType::Utf8, false),
-            Field::new("condition", DataType::Utf8, false),
-            Field::new("sample", DataType::Int32, false),
-            Field::new("test", DataType::Utf8, false),
-            Field::new("item", DataType::Int32, true),
-        ]);
-        RecordBatch::try_new(
-            Arc::new(schema),
-            vec![
-                texts(0),
-                texts(1),
-                Arc::new(Int32Array::from_iter_values(rows.iter().map(|r| r.2))),
-                texts(2),
-                Arc::new(Int32Array::from_iter(rows.iter().map(|r| r.4))),
-            ],
-        )
-        .unwrap()
+        let records: Vec<_> = rows
+            .iter()
+            .map(|&(m, c, s, t, i)| protospread_testutils::keyed_request(m, c, s, t, i))
+            .collect();
+        protospread_format::to_batch(&records).unwrap()
+    }
+
+    /// The arguments of [`KEY_FUNCTION`]: the contract's sort key columns of `b`, in order.
+    fn key_columns(b: &RecordBatch) -> Vec<ArrayRef> {
+        STORED_ANSWERS
+            .sort_key
+            .iter()
+            .map(|k| b.column_by_name(k).unwrap().clone())
+            .collect()
     }
 
     fn keys_of(rows: &[(&str, &str, i32, &str, Option<i32>)]) -> Vec<u64> {
@@ -315,7 +303,7 @@ mod tests {
         d.observe(&b).unwrap();
         d.packing()
             .expect("fits")
-            .keys(b.columns())
+            .keys(&key_columns(&b))
             .unwrap()
             .values()
             .to_vec()
@@ -365,7 +353,7 @@ mod tests {
         let mut d = KeyDomain::default();
         d.observe(&batch(&[("m", "c", 1, "t", None)])).unwrap();
         let other = batch(&[("n", "c", 1, "t", None)]);
-        let e = d.packing().unwrap().keys(other.columns()).unwrap_err();
+        let e = d.packing().unwrap().keys(&key_columns(&other)).unwrap_err();
         assert!(e.to_string().contains("\"n\" was not staged"), "{e}");
     }
 }

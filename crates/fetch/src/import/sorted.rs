@@ -128,9 +128,7 @@ fn follows(prev: &[ArrayRef], next: &[ArrayRef]) -> Result<bool, ArrowError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow::array::{Float64Array, Int32Array, StringArray};
-    use arrow::datatypes::{DataType, Field, Schema};
-    use std::sync::Arc;
+    use protospread_format::{Arm, StoredRecord};
 
     /// A record as (model, condition, sample, test, item, arm, temperature).
     type Rec = (
@@ -143,40 +141,17 @@ mod tests {
         f64,
     );
 
+    /// Stored answers (the contract's columns) of these records.
     fn batch(rows: &[Rec]) -> RecordBatch {
-        let s = |f: fn(&Rec) -> &'static str| {
-            Arc::new(StringArray::from(rows.iter().map(f).collect::<Vec<_>>())) as ArrayRef
-        };
-        let schema = Schema::new(vec![
-            Field::new("model", DataType::Utf8, false),
-            Field::new("condition", DataType::Utf8, false),
-            Field::new("sample", DataType::Int32, false),
-            Field::new("test", DataType::Utf8, false),
-            Field::new("item", DataType::Int32, true),
-            Field::new("arm", DataType::Utf8, false),
-            Field::new("cohort", DataType::Utf8, true),
-            Field::new("temperature", DataType::Float64, true),
-        ]);
-        RecordBatch::try_new(
-            Arc::new(schema),
-            vec![
-                s(|r| r.0),
-                s(|r| r.1),
-                Arc::new(Int32Array::from(
-                    rows.iter().map(|r| r.2).collect::<Vec<_>>(),
-                )),
-                s(|r| r.3),
-                Arc::new(Int32Array::from(
-                    rows.iter().map(|r| r.4).collect::<Vec<_>>(),
-                )),
-                s(|r| r.5),
-                Arc::new(StringArray::from(vec![None::<&str>; rows.len()])),
-                Arc::new(Float64Array::from(
-                    rows.iter().map(|r| r.6).collect::<Vec<_>>(),
-                )),
-            ],
-        )
-        .unwrap()
+        let records: Vec<StoredRecord> = rows
+            .iter()
+            .map(|&(m, c, s, t, i, arm, temperature)| StoredRecord {
+                arm: Arm::parse(arm).unwrap(),
+                temperature: Some(temperature),
+                ..protospread_testutils::keyed_request(m, c, s, t, i)
+            })
+            .collect();
+        protospread_format::to_batch(&records).unwrap()
     }
 
     fn holds(batches: &[RecordBatch]) -> bool {
