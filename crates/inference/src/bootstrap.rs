@@ -77,6 +77,18 @@ pub fn percentile(sorted: &[f64], per_mille: usize) -> f64 {
     sorted[rank - 1]
 }
 
+/// `estimate` with the 2.5% and 97.5% percentiles ([`percentile`]) of the replicates `reps`
+/// where the statistic is defined.
+fn interval(estimate: Option<f64>, mut reps: Vec<f64>) -> BootstrapInterval {
+    reps.sort_by(f64::total_cmp);
+    BootstrapInterval {
+        estimate,
+        low: (!reps.is_empty()).then(|| percentile(&reps, 25)),
+        high: (!reps.is_empty()).then(|| percentile(&reps, 975)),
+        replicates: reps.len(),
+    }
+}
+
 /// A point estimate and its 95% percentile interval; `None` parts where undefined.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BootstrapInterval {
@@ -228,15 +240,6 @@ pub fn cluster_bootstrap(
             medians.extend(weighted_median(&values, &owner, &w, drawn[2]));
         }
     }
-    let interval = |estimate: Option<f64>, mut reps: Vec<f64>| {
-        reps.sort_by(f64::total_cmp);
-        BootstrapInterval {
-            estimate,
-            low: (!reps.is_empty()).then(|| percentile(&reps, 25)),
-            high: (!reps.is_empty()).then(|| percentile(&reps, 975)),
-            replicates: reps.len(),
-        }
-    };
     Ok(BootstrapHeadline {
         share: interval(estimates.0, shares),
         median_ratio: interval(estimates.1, medians),
@@ -382,15 +385,6 @@ mod tests {
             shares.extend(s);
             medians.extend(m);
         }
-        let interval = |estimate: Option<f64>, mut reps: Vec<f64>| {
-            reps.sort_by(f64::total_cmp);
-            BootstrapInterval {
-                estimate,
-                low: (!reps.is_empty()).then(|| percentile(&reps, 25)),
-                high: (!reps.is_empty()).then(|| percentile(&reps, 975)),
-                replicates: reps.len(),
-            }
-        };
         let (s, m) = stats(&vec![1; clusters]);
         BootstrapHeadline {
             share: interval(s, shares),
