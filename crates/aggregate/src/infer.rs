@@ -6,7 +6,8 @@
 //! partitioning). docs/statistics.md ("Inference") states the statistics.
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, Float64Builder, Int64Builder, StringBuilder, StructArray,
+    Array, ArrayRef, AsArray, Float64Builder, Int64Builder, StringBuilder, StringViewArray,
+    StructArray,
 };
 use arrow::datatypes::{DataType, Field, Fields, Float64Type, Int64Type};
 use datafusion::common::{exec_err, Result};
@@ -18,6 +19,7 @@ use protospread_inference::{
     BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED,
 };
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 type Body = fn(&[ArrayRef]) -> Result<ArrayRef>;
@@ -115,113 +117,24 @@ fn span(list: &arrow::array::ListArray, row: usize) -> std::ops::Range<usize> {
 
 // ---- per cell ------------------------------------------------------------------------------
 
-/// `ps_perm(protocol, sampling)` (part of `ps_cell`): the exact permutation test of a cell from the lists of its
-/// protocol and sampling scores (`array_agg(named_struct('v', v))` each): struct {splits,
-/// at_least, protocol_gt} ([`protospread_inference::permutation_test`]); null when either list
-/// has fewer than two scores or the splits exceed the limit.
-fn perm(a: &[ArrayRef]) -> Result<ArrayRef> {
-    let what = "ps_perm";
-    let (pl, pi) = list_of(&a[0], what)?;
-    let (sl, si) = list_of(&a[1], what)?;
-    let pv = field(pi, "v", &DataType::Int64, what)?;
-    let sv = field(si, "v", &DataType::Int64, what)?;
-    let (pv, sv) = (
-        pv.as_primitive::<Int64Type>(),
-        sv.as_primitive::<Int64Type>(),
-    );
-    let mut cols = [
-        Int64Builder::new(),
-        Int64Builder::new(),
-        Int64Builder::new(),
-    ];
-    let mut valid = Vec::with_capacity(pl.len());
-    let (mut p, mut s) = (Vec::new(), Vec::new());
-    for row in 0..pl.len() {
-        p.clear();
-        s.clear();
-        p.extend(
-            span(pl, row)
-                .filter(|&k| pv.is_valid(k))
-                .map(|k| pv.value(k)),
-        );
-        s.extend(
-            span(sl, row)
-                .filter(|&k| sv.is_valid(k))
-                .map(|k| sv.value(k)),
-        );
-        // The test is invariant to the order within each side; sorting makes the enumeration
-        // itself the same for any order the rows arrived in.
-        p.sort_unstable();
-        s.sort_unstable();
-        match permutation_test(&p, &s) {
-            Ok(t) => {
-                for (c, v) in cols.iter_mut().zip([t.splits, t.at_least, t.protocol_gt]) {
-                    c.append_value(v as i64);
-                }
-                valid.push(true);
-            }
-            Err(_) => {
-                cols.iter_mut().for_each(Int64Builder::append_null);
-                valid.push(false);
-            }
-        }
-    }
-    let f = fields(&[
+/// String field `name` of `items` as a view array: the lists' strings arrive as views, and
+/// reading them as views copies no string.
+fn strings(items: &StructArray, name: &str, what: &str) -> Result<StringViewArray> {
+    Ok(field(items, name, &DataType::Utf8View, what)?
+        .as_string_view()
+        .clone())
+}
+
+/// The struct `ps_cell` returns as `t`: the permutation test's counts.
+fn perm_fields() -> Fields {
+    fields(&[
         ("splits", DataType::Int64),
         ("at_least", DataType::Int64),
         ("protocol_gt", DataType::Int64),
-    ]);
-    let arrays: Vec<ArrayRef> = cols
-        .iter_mut()
-        .map(|c| Arc::new(c.finish()) as ArrayRef)
-        .collect();
-    Ok(Arc::new(StructArray::try_new(
-        f,
-        arrays,
-        Some(valid.into()),
-    )?))
+    ])
 }
 
-/// `ps_setups_at(protocol, highest)` (part of `ps_cell`): the setups (conditions) of a cell at its lowest score
-/// (`highest` false) or its highest score (true), from the list
-/// `array_agg(named_struct('c', condition, 'v', v))`: every tied setup, each once, in byte
-/// order, space-separated; null for an empty list.
-fn setups_at(a: &[ArrayRef]) -> Result<ArrayRef> {
-    let what = "ps_setups_at";
-    let (list, items) = list_of(&a[0], what)?;
-    let c = field(items, "c", &DataType::Utf8, what)?;
-    let v = field(items, "v", &DataType::Int64, what)?;
-    let (c, v) = (c.as_string::<i32>(), v.as_primitive::<Int64Type>());
-    let high = arrow::compute::cast(&a[1], &DataType::Boolean)?;
-    let high = high.as_boolean();
-    let mut out = StringBuilder::new();
-    for row in 0..list.len() {
-        let ks: Vec<usize> = span(list, row)
-            .filter(|&k| v.is_valid(k) && c.is_valid(k))
-            .collect();
-        let want_max = high.is_valid(row) && high.value(row);
-        let target = if want_max {
-            ks.iter().map(|&k| v.value(k)).max()
-        } else {
-            ks.iter().map(|&k| v.value(k)).min()
-        };
-        let Some(target) = target else {
-            out.append_null();
-            continue;
-        };
-        let mut names: Vec<&str> = ks
-            .iter()
-            .filter(|&&k| v.value(k) == target)
-            .map(|&k| c.value(k))
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        out.append_value(names.join(" "));
-    }
-    Ok(Arc::new(out.finish()))
-}
-
-/// Fields of the list [`setup_sums`] returns the items of.
+/// Fields of the list `sums` of [`cell`]: a setup, the sum of its scores and their count.
 fn sums_fields() -> Fields {
     fields(&[
         ("c", DataType::Utf8),
@@ -230,43 +143,130 @@ fn sums_fields() -> Fields {
     ])
 }
 
-/// Each row's protocol scores (the list of `ps_setups_at`) summed per setup, in byte order of
-/// the setups: a list of struct {c, s, n}, the setup, the sum of its scores and their count;
-/// what `ps_ranking` reads of a cell, a row per setup instead of one per score.
-fn setup_sums(pl: &ArrayRef) -> Result<ArrayRef> {
+/// The item field of `sums`.
+fn sums_item() -> Field {
+    Field::new("item", DataType::Struct(sums_fields()), true)
+}
+
+/// Fields of [`cell`]'s struct.
+fn cell_fields() -> Fields {
+    fields(&[
+        ("t", DataType::Struct(perm_fields())),
+        ("lowest", DataType::Utf8),
+        ("highest", DataType::Utf8),
+        ("sums", DataType::List(Arc::new(sums_item()))),
+    ])
+}
+
+/// Appends the setups of `one` (sorted (setup, score) pairs) whose score is `target`: each
+/// once, in byte order, space-separated; null when there is no target (no scores).
+fn append_setups_at(one: &[(&str, i64)], target: Option<i64>, out: &mut StringBuilder) {
+    let Some(target) = target else {
+        out.append_null();
+        return;
+    };
+    let mut last: Option<&str> = None;
+    for &(c, v) in one {
+        if v == target && last != Some(c) {
+            if last.is_some() {
+                out.write_char(' ').expect("writing to a string builder");
+            }
+            out.write_str(c).expect("writing to a string builder");
+            last = Some(c);
+        }
+    }
+    out.append_value("");
+}
+
+/// `ps_cell(protocol, sampling)`: what the inference tables need of one cell, from the lists
+/// of its protocol scores (`array_agg(named_struct('c', condition, 'v', v))`) and its sampling
+/// scores (`array_agg(named_struct('v', v))`), in the grouping that gathers them: struct {t,
+/// lowest, highest, sums}.
+/// - `t`: the exact permutation test ([`protospread_inference::permutation_test`]), struct
+///   {splits, at_least, protocol_gt}; null when either side has fewer than two scores or the
+///   splits exceed the limit.
+/// - `lowest`, `highest`: the setups at the cell's lowest and highest protocol score, every
+///   tied setup once, in byte order, space-separated; null without protocol scores.
+/// - `sums`: the protocol scores summed per setup, in byte order of the setups, a list of
+///   struct {c, s, n} (setup, sum, count): what `ps_ranking` reads of a cell, a row per setup
+///   instead of one per score.
+///
+/// Each side is sorted before use, so the result does not depend on the order `array_agg`
+/// met the rows in.
+fn cell(a: &[ArrayRef]) -> Result<ArrayRef> {
     let what = "ps_cell";
-    let (list, items) = list_of(pl, what)?;
-    let c = field(items, "c", &DataType::Utf8, what)?;
-    let v = field(items, "v", &DataType::Int64, what)?;
-    let (c, v) = (c.as_string::<i32>(), v.as_primitive::<Int64Type>());
+    let (pl, pi) = list_of(&a[0], what)?;
+    let (sl, si) = list_of(&a[1], what)?;
+    let pc = strings(pi, "c", what)?;
+    let pv = field(pi, "v", &DataType::Int64, what)?;
+    let sv = field(si, "v", &DataType::Int64, what)?;
+    let (pv, sv) = (
+        pv.as_primitive::<Int64Type>(),
+        sv.as_primitive::<Int64Type>(),
+    );
+    let mut t = [
+        Int64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+    ];
+    let mut valid = Vec::with_capacity(pl.len());
+    let (mut lowest, mut highest) = (StringBuilder::new(), StringBuilder::new());
     let (mut names, mut sums, mut counts) = (
         StringBuilder::new(),
         Int64Builder::new(),
         Int64Builder::new(),
     );
-    let mut offsets = vec![0i32];
-    let mut one: Vec<(&str, i64)> = Vec::new();
-    let mut len = 0i32;
-    for row in 0..list.len() {
+    let (mut offsets, mut len) = (vec![0i32], 0i32);
+    let (mut p, mut s, mut one) = (Vec::new(), Vec::new(), Vec::<(&str, i64)>::new());
+    for row in 0..pl.len() {
+        p.clear();
+        s.clear();
         one.clear();
-        one.extend(
-            span(list, row)
-                .filter(|&k| c.is_valid(k) && v.is_valid(k) && v.value(k) >= 0)
-                .map(|k| (c.value(k), v.value(k))),
+        for k in span(pl, row).filter(|&k| pv.is_valid(k)) {
+            p.push(pv.value(k));
+            if pc.is_valid(k) {
+                one.push((pc.value(k), pv.value(k)));
+            }
+        }
+        s.extend(
+            span(sl, row)
+                .filter(|&k| sv.is_valid(k))
+                .map(|k| sv.value(k)),
         );
+        p.sort_unstable();
+        s.sort_unstable();
+        match permutation_test(&p, &s) {
+            Ok(r) => {
+                for (c, v) in t.iter_mut().zip([r.splits, r.at_least, r.protocol_gt]) {
+                    c.append_value(v as i64);
+                }
+                valid.push(true);
+            }
+            Err(_) => {
+                t.iter_mut().for_each(Int64Builder::append_null);
+                valid.push(false);
+            }
+        }
         one.sort_unstable();
-        let mut k = 0;
-        while k < one.len() {
-            let setup = one[k].0;
-            let run = one[k..].iter().take_while(|(x, _)| *x == setup).count();
-            names.append_value(setup);
-            sums.append_value(one[k..k + run].iter().map(|(_, x)| x).sum::<i64>());
-            counts.append_value(run as i64);
-            len += 1;
-            k += run;
+        append_setups_at(&one, one.iter().map(|x| x.1).min(), &mut lowest);
+        append_setups_at(&one, one.iter().map(|x| x.1).max(), &mut highest);
+        for run in one.chunk_by(|x, y| x.0 == y.0) {
+            let kept = run.iter().filter(|x| x.1 >= 0);
+            let (sum, n) = kept.fold((0i64, 0i64), |(s, n), x| (s + x.1, n + 1));
+            if n > 0 {
+                names.append_value(run[0].0);
+                sums.append_value(sum);
+                counts.append_value(n);
+                len += 1;
+            }
         }
         offsets.push(len);
     }
+    let t: Vec<ArrayRef> = t
+        .iter_mut()
+        .map(|c| Arc::new(c.finish()) as ArrayRef)
+        .collect();
+    let t = StructArray::try_new(perm_fields(), t, Some(valid.into()))?;
     let values = StructArray::try_new(
         sums_fields(),
         vec![
@@ -276,48 +276,18 @@ fn setup_sums(pl: &ArrayRef) -> Result<ArrayRef> {
         ],
         None,
     )?;
-    Ok(Arc::new(arrow::array::ListArray::try_new(
+    let sums = arrow::array::ListArray::try_new(
         Arc::new(sums_item()),
         arrow::buffer::OffsetBuffer::new(offsets.into()),
         Arc::new(values),
         None,
-    )?))
-}
-
-/// The item field of [`setup_sums`]'s list.
-fn sums_item() -> Field {
-    Field::new("item", DataType::Struct(sums_fields()), true)
-}
-
-/// Fields of [`cell`]'s struct.
-fn cell_fields() -> Fields {
-    fields(&[
-        ("t", perm_type()),
-        ("lowest", DataType::Utf8),
-        ("highest", DataType::Utf8),
-        ("sums", DataType::List(Arc::new(sums_item()))),
-    ])
-}
-
-/// The struct `ps_perm` returns.
-fn perm_type() -> DataType {
-    DataType::Struct(fields(&[
-        ("splits", DataType::Int64),
-        ("at_least", DataType::Int64),
-        ("protocol_gt", DataType::Int64),
-    ]))
-}
-
-/// `ps_cell(protocol, sampling)`: what the inference tables need of one cell, from the lists
-/// of `ps_perm`, in the grouping that gathers them: struct {t (`ps_perm`), lowest, highest
-/// (`ps_setups_at`), sums ([`setup_sums`])}.
-fn cell(a: &[ArrayRef]) -> Result<ArrayRef> {
-    let n = a[0].len();
-    let at = |high: bool| -> Result<ArrayRef> {
-        let flag: ArrayRef = Arc::new(arrow::array::BooleanArray::from(vec![high; n]));
-        setups_at(&[a[0].clone(), flag])
-    };
-    let arrays = vec![perm(a)?, at(false)?, at(true)?, setup_sums(&a[0])?];
+    )?;
+    let arrays: Vec<ArrayRef> = vec![
+        Arc::new(t),
+        Arc::new(lowest.finish()),
+        Arc::new(highest.finish()),
+        Arc::new(sums),
+    ];
     Ok(Arc::new(StructArray::try_new(cell_fields(), arrays, None)?))
 }
 
@@ -394,12 +364,11 @@ fn headline_fields() -> Fields {
 fn headline(a: &[ArrayRef]) -> Result<ArrayRef> {
     let what = "ps_headline";
     let (list, items) = list_of(&a[0], what)?;
-    let model = field(items, "model", &DataType::Utf8, what)?;
+    let model = strings(items, "model", what)?;
     let gt = field(items, "gt", &DataType::Boolean, what)?;
     let ratio = field(items, "ratio", &DataType::Float64, what)?;
     let null_gt = field(items, "null_gt", &DataType::Int64, what)?;
     let splits = field(items, "splits", &DataType::Int64, what)?;
-    let model = model.as_string::<i32>();
     let gt = gt.as_boolean();
     let ratio = ratio.as_primitive::<Float64Type>();
     let (null_gt, splits) = (
@@ -486,16 +455,14 @@ fn ranking_fields() -> Fields {
 fn rank(a: &[ArrayRef]) -> Result<ArrayRef> {
     let what = "ps_ranking";
     let (list, items) = list_of(&a[0], what)?;
-    let model = field(items, "model", &DataType::Utf8, what)?;
-    let model = model.as_string::<i32>();
+    let model = strings(items, "model", what)?;
     let Some(pl) = items.column_by_name("pl") else {
         return exec_err!("{what}: no field pl");
     };
     let (pl, sums_of) = list_of(pl, what)?;
-    let c = field(sums_of, "c", &DataType::Utf8, what)?;
+    let c = strings(sums_of, "c", what)?;
     let s = field(sums_of, "s", &DataType::Int64, what)?;
     let n = field(sums_of, "n", &DataType::Int64, what)?;
-    let c = c.as_string::<i32>();
     let (s, n) = (s.as_primitive::<Int64Type>(), n.as_primitive::<Int64Type>());
     let mut ints: Vec<Int64Builder> = (0..6).map(|_| Int64Builder::new()).collect();
     let mut floats = [Float64Builder::new(), Float64Builder::new()];

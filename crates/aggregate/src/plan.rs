@@ -832,7 +832,10 @@ pub(crate) struct Inference {
 
 /// See [`Inference`]. `ctest` holds every kept cell's columns of `cells` with the inference
 /// column `inf` of the study's `cm` unpacked: its permutation test, its lowest and highest
-/// setups and `pl`, its protocol sums per setup.
+/// setups and `pl`, its protocol sums per setup. `inf_bh`, `inf_headline` and `inf_ranking`
+/// hold the structs of `ps_bh`, `ps_headline` and `ps_ranking` before the tables read their
+/// fields: over a plan, DataFusion's optimizer moves each field access into the projection
+/// that calls the function, which then ran once per field read (the bootstrap nine times).
 pub(crate) fn inference(p: &Params) -> Inference {
     let ctest = "SELECT source, label, model, arm, cohort, test, dimension, protocol_n, sampling_n, \
            protocol_mean_z, protocol_sd, sampling_sd, ratio, protocol_gt_sampling, min_z, max_z, \
@@ -843,18 +846,17 @@ pub(crate) fn inference(p: &Params) -> Inference {
                  AND c.test = l.test AND c.dimension = l.dimension WHERE c.kept)"
         .to_string();
     let bh_of = "ps_bh(array_agg(named_struct('a', at_least, 'n', splits)))";
-    let cell_tests = format!(
-        "SELECT t.source, t.label, t.model, t.arm, t.cohort, t.test, t.dimension, t.protocol_n, \
+    let cell_tests = "SELECT t.source, t.label, t.model, t.arm, t.cohort, t.test, t.dimension, t.protocol_n, \
            t.sampling_n, t.splits, t.at_least AS splits_at_least, \
            CAST(t.at_least AS DOUBLE) / CAST(t.splits AS DOUBLE) AS p_value, \
            CAST(t.null_gt AS DOUBLE) / CAST(t.splits AS DOUBLE) AS null_share_protocol_gt, \
            t.at_least * 20 <= t.splits AS p_le_0_05, \
            COALESCE(t.at_least * b.cut_n <= b.cut_a * t.splits, FALSE) AS bh_rejected \
          FROM ctest t JOIN (SELECT source, arm, get_field(x, 'cut_a') AS cut_a, get_field(x, 'cut_n') AS cut_n \
-             FROM (SELECT source, arm, {bh_of} AS x FROM ctest WHERE splits IS NOT NULL GROUP BY source, arm)) b \
+             FROM inf_bh) b \
            ON t.source = b.source AND t.arm = b.arm \
          WHERE t.splits IS NOT NULL ORDER BY t.source, t.model, t.test, t.dimension"
-    );
+        .to_string();
     let g = grouped(p);
     let (keys, order) = group_keys(p);
     let by_group = format!(
@@ -871,17 +873,20 @@ pub(crate) fn inference(p: &Params) -> Inference {
            get_field(h, 'share') AS share, get_field(h, 'share_low') AS share_low, get_field(h, 'share_high') AS share_high, ratio_cells, \
            get_field(h, 'median_ratio') AS median_ratio, get_field(h, 'median_ratio_low') AS median_ratio_low, \
            get_field(h, 'median_ratio_high') AS median_ratio_high, get_field(h, 'null_expected_share') AS null_expected_share, \
-           get_field(h, 'replicates') AS replicates, CAST({seed} AS BIGINT) AS seed FROM ( \
-           SELECT t.source, first_value(t.label ORDER BY t.model, t.test, t.dimension) AS label, \
+           get_field(h, 'replicates') AS replicates, CAST({seed} AS BIGINT) AS seed FROM inf_headline \
+         ORDER BY source",
+        seed = protospread_inference::BOOTSTRAP_SEED as i64,
+    );
+    let headline_h =
+        "SELECT t.source, first_value(t.label ORDER BY t.model, t.test, t.dimension) AS label, \
              MIN(hl.arm) AS arm, COUNT(t.protocol_gt_sampling) AS compared_cells, \
              SUM(CASE WHEN t.protocol_gt_sampling THEN 1 ELSE 0 END) AS protocol_gt_sampling, \
              COUNT(t.ratio) AS ratio_cells, \
              ps_headline(array_agg(named_struct('model', t.model, 'gt', t.protocol_gt_sampling, \
                'ratio', t.ratio, 'null_gt', t.null_gt, 'splits', t.splits))) AS h \
            FROM ctest t JOIN headline hl ON t.source = hl.source AND t.arm = hl.arm \
-           GROUP BY t.source) ORDER BY source",
-        seed = protospread_inference::BOOTSTRAP_SEED as i64,
-    );
+           GROUP BY t.source"
+            .to_string();
     let error_bars = "SELECT source, label, model, arm, cohort, test, dimension, protocol_n, \
            protocol_mean_z AS mean_z, lowest AS lowest_setups, min_z AS lowest_z, \
            highest AS highest_setups, max_z AS highest_z, protocol_sd, sampling_sd, \
@@ -895,14 +900,24 @@ pub(crate) fn inference(p: &Params) -> Inference {
            CASE WHEN get_field(r, 'model_pairs') > 0 THEN CAST(get_field(r, 'flipped_pairs') AS DOUBLE) / CAST(get_field(r, 'model_pairs') AS DOUBLE) END \
              AS flipped_share, \
            get_field(r, 'leaders') AS leaders, get_field(r, 'leading_models') AS leading_models, \
-           get_field(r, 'leaders') = get_field(r, 'models') AS every_model_can_lead FROM ( \
-           SELECT source, first_value(label ORDER BY model) AS label, arm, test, dimension, \
-             ps_ranking(array_agg(named_struct('model', model, 'pl', pl))) AS r \
-           FROM ctest GROUP BY source, arm, test, dimension) \
+           get_field(r, 'leaders') = get_field(r, 'models') AS every_model_can_lead FROM inf_ranking \
          ORDER BY source, arm, test, dimension"
         .to_string();
+    let ranking_r =
+        "SELECT source, first_value(label ORDER BY model) AS label, arm, test, dimension, \
+           ps_ranking(array_agg(named_struct('model', model, 'pl', pl))) AS r \
+         FROM ctest GROUP BY source, arm, test, dimension"
+            .to_string();
+    let bh = format!(
+        "SELECT source, arm, {bh_of} AS x FROM ctest WHERE splits IS NOT NULL GROUP BY source, arm"
+    );
     Inference {
-        intermediate: vec![("ctest", ctest)],
+        intermediate: vec![
+            ("ctest", ctest),
+            ("inf_bh", bh),
+            ("inf_headline", headline_h),
+            ("inf_ranking", ranking_r),
+        ],
         tables: vec![
             ("cell_tests", cell_tests),
             ("cell_tests_by_group", by_group),

@@ -37,11 +37,31 @@ impl SplitMix64 {
     /// A uniform integer in `0..n` (`n > 0`), without bias: Lemire's multiply-shift, drawing
     /// again when the low half of `x * n` falls below `2^64 mod n`.
     pub fn below(&mut self, n: u64) -> u64 {
+        Below::new(n).draw(self)
+    }
+}
+
+/// [`SplitMix64::below`] for one `n`, with `2^64 mod n` (a division) computed once: the
+/// bootstrap draws millions of indices below the same `n`.
+#[derive(Debug, Clone, Copy)]
+struct Below {
+    n: u64,
+    threshold: u64,
+}
+
+impl Below {
+    fn new(n: u64) -> Below {
         assert!(n > 0, "below(0)");
-        let threshold = n.wrapping_neg() % n;
+        Below {
+            n,
+            threshold: n.wrapping_neg() % n,
+        }
+    }
+
+    fn draw(self, rng: &mut SplitMix64) -> u64 {
         loop {
-            let m = u128::from(self.next_u64()) * u128::from(n);
-            if (m as u64) >= threshold {
+            let m = u128::from(rng.next_u64()) * u128::from(self.n);
+            if (m as u64) >= self.threshold {
                 return (m >> 64) as u64;
             }
         }
@@ -55,6 +75,18 @@ pub fn percentile(sorted: &[f64], per_mille: usize) -> f64 {
     let n = sorted.len();
     let rank = (per_mille * n).div_ceil(1000).max(1);
     sorted[rank - 1]
+}
+
+/// `estimate` with the 2.5% and 97.5% percentiles ([`percentile`]) of the replicates `reps`
+/// where the statistic is defined.
+fn interval(estimate: Option<f64>, mut reps: Vec<f64>) -> BootstrapInterval {
+    reps.sort_by(f64::total_cmp);
+    BootstrapInterval {
+        estimate,
+        low: (!reps.is_empty()).then(|| percentile(&reps, 25)),
+        high: (!reps.is_empty()).then(|| percentile(&reps, 975)),
+        replicates: reps.len(),
+    }
 }
 
 /// A point estimate and its 95% percentile interval; `None` parts where undefined.
@@ -79,28 +111,47 @@ pub struct BootstrapHeadline {
     pub median_ratio: BootstrapInterval,
 }
 
-/// The median of a weighted multiset: `values` sorted ascending (total order), `cluster[i]`
-/// the cluster of `values[i]`, each value counted `weights[cluster]` times: the middle value
+/// Values in a block of [`weighted_median`]'s scan: a block's weight is summed without a
+/// branch per value, and only the block holding the position is walked value by value.
+const BLOCK: usize = 64;
+
+/// The weighted position `pos` (0-based) of `values` sorted ascending (total order), `cluster[i]`
+/// the cluster of `values[i]`, each value counted `weights[cluster]` times, searched from index
+/// `i` with `seen` the weight of the values before it: the index holding that position and the
+/// weight up to and including it.
+fn locate(cluster: &[u32], weights: &[u32], pos: u64, mut i: usize, mut seen: u64) -> (usize, u64) {
+    while let Some(block) = cluster.get(i..i + BLOCK) {
+        let w: u64 = block.iter().map(|&c| u64::from(weights[c as usize])).sum();
+        if seen + w > pos {
+            break;
+        }
+        seen += w;
+        i += BLOCK;
+    }
+    loop {
+        seen += u64::from(weights[cluster[i] as usize]);
+        if seen > pos {
+            return (i, seen);
+        }
+        i += 1;
+    }
+}
+
+/// The median of a weighted multiset of total weight `total` (see [`locate`]): the middle value
 /// for an odd total weight T, else the mean of the values at 0-based positions T/2 - 1 and
 /// T/2. `None` when T = 0.
-fn weighted_median(values: &[f64], cluster: &[u32], weights: &[u64]) -> Option<f64> {
-    let total: u64 = cluster.iter().map(|&c| weights[c as usize]).sum();
+fn weighted_median(values: &[f64], cluster: &[u32], weights: &[u32], total: u64) -> Option<f64> {
     if total == 0 {
         return None;
     }
     let (lo_pos, hi_pos) = ((total - 1) / 2, total / 2);
-    let mut seen = 0u64;
-    let mut i = 0;
-    while seen <= lo_pos {
-        seen += weights[cluster[i] as usize];
-        i += 1;
-    }
-    let a = values[i - 1];
-    while seen <= hi_pos {
-        seen += weights[cluster[i] as usize];
-        i += 1;
-    }
-    let b = values[i - 1];
+    let (i, seen) = locate(cluster, weights, lo_pos, 0, 0);
+    let a = values[i];
+    let b = if seen > hi_pos {
+        a
+    } else {
+        values[locate(cluster, weights, hi_pos, i + 1, seen).0]
+    };
     Some(if a == b { a } else { (a + b) / 2.0 })
 }
 
@@ -142,13 +193,15 @@ pub fn cluster_bootstrap(
             "cluster_bootstrap: cluster {c} of {clusters}"
         )));
     }
-    // Per cluster: compared cells and cells with protocol SD > sampling SD.
-    let (mut compared, mut above) = (vec![0u64; clusters], vec![0u64; clusters]);
-    for (&c, g) in cluster.iter().zip(gt) {
+    // Per cluster: compared cells, cells with protocol SD > sampling SD, cells with a ratio.
+    // A replicate adds a drawn cluster's counts once per draw: exact integer sums.
+    let mut counts = vec![[0u64; 3]; clusters];
+    for ((&c, g), r) in cluster.iter().zip(gt).zip(ratio) {
         if let Some(g) = g {
-            compared[c] += 1;
-            above[c] += u64::from(*g);
+            counts[c][0] += 1;
+            counts[c][1] += u64::from(*g);
         }
+        counts[c][2] += u64::from(r.is_some());
     }
     let mut pairs: Vec<(f64, usize)> = cluster
         .iter()
@@ -158,41 +211,45 @@ pub fn cluster_bootstrap(
     pairs.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let values: Vec<f64> = pairs.iter().map(|p| p.0).collect();
     let owner: Vec<u32> = pairs.iter().map(|p| p.1 as u32).collect();
-    let share_of = |w: &[u64]| {
-        let n: u64 = w.iter().zip(&compared).map(|(w, c)| w * c).sum();
-        let k: u64 = w.iter().zip(&above).map(|(w, c)| w * c).sum();
-        (n > 0).then(|| k as f64 / n as f64)
-    };
-    let ones = vec![1u64; clusters];
+    let share_of = |[n, k, _]: [u64; 3]| (n > 0).then(|| k as f64 / n as f64);
+    let all = counts
+        .iter()
+        .fold([0u64; 3], |t, c| [t[0] + c[0], t[1] + c[1], t[2] + c[2]]);
+    let estimates = (
+        share_of(all),
+        weighted_median(&values, &owner, &vec![1; clusters], all[2]),
+    );
     let mut rng = SplitMix64::new(seed);
     let (mut shares, mut medians) = (Vec::new(), Vec::new());
-    let mut w = vec![0u64; clusters];
-    for _ in 0..replicates {
-        w.iter_mut().for_each(|x| *x = 0);
-        for _ in 0..clusters {
-            w[rng.below(clusters as u64) as usize] += 1;
+    let mut w = vec![0u32; clusters];
+    if clusters > 0 {
+        let draw = Below::new(clusters as u64);
+        for _ in 0..replicates {
+            w.fill(0);
+            let mut drawn = [0u64; 3];
+            for _ in 0..clusters {
+                let c = draw.draw(&mut rng) as usize;
+                w[c] += 1;
+                drawn = [
+                    drawn[0] + counts[c][0],
+                    drawn[1] + counts[c][1],
+                    drawn[2] + counts[c][2],
+                ];
+            }
+            shares.extend(share_of(drawn));
+            medians.extend(weighted_median(&values, &owner, &w, drawn[2]));
         }
-        shares.extend(share_of(&w));
-        medians.extend(weighted_median(&values, &owner, &w));
     }
-    let interval = |estimate: Option<f64>, mut reps: Vec<f64>| {
-        reps.sort_by(f64::total_cmp);
-        BootstrapInterval {
-            estimate,
-            low: (!reps.is_empty()).then(|| percentile(&reps, 25)),
-            high: (!reps.is_empty()).then(|| percentile(&reps, 975)),
-            replicates: reps.len(),
-        }
-    };
     Ok(BootstrapHeadline {
-        share: interval(share_of(&ones), shares),
-        median_ratio: interval(weighted_median(&values, &owner, &ones), medians),
+        share: interval(estimates.0, shares),
+        median_ratio: interval(estimates.1, medians),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     /// The reference outputs of SplitMix64 for seed 1234567 (from the C reference
     /// implementation by Vigna, splitmix64.c).
@@ -234,14 +291,20 @@ mod tests {
         assert_eq!(percentile(&[3.0], 975), 3.0);
     }
 
+    /// [`weighted_median`] with the total weight it is given computed here.
+    fn wmedian(v: &[f64], c: &[u32], w: &[u32]) -> Option<f64> {
+        let total = c.iter().map(|&c| u64::from(w[c as usize])).sum();
+        weighted_median(v, c, w, total)
+    }
+
     #[test]
     fn weighted_median_even_odd_and_infinite() {
         let (v, c) = ([1.0, 2.0, f64::INFINITY], [0, 1, 2]);
-        assert_eq!(weighted_median(&v, &c, &[1, 1, 1]), Some(2.0));
-        assert_eq!(weighted_median(&v, &c, &[1, 1, 0]), Some(1.5));
-        assert_eq!(weighted_median(&v, &c, &[0, 1, 1]), Some(f64::INFINITY));
-        assert_eq!(weighted_median(&v, &c, &[2, 0, 1]), Some(1.0));
-        assert_eq!(weighted_median(&v, &c, &[0, 0, 0]), None);
+        assert_eq!(wmedian(&v, &c, &[1, 1, 1]), Some(2.0));
+        assert_eq!(wmedian(&v, &c, &[1, 1, 0]), Some(1.5));
+        assert_eq!(wmedian(&v, &c, &[0, 1, 1]), Some(f64::INFINITY));
+        assert_eq!(wmedian(&v, &c, &[2, 0, 1]), Some(1.0));
+        assert_eq!(wmedian(&v, &c, &[0, 0, 0]), None);
     }
 
     #[test]
@@ -261,27 +324,109 @@ mod tests {
         assert_eq!(h.median_ratio.estimate, Some(2.0));
         assert_eq!(h.median_ratio.replicates, 200);
         // A model whose cells all exceed and one whose cells never do: the interval spans.
-        let h = cluster_bootstrap(
-            2,
-            &[0, 1],
-            &[Some(true), Some(false)],
-            &[Some(4.0), Some(0.5)],
-            2000,
-            BOOTSTRAP_SEED,
-        )
-        .unwrap();
+        let split = || {
+            cluster_bootstrap(
+                2,
+                &[0, 1],
+                &[Some(true), Some(false)],
+                &[Some(4.0), Some(0.5)],
+                2000,
+                BOOTSTRAP_SEED,
+            )
+            .unwrap()
+        };
+        let h = split();
         assert_eq!((h.share.low, h.share.high), (Some(0.0), Some(1.0)));
         // Same seed, same result; the input must fit together.
-        let again = cluster_bootstrap(
-            2,
-            &[0, 1],
-            &[Some(true), Some(false)],
-            &[Some(4.0), Some(0.5)],
-            2000,
-            BOOTSTRAP_SEED,
-        )
-        .unwrap();
-        assert_eq!(h, again);
+        assert_eq!(h, split());
         assert!(cluster_bootstrap(1, &[0, 1], &[None, None], &[None, None], 1, 1).is_err());
+    }
+
+    /// The bootstrap written plainly: each replicate lists its drawn cells and takes the share
+    /// and the median of that list (sorted), as the documentation states them.
+    fn reference(
+        clusters: usize,
+        cluster: &[usize],
+        gt: &[Option<bool>],
+        ratio: &[Option<f64>],
+        replicates: usize,
+    ) -> BootstrapHeadline {
+        let stats = |w: &[u64]| {
+            let (mut n, mut k, mut r) = (0u64, 0u64, Vec::new());
+            for ((&c, g), x) in cluster.iter().zip(gt).zip(ratio) {
+                for _ in 0..w[c] {
+                    if let Some(g) = g {
+                        n += 1;
+                        k += u64::from(*g);
+                    }
+                    r.extend(*x);
+                }
+            }
+            r.sort_by(f64::total_cmp);
+            let m = r.len();
+            let median = (m > 0).then(|| {
+                let (a, b) = (r[(m - 1) / 2], r[m / 2]);
+                if a == b {
+                    a
+                } else {
+                    (a + b) / 2.0
+                }
+            });
+            ((n > 0).then(|| k as f64 / n as f64), median)
+        };
+        let mut rng = SplitMix64::new(BOOTSTRAP_SEED);
+        let (mut shares, mut medians) = (Vec::new(), Vec::new());
+        for _ in 0..replicates {
+            let mut w = vec![0u64; clusters];
+            for _ in 0..clusters {
+                w[rng.below(clusters as u64) as usize] += 1;
+            }
+            let (s, m) = stats(&w);
+            shares.extend(s);
+            medians.extend(m);
+        }
+        let (s, m) = stats(&vec![1; clusters]);
+        BootstrapHeadline {
+            share: interval(s, shares),
+            median_ratio: interval(m, medians),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn matches_the_plain_bootstrap(
+            cells in prop::collection::vec((0usize..40, prop::option::of(any::<bool>()), prop::option::of(0u8..12)), 0..300),
+            clusters in 1usize..40,
+        ) {
+            let cluster: Vec<usize> = cells.iter().map(|c| c.0 % clusters).collect();
+            let gt: Vec<Option<bool>> = cells.iter().map(|c| c.1).collect();
+            // Few distinct ratios, so that ties and +inf are common.
+            let ratio: Vec<Option<f64>> = cells
+                .iter()
+                .map(|c| c.2.map(|x| if x == 11 { f64::INFINITY } else { f64::from(x) / 4.0 }))
+                .collect();
+            let fast = cluster_bootstrap(clusters, &cluster, &gt, &ratio, 50, BOOTSTRAP_SEED).unwrap();
+            let plain = reference(clusters, &cluster, &gt, &ratio, 50);
+            prop_assert_eq!(format!("{fast:?}"), format!("{plain:?}"));
+        }
+
+        #[test]
+        fn weighted_median_matches_the_expanded_list(
+            items in prop::collection::vec((0u32..300, 0u32..8), 1..400),
+            weights in prop::collection::vec(0u32..4, 8),
+        ) {
+            // Long enough lists cross several blocks of the scan.
+            let mut items = items;
+            items.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+            let v: Vec<f64> = items.iter().map(|i| f64::from(i.0)).collect();
+            let c: Vec<u32> = items.iter().map(|i| i.1).collect();
+            let mut all: Vec<f64> = Vec::new();
+            for (x, &k) in v.iter().zip(&c) {
+                all.extend(std::iter::repeat_n(*x, weights[k as usize] as usize));
+            }
+            let m = all.len();
+            let want = (m > 0).then(|| (all[(m - 1) / 2] + all[m / 2]) / 2.0);
+            prop_assert_eq!(wmedian(&v, &c, &weights), want);
+        }
     }
 }

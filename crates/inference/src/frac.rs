@@ -91,6 +91,9 @@ mod tests {
         assert!(gt(u128::MAX - 1, u128::MAX, u128::MAX - 2, u128::MAX));
         assert!(!gt(u128::MAX - 1, u128::MAX, u128::MAX - 1, u128::MAX));
         assert!(ge(u128::MAX - 1, u128::MAX, u128::MAX - 1, u128::MAX));
+        // Zero numerators: 0/7 = 0/3, and any positive value exceeds them.
+        assert!(!gt(0, 7, 0, 3) && ge(0, 7, 0, 3));
+        assert!(gt(1, 7, 0, 3));
     }
 
     proptest! {

@@ -22,82 +22,113 @@ fn ties_in<T>(v: &[T], same: impl Fn(&T, &T) -> bool) -> u64 {
     total + tied_pairs(run)
 }
 
-/// Inversions of `v` (pairs i < j with v[i] > v[j]), sorting it (merge sort).
-fn inversions(v: &mut [u32], buf: &mut Vec<u32>) -> u64 {
-    let n = v.len();
-    if n < 2 {
-        return 0;
-    }
-    let mid = n / 2;
-    let mut count = inversions(&mut v[..mid], buf) + inversions(&mut v[mid..], buf);
-    buf.clear();
-    let (mut i, mut j) = (0, mid);
-    while i < mid && j < n {
-        if v[j] < v[i] {
-            count += (mid - i) as u64;
-            buf.push(v[j]);
-            j += 1;
-        } else {
-            buf.push(v[i]);
-            i += 1;
-        }
-    }
-    buf.extend_from_slice(&v[i..mid]);
-    buf.extend_from_slice(&v[j..n]);
-    v.copy_from_slice(buf);
-    count
-}
-
-/// Dense ranks of `x` (0 for the lowest value, equal values one rank): Kendall's tau-b
-/// depends only on the order, so it is computed on these (exact: the values are compared as
-/// fractions once, here).
-fn dense_ranks(x: &[Fraction]) -> Vec<u32> {
-    let mut order: Vec<usize> = (0..x.len()).collect();
-    order.sort_by(|&a, &b| x[a].cmp(&x[b]));
+/// Dense ranks of `x` (0 for the lowest value, equal values one rank) and the positions in
+/// ascending order of value (ties by position): Kendall's tau-b depends only on the order, so
+/// it is computed on these (exact: the values are compared as fractions once, here).
+fn dense_ranks(x: &[Fraction]) -> (Vec<u32>, Vec<u32>) {
+    let mut order: Vec<u32> = (0..x.len() as u32).collect();
+    order.sort_by(|&a, &b| x[a as usize].cmp(&x[b as usize]));
     let mut ranks = vec![0u32; x.len()];
     let mut r = 0;
     for (i, &m) in order.iter().enumerate() {
-        if i > 0 && x[order[i - 1]] != x[m] {
+        if i > 0 && x[order[i - 1] as usize] != x[m as usize] {
             r += 1;
         }
-        ranks[m] = r;
+        ranks[m as usize] = r;
     }
-    ranks
+    (ranks, order)
+}
+
+/// One sample's order, computed once for all the pairs it is in (see [`tau_b_of`]).
+struct Ranked {
+    /// Dense rank of each item.
+    ranks: Vec<u32>,
+    /// Items in ascending order of rank.
+    order: Vec<u32>,
+    /// Pairs of items tied in rank.
+    tied: u64,
+}
+
+impl Ranked {
+    fn of(x: &[Fraction]) -> Ranked {
+        let (ranks, order) = dense_ranks(x);
+        let tied = ties_in(&order, |&a, &b| ranks[a as usize] == ranks[b as usize]);
+        Ranked { ranks, order, tied }
+    }
 }
 
 /// Kendall's tau-b of two paired samples (values compared exactly):
 /// `(C - D) / sqrt((n0 - n1) (n0 - n2))` with C concordant and D discordant pairs, n0 =
 /// n (n - 1) / 2, n1 and n2 the pairs tied in `x` and in `y`. A pair tied in either is neither
 /// concordant nor discordant. `None` when `x` or `y` is constant (or n < 2): the denominator
-/// is 0. Knight's O(n log n) algorithm: sort by (x, y); then C - D = n0 - n1 - n2 + n3 - 2 S,
-/// with n3 the pairs tied in both and S the inversions of y in that order.
+/// is 0. Computed as C - D = n0 - n1 - n2 + n3 - 2 D with n3 the pairs tied in both (Knight's
+/// identity), D counted in O(n log n): items in ascending order of x, a group of equal x at a
+/// time, each counting the earlier items (lower x) of higher y in a Fenwick tree over the
+/// ranks of y.
 pub fn kendall_tau_b(x: &[Fraction], y: &[Fraction]) -> Option<f64> {
     assert_eq!(x.len(), y.len(), "kendall_tau_b of unequal lengths");
-    tau_b_of_ranks(&dense_ranks(x), &dense_ranks(y))
+    tau_b_of(&Ranked::of(x), &Ranked::of(y), &mut Vec::new())
 }
 
-/// [`kendall_tau_b`] of two rank vectors.
-fn tau_b_of_ranks(x: &[u32], y: &[u32]) -> Option<f64> {
-    let n = x.len() as u64;
+/// [`kendall_tau_b`] of two ranked samples; `tree` is scratch space.
+fn tau_b_of(x: &Ranked, y: &Ranked, tree: &mut Vec<u32>) -> Option<f64> {
+    let n = x.ranks.len() as u64;
     let n0 = tied_pairs(n);
-    let mut pairs: Vec<u64> = x
-        .iter()
-        .zip(y)
-        .map(|(&a, &b)| (u64::from(a) << 32) | u64::from(b))
-        .collect();
-    pairs.sort_unstable();
-    let n1 = ties_in(&pairs, |a, b| a >> 32 == b >> 32);
-    let n3 = ties_in(&pairs, |a, b| a == b);
-    let mut ys: Vec<u32> = pairs.iter().map(|p| *p as u32).collect();
-    let mut buf = Vec::with_capacity(ys.len());
-    let s = inversions(&mut ys, &mut buf);
-    let n2 = ties_in(&ys, |a, b| a == b);
+    let (n1, n2) = (x.tied, y.tied);
     let (a, b) = (n0 - n1, n0 - n2);
     if a == 0 || b == 0 {
         return None;
     }
-    let num = i128::from(n0) - i128::from(n1) - i128::from(n2) + i128::from(n3) - 2 * i128::from(s);
+    // Fenwick tree over y's ranks, 1-based: tree[i] counts the inserted items of ranks
+    // (i - lowbit(i), i].
+    let size = y
+        .order
+        .last()
+        .map_or(0, |&m| y.ranks[m as usize] as usize + 1);
+    tree.clear();
+    tree.resize(size + 1, 0);
+    let (mut inserted, mut discordant, mut n3) = (0u64, 0u64, 0u64);
+    let order = &x.order;
+    let mut i = 0;
+    while i < order.len() {
+        let rx = x.ranks[order[i] as usize];
+        let j = i + order[i..]
+            .iter()
+            .take_while(|&&m| x.ranks[m as usize] == rx)
+            .count();
+        for &m in &order[i..j] {
+            // Earlier items with a rank of y at most this one's: the prefix sum up to it.
+            let mut k = y.ranks[m as usize] as usize + 1;
+            let mut not_higher = 0u64;
+            while k > 0 {
+                not_higher += u64::from(tree[k]);
+                k &= k - 1;
+            }
+            discordant += inserted - not_higher;
+        }
+        if j - i > 1 {
+            n3 += ties_of_y(&order[i..j], &y.ranks);
+        }
+        for &m in &order[i..j] {
+            let mut k = y.ranks[m as usize] as usize + 1;
+            while k <= size {
+                tree[k] += 1;
+                k += k & k.wrapping_neg();
+            }
+        }
+        inserted += (j - i) as u64;
+        i = j;
+    }
+    let num = i128::from(n0) - i128::from(n1) - i128::from(n2) + i128::from(n3)
+        - 2 * i128::from(discordant);
     Some(num as f64 / ((u128::from(a) * u128::from(b)) as f64).sqrt())
+}
+
+/// Pairs of `items` (a group tied in x) tied in y too.
+fn ties_of_y(items: &[u32], y: &[u32]) -> u64 {
+    let mut ys: Vec<u32> = items.iter().map(|&m| y[m as usize]).collect();
+    ys.sort_unstable();
+    ties_in(&ys, |a, b| a == b)
 }
 
 /// The median of `v` (total order, +inf above every number; even count: the mean of the two
@@ -154,11 +185,12 @@ pub fn ranking(scores: &[Vec<Fraction>]) -> Result<Ranking, InferenceError> {
             s.len()
         )));
     }
-    let ranks: Vec<Vec<u32>> = scores.iter().map(|s| dense_ranks(s)).collect();
+    let ranked: Vec<Ranked> = scores.iter().map(|s| Ranked::of(s)).collect();
     let mut taus = Vec::new();
+    let mut tree = Vec::new();
     for a in 0..setups {
         for b in a + 1..setups {
-            taus.extend(tau_b_of_ranks(&ranks[a], &ranks[b]));
+            taus.extend(tau_b_of(&ranked[a], &ranked[b], &mut tree));
         }
     }
     let setup_pairs = taus.len();
@@ -167,46 +199,17 @@ pub fn ranking(scores: &[Vec<Fraction>]) -> Result<Ranking, InferenceError> {
     let words = models.div_ceil(64);
     let (mut above, mut below) = (vec![0u64; models * words], vec![0u64; models * words]);
     let mut can_lead = vec![false; models];
-    let mut order: Vec<usize> = (0..models).collect();
-    for s in scores {
-        order.sort_by(|&a, &b| s[a].cmp(&s[b]));
+    let mut seen = vec![0u64; words];
+    for r in &ranked {
+        let groups = || {
+            r.order
+                .chunk_by(|&a, &b| r.ranks[a as usize] == r.ranks[b as usize])
+        };
         // Ascending: every model of a lower value is below each model of a higher one.
-        let mut seen = vec![0u64; words];
-        let mut i = 0;
-        while i < models {
-            let mut j = i;
-            while j < models && s[order[j]] == s[order[i]] {
-                j += 1;
-            }
-            for &m in &order[i..j] {
-                for (w, x) in below[m * words..(m + 1) * words].iter_mut().zip(&seen) {
-                    *w |= x;
-                }
-            }
-            for &m in &order[i..j] {
-                seen[m / 64] |= 1 << (m % 64);
-            }
-            i = j;
-        }
-        let mut seen = vec![0u64; words];
-        let mut i = models;
-        while i > 0 {
-            let mut j = i;
-            while j > 0 && s[order[j - 1]] == s[order[i - 1]] {
-                j -= 1;
-            }
-            for &m in &order[j..i] {
-                for (w, x) in above[m * words..(m + 1) * words].iter_mut().zip(&seen) {
-                    *w |= x;
-                }
-                if i == models {
-                    can_lead[m] = true;
-                }
-            }
-            for &m in &order[j..i] {
-                seen[m / 64] |= 1 << (m % 64);
-            }
-            i = j;
+        mark_earlier(groups(), &mut below, &mut seen);
+        mark_earlier(groups().rev(), &mut above, &mut seen);
+        for &m in groups().next_back().unwrap_or_default() {
+            can_lead[m as usize] = true;
         }
     }
     let flip_ends: u64 = (0..models)
@@ -229,6 +232,25 @@ pub fn ranking(scores: &[Vec<Fraction>]) -> Result<Ranking, InferenceError> {
         flipped_pairs: flip_ends / 2,
         can_lead,
     })
+}
+
+/// For each group of tied models in the order `groups` comes in, the models of the groups
+/// before it, added to each of its models' rows of `rows` (`seen.len()` bitset words per
+/// model); `seen` is scratch space.
+fn mark_earlier<'a>(groups: impl Iterator<Item = &'a [u32]>, rows: &mut [u64], seen: &mut [u64]) {
+    let words = seen.len();
+    seen.fill(0);
+    for group in groups {
+        for &m in group {
+            let m = m as usize;
+            for (w, x) in rows[m * words..(m + 1) * words].iter_mut().zip(seen.iter()) {
+                *w |= x;
+            }
+        }
+        for &m in group {
+            seen[m as usize / 64] |= 1 << (m % 64);
+        }
+    }
 }
 
 #[cfg(test)]
