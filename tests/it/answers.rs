@@ -665,8 +665,49 @@ pub(crate) struct Sim {
     records: Vec<StoredRecord>,
     parsed: Vec<ParsedRow>,
     scales: Vec<ScaleRow>,
-    truth: serde_json::Value,
+    pub(crate) truth: serde_json::Value,
     items: Vec<ItemInfo>,
+}
+
+/// The integer scale scores of one model's cells as the aggregate stage tests them: per
+/// (test, dimension), the scores of the ten protocol conditions (sample 1) and of the ST1
+/// samples, each of a complete scale, in condition and sample order. (The stage also needs a z
+/// score, which every complete scale has with the human norms; the norms here are empty.)
+pub(crate) fn cell_scores(s: &Sim, model: &str) -> BTreeMap<(String, String), CellScores> {
+    const PROTOCOL: [&str; 10] = [
+        "S0", "S0r", "SR", "SP", "B0", "B0r", "BS1", "BS2", "BS3", "BS4",
+    ];
+    let mut out: BTreeMap<(String, String), CellScores> = BTreeMap::new();
+    let mut rows: Vec<&ScaleRow> = s
+        .scales
+        .iter()
+        .filter(|r| r.model == model && r.complete)
+        .collect();
+    rows.sort_by_key(|r| {
+        let c = PROTOCOL.iter().position(|c| *c == r.condition);
+        (c.unwrap_or(PROTOCOL.len()), r.sample)
+    });
+    for r in rows {
+        let v = r.score.expect("a complete scale has a score");
+        assert!(v.fract() == 0.0, "scale scores are integers: {v}");
+        let cell = out
+            .entry((r.test.clone(), r.dimension.clone()))
+            .or_default();
+        if r.condition == "ST1" {
+            cell.sampling.push(v as i64);
+        } else if PROTOCOL.contains(&r.condition.as_str()) {
+            cell.protocol.push(v as i64);
+        }
+    }
+    out
+}
+
+/// A cell's protocol scores (one per protocol condition) and sampling scores (one per ST1
+/// sample).
+#[derive(Debug, Default)]
+pub(crate) struct CellScores {
+    pub(crate) protocol: Vec<i64>,
+    pub(crate) sampling: Vec<i64>,
 }
 
 fn load_sim() -> Sim {
@@ -756,10 +797,30 @@ fn simulated_study_has_the_published_design_and_is_labelled() {
     for (m, n) in &per_model {
         let expect = match *m {
             "simulated-api-05" => 1200 - 18 * 7 - 6, // skips the Dark Triad
+            "simulated-api-03" => 1200 + 168 * 7,    // ST1 sampled 10 times, not 3
             m if m.contains("-api-") => 1200,
             _ => 168 * 4 + 24, // cli: the ten temperature-0 conditions only
         };
         assert_eq!(*n, expect, "{m}");
+    }
+    // ST1 samples per model, from the records and as the truth file states them.
+    let mut st1: BTreeMap<&str, BTreeSet<i32>> = BTreeMap::new();
+    for r in s.records.iter().filter(|r| r.condition == "ST1") {
+        st1.entry(&r.model).or_default().insert(r.sample);
+    }
+    for m in s.truth["models"].as_array().unwrap() {
+        let name = m["model"].as_str().unwrap();
+        let n = m["st1_samples"].as_i64().unwrap() as i32;
+        let well = m["well_sampled"].as_bool().unwrap();
+        assert_eq!(well, name == "simulated-api-03", "{name}");
+        let want = match (m["arm"].as_str().unwrap(), well) {
+            ("cli", _) => 0,
+            (_, true) => 10,
+            _ => 3,
+        };
+        assert_eq!(n, want, "{name}");
+        let got = st1.get(name).cloned().unwrap_or_default();
+        assert_eq!(got, (1..=n).collect::<BTreeSet<_>>(), "{name}");
     }
     let cohorts: BTreeSet<_> = s
         .records
@@ -1080,7 +1141,8 @@ fn sampling_noise_is_smaller_than_protocol_spread() {
     }
     let (mut above, mut total) = (0, 0);
     for (p, st) in cell.values() {
-        if p.len() == 10 && st.len() == 3 {
+        // Three ST1 samples, ten for the well-sampled model.
+        if p.len() == 10 && st.len() >= 3 {
             total += 1;
             if sd(p) > sd(st) {
                 above += 1;

@@ -202,7 +202,7 @@ fn folder_bytes(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 
 /// The SD of the planted condition shifts of a cell over the ten protocol conditions (keyed
 /// item points), from the truth file.
-fn planted_spread(truth: &serde_json::Value) -> BTreeMap<(String, String, String), f64> {
+pub(crate) fn planted_spread(truth: &serde_json::Value) -> BTreeMap<(String, String, String), f64> {
     const PROTOCOL: [&str; 10] = [
         "S0", "S0r", "SR", "SP", "B0", "B0r", "BS1", "BS2", "BS3", "BS4",
     ];
@@ -276,21 +276,41 @@ fn inference_tables_on_the_embedded_study() {
         ints(&ct, "splits"),
         bools(&ct, "p_le_0_05"),
     );
-    // Study level (docs/simulation.md): far more cells reach p <= 0.05 than the at most 5%
-    // the null allows, and more of them among cells with a large planted spread than a small.
+    // Cell level: every required cell of the well-sampled model is tested, with all
+    // C(10 + N, N) splits, and reaches p <= 0.05.
+    let (well, n_st1) = well_sampled(&truth);
+    let required = required_cells(&truth);
+    assert!(!required.is_empty());
+    let mut found = BTreeSet::new();
+    // Study level (docs/simulation.md), over the cells with the published three samples: far
+    // more reach p <= 0.05 than the at most 5% the null allows, and more of them among cells
+    // with a large planted spread than a small.
     let (mut tested, mut significant) = (0, 0);
     let (mut large, mut large_sig, mut small, mut small_sig) = (0, 0, 0, 0);
     for r in 0..ct.num_rows() {
         if src[r] != "simulated_answers" {
             continue;
         }
-        assert_eq!(splits[r], 286, "{} {} {}", model[r], test[r], dim[r]);
+        let cell = (model[r].clone(), test[r].clone(), dim[r].clone());
+        if model[r] == well {
+            assert_eq!(splits[r] as u64, choose(10 + n_st1, n_st1), "{cell:?}");
+            if let Some(sd) = required.get(&cell) {
+                eprintln!(
+                    "required {cell:?}: planted SD {sd:.3}, p = {} / {}",
+                    at_least[r], splits[r]
+                );
+                assert!(p05[r] && 20 * at_least[r] <= splits[r], "{cell:?}");
+                found.insert(cell);
+            }
+            continue;
+        }
+        assert_eq!(splits[r], 286, "{cell:?}");
         if model[r] == "simulated-api-12" {
             // Constant answers: every score equal, every split 0/0: p = 1.
             assert_eq!(at_least[r], 286, "{} {}", test[r], dim[r]);
             continue;
         }
-        let sd = spread[&(model[r].clone(), test[r].clone(), dim[r].clone())];
+        let sd = spread[&cell];
         tested += 1;
         significant += usize::from(p05[r]);
         if sd >= LARGE_SD {
@@ -304,6 +324,11 @@ fn inference_tables_on_the_embedded_study() {
     eprintln!(
         "p <= 0.05 in {significant} of {tested} cells; planted SD >= {LARGE_SD}: \
          {large_sig} of {large}; < {SMALL_SD}: {small_sig} of {small}"
+    );
+    assert_eq!(
+        found,
+        required.keys().cloned().collect::<BTreeSet<_>>(),
+        "a required cell is not tested"
     );
     assert!(significant * 10 >= tested, "{significant} of {tested}");
     assert!(large >= 30 && small >= 30, "{large} large, {small} small");
@@ -332,6 +357,43 @@ fn inference_tables_on_the_embedded_study() {
 /// ten protocol conditions, in keyed item points (docs/simulation.md).
 const LARGE_SD: f64 = 0.5;
 const SMALL_SD: f64 = 0.3;
+
+/// Every cell of the well-sampled model with at least this planted spread (keyed item points)
+/// must reach p <= 0.05 (docs/simulation.md, "What the inference tables must show").
+pub(crate) const REQUIRED_SD: f64 = 0.7;
+
+/// The well-sampled model of a truth file (exactly one) and its number of ST1 samples.
+pub(crate) fn well_sampled(truth: &serde_json::Value) -> (String, u64) {
+    let well: Vec<(String, u64)> = truth["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["well_sampled"].as_bool().unwrap())
+        .map(|m| {
+            (
+                m["model"].as_str().unwrap().to_string(),
+                m["st1_samples"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(well.len(), 1, "{well:?}");
+    well[0].clone()
+}
+
+/// The cells (model, test, dimension) that must reach p <= 0.05: those of the well-sampled
+/// model whose planted spread is at least [`REQUIRED_SD`], with that spread.
+pub(crate) fn required_cells(truth: &serde_json::Value) -> BTreeMap<(String, String, String), f64> {
+    let (model, _) = well_sampled(truth);
+    planted_spread(truth)
+        .into_iter()
+        .filter(|((m, _, _), sd)| *m == model && *sd >= REQUIRED_SD)
+        .collect()
+}
+
+/// C(n, k) for the small counts of a cell.
+pub(crate) fn choose(n: u64, k: u64) -> u64 {
+    (0..k).fold(1, |c, i| c * (n - i) / (i + 1))
+}
 
 /// Cochran's Q and McNemar of the recorded dictionary sweep, computed here from its records
 /// (the `correct` field per document, delimiter and variant) with the textbook form

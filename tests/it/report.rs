@@ -477,7 +477,7 @@ fn embedded_report_opens_on_the_headline_and_every_figure_text_fits() {
     let headline = html.find("<h2>Headline</h2>").expect("a headline");
     assert!(headline < html.find("<svg").unwrap());
     assert!(
-        html.contains("<p class=\"h\">simulated_answers (simulated): arm=api: protocol spread exceeds sampling noise: use the protocol spread as the error bar. Share of cells with protocol SD &gt; sampling SD: 0.873518 (221 of 253 compared cells, threshold 0.800000). Median ratio protocol SD / sampling SD: 2.949576 (threshold 2.000000). Interval: 95% cluster-bootstrap interval over "),
+        html.contains("<p class=\"h\">simulated_answers (simulated): arm=api: protocol spread exceeds sampling noise: use the protocol spread as the error bar. Share of cells with protocol SD &gt; sampling SD: 0.877470 (222 of 253 compared cells, threshold 0.800000). Median ratio protocol SD / sampling SD: 2.949576 (threshold 2.000000). Interval: 95% cluster-bootstrap interval over "),
         "{}",
         &html[headline..headline + 2000]
     );

@@ -117,6 +117,12 @@ pub struct SimModel {
     pub skips_test: Option<String>,
     /// Single-item SP (instruction P2) requests answered in words, not an option number.
     pub paraphrase_unreadable: usize,
+    /// True for the model whose ST1 condition is sampled more often than the published design
+    /// (so that its cells' permutation tests have the power to recover planted effects).
+    pub well_sampled: bool,
+    /// ST1 (temperature 1) samples per single item: 3 as published, more for the
+    /// well-sampled model, 0 where ST1 is not administered.
+    pub st1_samples: i32,
     /// Conditions administered.
     pub conditions: Vec<String>,
     /// Requests written.
@@ -285,6 +291,16 @@ const OUT_OF_RANGE_MODEL: usize = 11;
 const CONSTANT_MODEL: usize = 12;
 const MISSING_LINE_MODEL: usize = 4;
 const DUPLICATE_LINE_MODEL: usize = 6;
+/// ST1 samples per item in the published design.
+const ST1_SAMPLES: i32 = 3;
+/// The model sampled more often under ST1, and how often: C(10 + 10, 10) = 184,756 splits
+/// per cell, enough power that every cell with a large planted spread reaches p <= 0.05
+/// (docs/simulation.md), still cheap to enumerate.
+const WELL_SAMPLED_MODEL: usize = 3;
+const WELL_SAMPLED_ST1: i32 = 10;
+// The extra samples leave the model's other replies unchanged only if nothing after ST1 draws
+// from its stream, which the rerun jitter of B0r would.
+const _: () = assert!(WELL_SAMPLED_MODEL != JITTER_MODEL);
 
 /// Words for the five human values, used in unreadable paraphrase replies (no digits).
 const VALUE_WORDS: [&str; 5] = [
@@ -331,6 +347,11 @@ pub fn simulate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, SimulateErro
         let api = |k: usize| is_api && num == k;
         let option_bias = r6(rng.gen::<f64>() * params::BIAS_MAX);
         let style = rng.gen_range(0..5u32);
+        let st1_samples = match (is_api, api(WELL_SAMPLED_MODEL)) {
+            (false, _) => 0,
+            (true, true) => WELL_SAMPLED_ST1,
+            (true, false) => ST1_SAMPLES,
+        };
         let conditions: Vec<&str> = CONDITIONS
             .iter()
             .copied()
@@ -349,6 +370,8 @@ pub fn simulate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, SimulateErro
             } else {
                 0
             },
+            well_sampled: api(WELL_SAMPLED_MODEL),
+            st1_samples,
             conditions: conditions.iter().map(|s| s.to_string()).collect(),
             requests: 0,
         };
@@ -405,8 +428,12 @@ pub fn simulate(seed: u64, items: &[ItemInfo]) -> Result<SimOutput, SimulateErro
         };
 
         for &cond in &conditions {
+            // Samples beyond the third are drawn after it from the same stream, and the
+            // conditions after ST1 draw nothing (temperature 0, no jitter) for the
+            // well-sampled model, so its first three samples and everything else it
+            // answers are the same as with the published three.
             let samples: Vec<i32> = if cond == "ST1" {
-                vec![1, 2, 3]
+                (1..=st1_samples).collect()
             } else {
                 vec![1]
             };
