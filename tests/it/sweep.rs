@@ -1196,7 +1196,8 @@ mod dictionary {
         let spec = protospread_sweep::SweepSpec::from_section(&cfg.sweep).unwrap();
         let samples = protospread_sweep::ingest(&cfg, &spec).unwrap();
         let batch = protospread_sweep::samples_batch(&samples, dir.path()).unwrap();
-        let run: &arrow::array::StringArray = batch.column_by_name("run").unwrap().as_string();
+        let run: &arrow::array::StringArray =
+            arrow::array::AsArray::as_string(batch.column_by_name("run").unwrap());
         assert_eq!(
             run.value(0),
             "d.jsonl",
