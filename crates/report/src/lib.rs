@@ -83,6 +83,14 @@ pub enum ReportError {
         /// What is wrong, for the user.
         message: String,
     },
+    /// A declared table whose file breaks its contract: a column missing or of another type.
+    #[error("{path}: {source}")]
+    Contract {
+        /// The table file.
+        path: PathBuf,
+        /// The column the file lacks.
+        source: protospread_core::ContractError,
+    },
     /// A Parquet table that cannot be read.
     #[error("{path}: {source}")]
     Parquet {
@@ -368,6 +376,16 @@ fn collect_sources(out: &Path, section: &ReportSection) -> Result<Vec<Source>, R
     Ok(out_sources)
 }
 
+/// The contract of a table the report reads, if one declares it: by the stage (the first
+/// folder of its path under the output folder) and the name.
+fn contract_of(source: &Source) -> Option<&'static protospread_core::TableContract> {
+    let stage = source.rel.components().next()?.as_os_str().to_str()?;
+    protospread_core::CONTRACTS
+        .iter()
+        .copied()
+        .find(|c| c.stage == stage && c.name == source.name)
+}
+
 /// One table to render: its source, and the staged files its CSV and Markdown go to.
 struct Job {
     source: Source,
@@ -379,7 +397,12 @@ struct Job {
 /// Render one table: its CSV in one pass over the Parquet file, then its Markdown (each file
 /// written and synced here, so that several tables' files are written at once).
 fn render_table(job: &Job) -> Result<(Rendered, Option<stream::Collector>), ReportError> {
-    let p = stream::pass(&job.parquet, &job.source.name, &job.csv)?;
+    let p = stream::pass(
+        &job.parquet,
+        &job.source.name,
+        &job.csv,
+        contract_of(&job.source),
+    )?;
     let (_, title, description) = catalog_entry(&job.source.name);
     let t = Rendered {
         title,
