@@ -377,12 +377,12 @@ fn run_with_extra(
     // Each table is encoded and staged as it comes, then dropped: at 10^8 answers the tables
     // together are hundreds of MB.
     stage::compute(score_dir, params, engine, &mut |t| {
-        if t.name == "cells" {
+        if t.name == protospread_core::CELLS.name {
             sources = summarize(&t);
         }
         let name = format!("{}.parquet", t.name);
         let path = out_dir.join(&name);
-        let meta = prov.stage_table("aggregate", &t.name, protospread_core::UNDECLARED_VERSION);
+        let meta = prov.stage_table("aggregate", &t.name, layout_version(&t.name));
         let bytes = protospread_core::encode_parquet(
             &path,
             t.schema(),
@@ -403,7 +403,7 @@ fn run_with_extra(
                 message: "an extra table has the name of a table of the aggregate stage".into(),
             });
         }
-        let meta = prov.stage_table("aggregate", stem, protospread_core::UNDECLARED_VERSION);
+        let meta = prov.stage_table("aggregate", stem, layout_version(stem));
         let bytes = protospread_core::encode_parquet(
             &path,
             batch.schema(),
@@ -420,6 +420,15 @@ fn run_with_extra(
     progress.end();
     files.sort();
     Ok(Summary { sources, files })
+}
+
+/// The layout version of the aggregate stage's table `name`: its contract's, or
+/// [`protospread_core::UNDECLARED_VERSION`] for a table no contract declares.
+fn layout_version(name: &str) -> u32 {
+    protospread_core::CONTRACTS
+        .iter()
+        .find(|c| c.stage == "aggregate" && c.name == name)
+        .map_or(protospread_core::UNDECLARED_VERSION, |c| c.version)
 }
 
 fn summarize(cells: &Table) -> Vec<(String, String, usize, usize)> {

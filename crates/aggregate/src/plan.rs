@@ -8,6 +8,10 @@
 //! the bytes do not depend on the partition count.
 
 use protospread_core::AggregateSection as Params;
+use protospread_core::{
+    TableContract, BY_TEST, CELLS, CELLS_BY_RULE, CONSTANT_RUNS, PROTOCOL_VS_SAMPLING,
+    PROTOCOL_VS_SAMPLING_BY_RULE, RANGE, REQUESTS, RERUNS, SEPARATE_ARMS, VERDICT, VERDICT_BY_RULE,
+};
 
 /// A SQL string literal.
 pub(crate) fn lit(s: &str) -> String {
@@ -93,13 +97,13 @@ impl Cut {
         format!("CASE {c} {arms}END")
     }
 
-    /// The columns `rule` and `protocol_set` of the row's branch (alias `a`), with a comma.
-    pub(crate) fn prefix(&self, a: &str) -> String {
-        format!(
-            "{} AS rule, {} AS protocol_set, ",
-            self.per_branch(a, |b| lit(&b.rule)),
-            self.per_branch(a, |b| lit(b.set))
-        )
+    /// The expressions of the columns `rule` and `protocol_set` of the row's branch (alias
+    /// `a`), for a contract's projection.
+    pub(crate) fn rule_set(&self, a: &str) -> [(&'static str, String); 2] {
+        [
+            ("rule", self.per_branch(a, |b| lit(&b.rule))),
+            ("protocol_set", self.per_branch(a, |b| lit(b.set))),
+        ]
     }
 
     /// The key `cells` is sorted by: (column, nulls first), ascending.
@@ -381,30 +385,62 @@ fn cell_views(p: &Params, cut: &Cut, width: usize) -> (String, String) {
 /// The per-cell table (`cells`), sorted by ([`Cut`]'s `combo`,) source, model, test, dimension.
 pub(crate) fn cells(p: &Params, cut: &Cut) -> String {
     let k = cut.k("");
-    let mut reruns = String::new();
-    for (i, [a, b]) in p.rerun_pairs.iter().enumerate() {
-        reruns.push_str(&format!(
-            "CASE WHEN kept THEN ps_diff_z(abs(ra_{i} - rb_{i}), h) END AS \"rerun_{}_{}_z\", ",
-            a.replace('"', "\"\""),
-            b.replace('"', "\"\"")
-        ));
-    }
+    let reruns: Vec<(String, String)> = p
+        .rerun_pairs
+        .iter()
+        .enumerate()
+        .map(|(i, [a, b])| {
+            (
+                format!("rerun_{a}_{b}_z"),
+                format!("CASE WHEN kept THEN ps_diff_z(abs(ra_{i} - rb_{i}), h) END"),
+            )
+        })
+        .collect();
+    let select = cells_select(
+        &[
+            ("drop_reason", "CASE WHEN NOT kept THEN reason END"),
+            ("protocol_n", "COALESCE(pn, 0)"),
+            ("sampling_n", "COALESCE(sn, 0)"),
+            (
+                "protocol_mean_z",
+                "CASE WHEN kept THEN ps_mean_z(pn, ps, hm, h) END",
+            ),
+            (
+                "protocol_sd",
+                "CASE WHEN kept THEN ps_sd_z(pn, ps, pq, h) END",
+            ),
+            (
+                "sampling_sd",
+                "CASE WHEN kept THEN ps_sd_z(sn, ss, sq, h) END",
+            ),
+            (
+                "ratio",
+                "CASE WHEN kept THEN ps_ratio(pn, ps, pq, sn, ss, sq) END",
+            ),
+            (
+                "ratio_rule",
+                "CASE WHEN kept THEN ps_ratio_rule(pn, ps, pq, sn, ss, sq) END",
+            ),
+            (
+                "protocol_gt_sampling",
+                "CASE WHEN kept THEN ps_variance_gt(pn, ps, pq, sn, ss, sq) END",
+            ),
+            ("min_z", "CASE WHEN kept THEN ps_z(pmin, hm, h) END"),
+            ("max_z", "CASE WHEN kept THEN ps_z(pmax, hm, h) END"),
+            (
+                "range_z",
+                "CASE WHEN kept THEN ps_diff_z(pmax - pmin, h) END",
+            ),
+            (
+                "shift_z",
+                "CASE WHEN kept THEN ps_shift_z(tn, ts, fn_, fs, h) END",
+            ),
+            ("constant_administrations", "COALESCE(const_n, 0)"),
+        ],
+        &reruns,
+    );
     format!(
-        "SELECT {k}source, label, study, model, arm, cohort, test, dimension, kept, \
-           CASE WHEN NOT kept THEN reason END AS drop_reason, \
-           COALESCE(pn, 0) AS protocol_n, COALESCE(sn, 0) AS sampling_n, \
-           CASE WHEN kept THEN ps_mean_z(pn, ps, hm, h) END AS protocol_mean_z, \
-           CASE WHEN kept THEN ps_sd_z(pn, ps, pq, h) END AS protocol_sd, \
-           CASE WHEN kept THEN ps_sd_z(sn, ss, sq, h) END AS sampling_sd, \
-           CASE WHEN kept THEN ps_ratio(pn, ps, pq, sn, ss, sq) END AS ratio, \
-           CASE WHEN kept THEN ps_ratio_rule(pn, ps, pq, sn, ss, sq) END AS ratio_rule, \
-           CASE WHEN kept THEN ps_variance_gt(pn, ps, pq, sn, ss, sq) END AS protocol_gt_sampling, \
-           CASE WHEN kept THEN ps_z(pmin, hm, h) END AS min_z, \
-           CASE WHEN kept THEN ps_z(pmax, hm, h) END AS max_z, \
-           CASE WHEN kept THEN ps_diff_z(pmax - pmin, h) END AS range_z, \
-           {reruns} \
-           CASE WHEN kept THEN ps_shift_z(tn, ts, fn_, fs, h) END AS shift_z, \
-           COALESCE(const_n, 0) AS constant_administrations \
+        "SELECT {k}{select} \
          FROM ( \
            SELECT r.*, reason = '' AS kept, n.mean AS hm, n.sd AS h \
            FROM norms_n n RIGHT JOIN ( \
@@ -418,6 +454,77 @@ pub(crate) fn cells(p: &Params, cut: &Cut) -> String {
            ) r ON r.test = n.test AND r.dimension = n.dimension \
          ) ORDER BY {k}source, model, test, dimension"
     )
+}
+
+/// A SQL identifier, quoted.
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Whether `name` is a rerun column of [`CELLS`] (`rerun_<first>_<rerun>_z`).
+fn is_rerun_column(name: &str) -> bool {
+    name.starts_with("rerun_") && name.ends_with("_z")
+}
+
+/// The select list of `cells`: the columns of [`CELLS`] in order ([`TableContract::projection`]
+/// with `exprs`), except that the contract's rerun columns (the default pairs') are replaced by
+/// `reruns`, (column, expression) of each configured pair, in their place.
+fn cells_select(exprs: &[(&str, &str)], reruns: &[(String, String)]) -> String {
+    let mut out: Vec<(bool, String)> = Vec::new();
+    for c in CELLS.columns() {
+        if is_rerun_column(c.name) {
+            if !out.iter().any(|(rerun, _)| *rerun) {
+                out.extend(
+                    reruns
+                        .iter()
+                        .map(|(n, e)| (true, format!("{e} AS {}", quoted(n)))),
+                );
+            }
+            continue;
+        }
+        let col = match exprs.iter().find(|(n, _)| *n == c.name) {
+            Some((_, e)) => format!("{e} AS {}", quoted(c.name)),
+            None => quoted(c.name),
+        };
+        out.push((false, col));
+    }
+    for (n, _) in exprs {
+        assert!(
+            !is_rerun_column(n),
+            "{n}: rerun columns come from the pairs"
+        );
+        CELLS.column(n);
+    }
+    out.into_iter()
+        .map(|(_, c)| c)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `contract`'s projection with `exprs` given as owned strings.
+fn project(contract: &TableContract, exprs: &[(&str, String)]) -> String {
+    let exprs: Vec<(&str, &str)> = exprs.iter().map(|(n, e)| (*n, e.as_str())).collect();
+    contract.projection(&exprs)
+}
+
+/// A relation with the columns of `contract`, of their types, and no row.
+fn no_rows(contract: &TableContract) -> String {
+    use protospread_core::ColumnType;
+    let cols: Vec<String> = contract
+        .columns()
+        .iter()
+        .map(|c| {
+            let ty = match c.ty {
+                ColumnType::Text | ColumnType::Label => "VARCHAR",
+                ColumnType::Int32 => "INT",
+                ColumnType::Int64 => "BIGINT",
+                ColumnType::Float64 => "DOUBLE",
+                ColumnType::Boolean => "BOOLEAN",
+            };
+            format!("CAST(NULL AS {ty}) AS {}", quoted(c.name))
+        })
+        .collect();
+    format!("SELECT {} WHERE FALSE", cols.join(", "))
 }
 
 /// The cells of `cells` that are kept, once per group they belong to, with the group's key
@@ -460,36 +567,47 @@ fn share(k: &str, n: &str) -> String {
 const LABEL: &str = "first_value(label ORDER BY model, test, dimension) AS label";
 const EXCEEDING: &str = "SUM(CASE WHEN protocol_gt_sampling THEN 1 ELSE 0 END)";
 
-/// The group tables, each (name, SQL) over `cells`.
-pub(crate) fn group_tables(p: &Params) -> Vec<(&'static str, String)> {
+/// The group tables, each (contract, SQL) over `cells`. Rows come in the order of the group's
+/// name (its keys break a tie of two names).
+pub(crate) fn group_tables(p: &Params) -> Vec<(&'static TableContract, String)> {
     let g = grouped(p);
     let (keys, order) = group_keys(p);
     let pvs = format!(
-        "SELECT source, label, grp AS \"group\", models, cells, compared_cells, protocol_gt_sampling, \
-           {}, ratio_cells, median_ratio FROM ( \
+        "SELECT {} FROM ( \
            SELECT source, {keys}, grp, {LABEL}, COUNT(DISTINCT model) AS models, COUNT(*) AS cells, \
              COUNT(protocol_gt_sampling) AS compared_cells, {EXCEEDING} AS protocol_gt_sampling, \
              COUNT(ratio) AS ratio_cells, median(ratio) AS median_ratio \
-           FROM {g} GROUP BY source, {keys}, grp) ORDER BY source, {order}",
-        share("protocol_gt_sampling", "compared_cells") + " AS share"
+           FROM {g} GROUP BY source, {keys}, grp) ORDER BY source, \"group\", {order}",
+        project(
+            &PROTOCOL_VS_SAMPLING,
+            &[
+                ("group", "grp".to_string()),
+                ("share", share("protocol_gt_sampling", "compared_cells")),
+            ]
+        )
     );
     let range = format!(
-        "SELECT source, label, grp AS \"group\", cells, median_range_z, min_range_z, max_range_z, \
-           cells_range_ge_1, cells_range_ge_2 FROM ( \
+        "SELECT {} FROM ( \
            SELECT source, {keys}, grp, {LABEL}, COUNT(range_z) AS cells, median(range_z) AS median_range_z, \
              MIN(range_z) AS min_range_z, MAX(range_z) AS max_range_z, \
              SUM(CASE WHEN range_z >= 1.0 THEN 1 ELSE 0 END) AS cells_range_ge_1, \
              SUM(CASE WHEN range_z >= 2.0 THEN 1 ELSE 0 END) AS cells_range_ge_2 \
-           FROM {g} GROUP BY source, {keys}, grp) ORDER BY source, {order}"
+           FROM {g} GROUP BY source, {keys}, grp) ORDER BY source, \"group\", {order}",
+        RANGE.projection(&[("group", "grp")])
     );
     let by_test = format!(
-        "SELECT source, label, grp AS \"group\", test, cells, compared_cells, protocol_gt_sampling, \
-           {} AS share, median_ratio, median_range_z FROM ( \
+        "SELECT {} FROM ( \
            SELECT source, {keys}, grp, test, {LABEL}, COUNT(*) AS cells, \
              COUNT(protocol_gt_sampling) AS compared_cells, {EXCEEDING} AS protocol_gt_sampling, \
              median(ratio) AS median_ratio, median(range_z) AS median_range_z \
-           FROM {g} GROUP BY source, {keys}, grp, test) ORDER BY source, {order}, test",
-        share("protocol_gt_sampling", "compared_cells")
+           FROM {g} GROUP BY source, {keys}, grp, test) ORDER BY source, \"group\", test, {order}",
+        project(
+            &BY_TEST,
+            &[
+                ("group", "grp".to_string()),
+                ("share", share("protocol_gt_sampling", "compared_cells")),
+            ]
+        )
     );
     let mut pairs = Vec::new();
     for (i, [a, b]) in p.rerun_pairs.iter().enumerate() {
@@ -507,15 +625,11 @@ pub(crate) fn group_tables(p: &Params) -> Vec<(&'static str, String)> {
         ));
     }
     let reruns = if pairs.is_empty() {
-        "SELECT CAST(NULL AS VARCHAR) AS source, CAST(NULL AS VARCHAR) AS label, \
-           CAST(NULL AS VARCHAR) AS \"group\", CAST(NULL AS VARCHAR) AS pair, CAST(0 AS BIGINT) AS cells, \
-           CAST(0 AS BIGINT) AS cells_identical, CAST(NULL AS DOUBLE) AS median_diff_z, \
-           CAST(NULL AS DOUBLE) AS max_diff_z WHERE FALSE"
-            .to_string()
+        no_rows(&RERUNS)
     } else {
         format!(
-            "SELECT source, label, grp AS \"group\", pair, cells, cells_identical, median_diff_z, max_diff_z \
-             FROM ({}) ORDER BY source, {order}, pair_i",
+            "SELECT {} FROM ({}) ORDER BY source, \"group\", {order}, pair_i",
+            RERUNS.projection(&[("group", "grp")]),
             pairs.join(" UNION ALL ")
         )
     };
@@ -528,8 +642,7 @@ pub(crate) fn group_tables(p: &Params) -> Vec<(&'static str, String)> {
                  ELSE (ref.r > 0) = (x.shift_z > 0) END AS same_dir \
                FROM cells x LEFT JOIN ref ON x.source = ref.source AND x.test = ref.test \
                  AND x.dimension = ref.dimension WHERE x.kept AND {}) \
-         SELECT g.source, label, g.arm, hl.arm AS reference_arm, models, cells, direction_cells, same_direction, \
-           {} AS share, median_range_z, compared_cells, protocol_gt_sampling FROM ( \
+         SELECT {} FROM ( \
            SELECT source, arm, {LABEL}, COUNT(DISTINCT model) AS models, COUNT(*) AS cells, \
              COUNT(same_dir) AS direction_cells, SUM(CASE WHEN same_dir THEN 1 ELSE 0 END) AS same_direction, \
              median(range_z) AS median_range_z, COUNT(protocol_gt_sampling) AS compared_cells, \
@@ -537,14 +650,22 @@ pub(crate) fn group_tables(p: &Params) -> Vec<(&'static str, String)> {
            FROM c GROUP BY source, arm) g LEFT JOIN headline hl ON g.source = hl.source \
          ORDER BY g.source, g.arm",
         in_list("x.arm", &p.separate_arms),
-        share("same_direction", "direction_cells")
+        project(
+            &SEPARATE_ARMS,
+            &[
+                ("source", "g.source".to_string()),
+                ("arm", "g.arm".to_string()),
+                ("reference_arm", "hl.arm".to_string()),
+                ("share", share("same_direction", "direction_cells")),
+            ]
+        )
     );
     vec![
-        ("protocol_vs_sampling", pvs),
-        ("range", range),
-        ("by_test", by_test),
-        ("reruns", reruns),
-        ("separate_arms", separate),
+        (&PROTOCOL_VS_SAMPLING, pvs),
+        (&RANGE, range),
+        (&BY_TEST, by_test),
+        (&RERUNS, reruns),
+        (&SEPARATE_ARMS, separate),
     ]
 }
 
@@ -576,29 +697,53 @@ pub(crate) fn administrations_view() -> String {
 /// The study's own reply rule, which `[score] reply_rules` always lists first.
 pub(crate) const STRICT: &str = "strict";
 
-/// `requests` and `constant_runs`.
-pub(crate) fn request_tables() -> Vec<(&'static str, String)> {
+/// `requests` and `constant_runs`, each (contract, SQL).
+pub(crate) fn request_tables() -> Vec<(&'static TableContract, String)> {
+    let a_or_q = |c: &str| format!("CASE WHEN a.source IS NOT NULL THEN a.{c} ELSE q.{c} END");
+    let columns = project(
+        &REQUESTS,
+        &[
+            ("source", "COALESCE(a.source, q.source)".to_string()),
+            ("label", a_or_q("label")),
+            ("model", "COALESCE(a.model, q.model)".to_string()),
+            ("arm", a_or_q("arm")),
+            ("cohort", a_or_q("cohort")),
+            (
+                "condition",
+                "COALESCE(a.condition, q.condition)".to_string(),
+            ),
+            ("requests", "q.requests".to_string()),
+            ("failed_requests", "q.failed_requests".to_string()),
+            ("unreadable_replies", "q.unreadable_replies".to_string()),
+            (
+                "unreadable_share",
+                share("q.unreadable_replies", "q.requests"),
+            ),
+            ("items", "q.items".to_string()),
+            ("unreadable_items", "q.unreadable_items".to_string()),
+            (
+                "administrations",
+                "COALESCE(a.administrations, 0)".to_string(),
+            ),
+            (
+                "constant_administrations",
+                "COALESCE(a.constant_administrations, 0)".to_string(),
+            ),
+        ],
+    );
     let requests = format!(
-        "SELECT COALESCE(a.source, q.source) AS source, \
-           CASE WHEN a.source IS NOT NULL THEN a.label ELSE q.label END AS label, \
-           COALESCE(a.model, q.model) AS model, \
-           CASE WHEN a.source IS NOT NULL THEN a.arm ELSE q.arm END AS arm, \
-           CASE WHEN a.source IS NOT NULL THEN a.cohort ELSE q.cohort END AS cohort, \
-           COALESCE(a.condition, q.condition) AS condition, \
-           q.requests, q.failed_requests, q.unreadable_replies, {} AS unreadable_share, \
-           q.items, q.unreadable_items, COALESCE(a.administrations, 0) AS administrations, \
-           COALESCE(a.constant_administrations, 0) AS constant_administrations \
+        "SELECT {columns} \
          FROM (SELECT source, model, condition, MIN(label) AS label, MIN(arm) AS arm, MIN(cohort) AS cohort, \
                  COUNT(*) AS administrations, SUM(constant) AS constant_administrations \
                FROM adm GROUP BY source, model, condition) a \
          FULL OUTER JOIN req q ON a.source = q.source AND a.model = q.model AND a.condition = q.condition \
-         ORDER BY source, model, condition",
-        share("q.unreadable_replies", "q.requests")
+         ORDER BY source, model, condition"
     );
-    let constant = "SELECT source, label, model, arm, cohort, condition, sample, test FROM adm \
-         WHERE constant = 1 ORDER BY source, model, condition, sample, test"
-        .to_string();
-    vec![("requests", requests), ("constant_runs", constant)]
+    let constant = format!(
+        "SELECT {} FROM adm WHERE constant = 1 ORDER BY source, model, condition, sample, test",
+        CONSTANT_RUNS.projection(&[])
+    );
+    vec![(&REQUESTS, requests), (&CONSTANT_RUNS, constant)]
 }
 
 /// The arms each source has, over its scale scores and its requests: (source, arm), sorted.
@@ -611,11 +756,8 @@ pub(crate) const SOURCE_ARMS: &str = "SELECT source, arm FROM ( \
 /// protocol set may not hold.
 pub(crate) fn cells_side(cut: &Cut) -> String {
     format!(
-        "SELECT {}source, label, study, model, arm, cohort, test, dimension, kept, drop_reason, \
-           protocol_n, sampling_n, protocol_mean_z, protocol_sd, sampling_sd, ratio, ratio_rule, \
-           protocol_gt_sampling, min_z, max_z, range_z, constant_administrations \
-         FROM cells ORDER BY {}source, model, test, dimension",
-        cut.prefix(""),
+        "SELECT {} FROM cells ORDER BY {}source, model, test, dimension",
+        project(&CELLS_BY_RULE, &cut.rule_set("")),
         cut.k(""),
     )
 }
@@ -625,11 +767,7 @@ pub(crate) fn cells_side(cut: &Cut) -> String {
 /// cells counted and no statistics).
 pub(crate) fn headline_group(cut: &Cut) -> String {
     format!(
-        "SELECT {prefix}s.source, s.label, hl.arm, 'arm=' || hl.arm AS \"group\", \
-           COALESCE(c.models, 0) AS models, COALESCE(c.cells, 0) AS cells, \
-           COALESCE(c.dropped_cells, 0) AS dropped_cells, COALESCE(c.compared_cells, 0) AS compared_cells, \
-           COALESCE(c.protocol_gt_sampling, 0) AS protocol_gt_sampling, {share} AS share, \
-           COALESCE(c.ratio_cells, 0) AS ratio_cells, c.median_ratio, c.median_range_z \
+        "SELECT {columns} \
          FROM (SELECT {k}source, {LABEL} FROM cells GROUP BY {k}source) s \
          JOIN headline hl ON s.source = hl.source \
          LEFT JOIN (SELECT {kx}x.source, COUNT(DISTINCT CASE WHEN x.kept THEN x.model END) AS models, \
@@ -642,13 +780,39 @@ pub(crate) fn headline_group(cut: &Cut) -> String {
                     FROM cells x JOIN headline h2 ON x.source = h2.source AND x.arm = h2.arm \
                     GROUP BY {kx}x.source) c ON {sc}s.source = c.source \
          ORDER BY {ks}s.source",
-        prefix = cut.prefix("s"),
-        share = share("c.protocol_gt_sampling", "c.compared_cells"),
+        columns = headline_group_columns(cut),
         k = cut.k(""),
         kx = cut.k("x"),
         ks = cut.k("s"),
         sc = cut.on("s", "c"),
     )
+}
+
+/// The select list of [`headline_group`]: [`PROTOCOL_VS_SAMPLING_BY_RULE`]'s columns.
+fn headline_group_columns(cut: &Cut) -> String {
+    let mut exprs: Vec<(&str, String)> = cut.rule_set("s").into();
+    for (c, e) in [
+        ("source", "s.source"),
+        ("label", "s.label"),
+        ("arm", "hl.arm"),
+        ("group", "'arm=' || hl.arm"),
+        ("median_ratio", "c.median_ratio"),
+        ("median_range_z", "c.median_range_z"),
+    ] {
+        exprs.push((c, e.to_string()));
+    }
+    for c in [
+        "models",
+        "cells",
+        "dropped_cells",
+        "compared_cells",
+        "protocol_gt_sampling",
+        "ratio_cells",
+    ] {
+        exprs.push((c, format!("COALESCE(c.{c}, 0)")));
+    }
+    exprs.push(("share", share("c.protocol_gt_sampling", "c.compared_cells")));
+    project(&PROTOCOL_VS_SAMPLING_BY_RULE, &exprs)
 }
 
 /// The requests of each branch of `cut` under its reply rule, over the conditions it uses:
@@ -782,7 +946,9 @@ pub(crate) fn verdict_summary(
 /// with its branch's `rule` and `protocol_set`, and a "no verdict" line says how many of the
 /// arm's cells were dropped, the first one's reason and the conditions with unreadable replies.
 pub(crate) fn verdict(p: &Params, w: &str, side: Option<&Cut>) -> String {
-    let (prefix, k) = side.map_or((String::new(), String::new()), |c| (c.prefix(""), c.k("")));
+    let (columns, k) = side.map_or((VERDICT.projection(&[]), String::new()), |c| {
+        (project(&VERDICT_BY_RULE, &c.rule_set("")), c.k(""))
+    });
     let why = if side.is_some() {
         " || ': ' || CAST(dropped AS VARCHAR) || ' of ' || CAST(arm_cells AS VARCHAR) || ' arm=' || arm || ' cells dropped' || \
            CASE WHEN first_drop IS NULL THEN '' ELSE ' (first: ' || first_drop || ')' END || \
@@ -796,7 +962,7 @@ pub(crate) fn verdict(p: &Params, w: &str, side: Option<&Cut>) -> String {
         flit(p.verdict_few),
     );
     format!(
-        "SELECT {prefix}source, label, arm, criterion, value, threshold, passed, statement FROM ( \
+        "SELECT {columns} FROM ( \
            SELECT {k}source, label, arm, 1 AS ord, 'share_protocol_gt_sampling' AS criterion, sh AS value, {vs} AS threshold, \
              pass_share AS passed, \
              'share of ' || CAST(n AS VARCHAR) || ' kept arm=' || arm || ' cells with protocol SD > sampling SD is at least the threshold' AS statement \

@@ -8,7 +8,9 @@ use arrow::record_batch::RecordBatch;
 use arrow::util::display::array_value_to_string;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use protospread_core::{
-    AggregateSection, TableContract, NORMS, REPLY_RULE_COUNTS, SCALE_SCORES, SCALE_SCORES_BY_RULE,
+    AggregateSection, TableContract, CELLS, CELLS_BY_RULE, DROPPED_CELLS, NORMS,
+    PROTOCOL_VS_SAMPLING_BY_RULE, READABLE_REPLIES, REPLY_RULE_COUNTS, SCALE_SCORES,
+    SCALE_SCORES_BY_RULE, VERDICT, VERDICT_BY_RULE,
 };
 use protospread_engine::{Engine, EngineOptions};
 use std::collections::BTreeMap;
@@ -149,6 +151,19 @@ impl Run<'_> {
     fn table(&self, name: &str, sql: &str, path: &Path) -> Result<Table, AggregateError> {
         let (schema, batches) = self.run(name, sql, path)?;
         Table::from_batches(name, &schema, &batches)
+            .map_err(|e| AggregateError::engine(path, format!("table {name}"), e))
+    }
+
+    /// The table of `contract` from `sql`, whose columns must be the contract's.
+    fn declared(
+        &self,
+        contract: &TableContract,
+        sql: &str,
+        path: &Path,
+    ) -> Result<Table, AggregateError> {
+        let name = contract.name;
+        let (schema, batches) = self.run(name, sql, path)?;
+        Table::from_contract(contract, &schema, &batches)
             .map_err(|e| AggregateError::engine(path, format!("table {name}"), e))
     }
 
@@ -542,10 +557,11 @@ impl Run<'_> {
                 part.1.extend(batches);
             }
         }
-        for (name, (schema, batches)) in SIDE_TABLES.iter().zip(parts) {
+        for (contract, (schema, batches)) in SIDE_TABLES.iter().zip(parts) {
             emit(
-                Table::from_batches(name, &schema, &batches)
-                    .map_err(|e| AggregateError::engine(&f.by_rule, format!("table {name}"), e))?,
+                Table::from_contract(contract, &schema, &batches).map_err(|e| {
+                    AggregateError::engine(&f.by_rule, format!("table {}", contract.name), e)
+                })?,
             )?;
         }
         Ok(())
@@ -585,29 +601,35 @@ impl Run<'_> {
         // at 10^8 answers it is the largest table, and held in memory for the other plans it
         // sat outside the engine's pool for the rest of the stage.
         self.cells(a, study, true, &f.scores)?;
+        // The view's columns are the contract's, its rerun columns those of the configured
+        // pairs (`plan::cells`), which need not be the contract's default ones.
         emit(self.table(
-            "cells",
+            CELLS.name,
             "SELECT * FROM cells ORDER BY source, model, test, dimension",
             &f.scores,
         )?)?;
-        emit(self.table(
-            "dropped_cells",
-            "SELECT source, label, model, arm, cohort, test, dimension, drop_reason AS reason \
-                 FROM cells WHERE NOT kept ORDER BY source, model, test, dimension",
+        emit(self.declared(
+            &DROPPED_CELLS,
+            &format!(
+                "SELECT {} FROM cells WHERE NOT kept ORDER BY source, model, test, dimension",
+                DROPPED_CELLS.projection(&[("reason", "drop_reason")])
+            ),
             &f.scores,
         )?)?;
-        for (name, sql) in plan::group_tables(a) {
-            emit(self.table(name, &sql, &f.scores)?)?;
+        for (contract, sql) in plan::group_tables(a) {
+            emit(self.declared(contract, &sql, &f.scores)?)?;
         }
-        for (name, sql) in plan::request_tables() {
-            emit(self.table(name, &sql, &f.rules)?)?;
+        for (contract, sql) in plan::request_tables() {
+            emit(self.declared(contract, &sql, &f.rules)?)?;
         }
         // The score stage's readable replies per reply rule, passed through (strict first).
-        emit(self.table(
-            "reply_rules",
-            "SELECT source, label, model, arm, condition, mode, rule, requests, \
-                    readable_replies, items, readable_items FROM reply_rules \
-             ORDER BY source, model, arm, condition, mode, rule <> 'strict', rule, label",
+        emit(self.declared(
+            &READABLE_REPLIES,
+            &format!(
+                "SELECT {} FROM reply_rules \
+                 ORDER BY source, model, arm, condition, mode, rule <> 'strict', rule, label",
+                READABLE_REPLIES.projection(&[])
+            ),
             &f.rules,
         )?)?;
         self.materialize(
@@ -615,7 +637,7 @@ impl Run<'_> {
             &plan::verdict_summary(a, study, "req", "adm", false),
             &f.scores,
         )?;
-        emit(self.table("verdict", &plan::verdict(a, "verdict_w", None), &f.scores)?)?;
+        emit(self.declared(&VERDICT, &plan::verdict(a, "verdict_w", None), &f.scores)?)?;
         self.inference_tables(a, emit)
     }
 
@@ -792,8 +814,8 @@ impl Run<'_> {
             plan::verdict(a, "side_verdict_w", Some(cut)),
         ];
         let mut out = Vec::with_capacity(3);
-        for (name, sql) in SIDE_TABLES.iter().zip(&sqls) {
-            out.push(self.run(name, sql, path)?);
+        for (contract, sql) in SIDE_TABLES.iter().zip(&sqls) {
+            out.push(self.run(contract.name, sql, path)?);
         }
         Ok(out)
     }
@@ -809,10 +831,10 @@ const INFERENCE_TABLES: [&TableContract; 5] = [
 ];
 
 /// The side-by-side tables, in the order [`Run::side_tables`] returns their rows.
-const SIDE_TABLES: [&str; 3] = [
-    "cells_by_rule",
-    "protocol_vs_sampling_by_rule",
-    "verdict_by_rule",
+const SIDE_TABLES: [&TableContract; 3] = [
+    &CELLS_BY_RULE,
+    &PROTOCOL_VS_SAMPLING_BY_RULE,
+    &VERDICT_BY_RULE,
 ];
 
 /// The rows of the [`SIDE_TABLES`] for some combinations: (schema, batches) of each.

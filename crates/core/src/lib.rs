@@ -36,10 +36,13 @@
 //!   schema, plan projection and input check derive ([`STORED_ANSWERS`], [`PARSED_ANSWERS`],
 //!   [`SCALE_SCORES`], [`SCALE_SCORES_BY_RULE`], [`REPLY_RULE_COUNTS`], [`REPLY_RERUNS`],
 //!   [`NORMS`]; the aggregate stage's inference tables [`CELL_TESTS`],
-//!   [`CELL_TESTS_BY_GROUP`], [`HEADLINE_INTERVAL`], [`ERROR_BARS`], [`RANKING`], and the
+//!   [`CELL_TESTS_BY_GROUP`], [`HEADLINE_INTERVAL`], [`ERROR_BARS`], [`RANKING`], the
 //!   delimiter sweep's documents [`SWEEP_SAMPLES`] (fetch -> aggregate) and its tables
-//!   [`SWEEP_SIGNIFICANCE`], [`SWEEP_RANKING`]; all in
-//!   [`CONTRACTS`]).
+//!   [`SWEEP_SIGNIFICANCE`], [`SWEEP_RANKING`], and the aggregate stage's other
+//!   tables [`CELLS`], [`CELLS_BY_RULE`], [`DROPPED_CELLS`], [`PROTOCOL_VS_SAMPLING`],
+//!   [`PROTOCOL_VS_SAMPLING_BY_RULE`], [`RANGE`], [`BY_TEST`], [`RERUNS`],
+//!   [`SEPARATE_ARMS`], [`REQUESTS`], [`CONSTANT_RUNS`], [`READABLE_REPLIES`], [`VERDICT`],
+//!   [`VERDICT_BY_RULE`]; all in [`CONTRACTS`]).
 
 mod atomic;
 mod atomic_file;
@@ -94,9 +97,11 @@ pub use provenance::{FileMeta, InputHash, Provenance, UNDECLARED_VERSION};
 pub use scratch::{clean_up_on_signals, remove_dead_scratch, Scratch};
 pub use table_writer::TableWriter;
 pub use tables::{
-    CELL_TESTS, CELL_TESTS_BY_GROUP, CONTRACTS, ERROR_BARS, HEADLINE_INTERVAL, NORMS,
-    PARSED_ANSWERS, RANKING, REPLY_RERUNS, REPLY_RULE_COUNTS, SCALE_SCORES, SCALE_SCORES_BY_RULE,
-    STORED_ANSWERS, SWEEP_RANKING, SWEEP_SAMPLES, SWEEP_SIGNIFICANCE,
+    BY_TEST, CELLS, CELLS_BY_RULE, CELL_TESTS, CELL_TESTS_BY_GROUP, CONSTANT_RUNS, CONTRACTS,
+    DROPPED_CELLS, ERROR_BARS, HEADLINE_INTERVAL, NORMS, PARSED_ANSWERS, PROTOCOL_VS_SAMPLING,
+    PROTOCOL_VS_SAMPLING_BY_RULE, RANGE, RANKING, READABLE_REPLIES, REPLY_RERUNS,
+    REPLY_RULE_COUNTS, REQUESTS, RERUNS, SCALE_SCORES, SCALE_SCORES_BY_RULE, SEPARATE_ARMS,
+    STORED_ANSWERS, SWEEP_RANKING, SWEEP_SAMPLES, SWEEP_SIGNIFICANCE, VERDICT, VERDICT_BY_RULE,
 };
 
 use std::path::PathBuf;

@@ -420,7 +420,7 @@ pub const SWEEP_RANKING: TableContract = TableContract::new(
 );
 
 /// Every contract of this module, in pipeline order.
-pub const CONTRACTS: [&TableContract; 15] = [
+pub const CONTRACTS: [&TableContract; 29] = [
     &STORED_ANSWERS,
     &SWEEP_SAMPLES,
     &PARSED_ANSWERS,
@@ -436,4 +436,363 @@ pub const CONTRACTS: [&TableContract; 15] = [
     &RANKING,
     &SWEEP_SIGNIFICANCE,
     &SWEEP_RANKING,
+    &CELLS,
+    &CELLS_BY_RULE,
+    &DROPPED_CELLS,
+    &PROTOCOL_VS_SAMPLING,
+    &PROTOCOL_VS_SAMPLING_BY_RULE,
+    &RANGE,
+    &BY_TEST,
+    &RERUNS,
+    &SEPARATE_ARMS,
+    &REQUESTS,
+    &CONSTANT_RUNS,
+    &READABLE_REPLIES,
+    &VERDICT,
+    &VERDICT_BY_RULE,
 ];
+
+// The aggregate stage's tables that the report reads. The stage writes every column of these
+// tables as nullable (one layout whatever types its plans meet on the way), so each contract
+// declares them all nullable; the descriptions say which are never null.
+
+const fn any(name: &'static str, ty: ColumnType) -> Column {
+    Column::optional(name, ty)
+}
+
+/// The reply rule and protocol set a row of a side-by-side table is computed under.
+const RULE_SET: &[Column] = &[any("rule", Text), any("protocol_set", Text)];
+
+/// A cell of [`CELLS`] up to its range: the cell's keys and the statistics that depend on
+/// neither the protocol shift nor the rerun pairs.
+const CELL_STATISTICS: &[Column] = &[
+    any("source", Text),
+    any("label", Text),
+    any("study", Text),
+    any("model", Text),
+    any("arm", Text),
+    any("cohort", Text),
+    any("test", Text),
+    any("dimension", Text),
+    any("kept", Boolean),
+    any("drop_reason", Text),
+    any("protocol_n", Int64),
+    any("sampling_n", Int64),
+    any("protocol_mean_z", Float64),
+    any("protocol_sd", Float64),
+    any("sampling_sd", Float64),
+    any("ratio", Float64),
+    any("ratio_rule", Text),
+    any("protocol_gt_sampling", Boolean),
+    any("min_z", Float64),
+    any("max_z", Float64),
+    any("range_z", Float64),
+];
+
+/// The rerun columns of [`CELLS`] under the default `[aggregate] rerun_pairs`: one
+/// `rerun_<first>_<rerun>_z` per configured pair, in the pairs' order.
+const CELL_RERUNS: &[Column] = &[
+    any("rerun_S0_S0r_z", Float64),
+    any("rerun_B0_B0r_z", Float64),
+];
+
+/// The administrations of a cell that gave constant answers.
+const CELL_CONSTANT: &[Column] = &[any("constant_administrations", Int64)];
+
+/// `out/aggregate/cells.parquet`: every cell (source, model, test, dimension) of the study
+/// (strict rule, `protocol_conditions`), kept or dropped with its reason, with its statistics
+/// in human SDs (docs/statistics.md). Between `range_z` and `shift_z` come the rerun
+/// differences, one column `rerun_<first>_<rerun>_z` per `[aggregate] rerun_pairs` entry: the
+/// contract lists the default pairs' ([`CELL_RERUNS`]).
+pub const CELLS: TableContract = TableContract::new(
+    "cells",
+    "aggregate",
+    1,
+    &[
+        CELL_STATISTICS,
+        CELL_RERUNS,
+        &[any("shift_z", Float64)],
+        CELL_CONSTANT,
+    ],
+    &["source", "model", "test", "dimension"],
+);
+
+/// `out/aggregate/cells_by_rule.parquet`: the cells of [`CELLS`] for every reply rule x
+/// protocol set (strict x primary first), with the columns that depend on neither the shift
+/// nor the rerun settings. The rules come strict first, then by name; the sets primary first.
+pub const CELLS_BY_RULE: TableContract = TableContract::new(
+    "cells_by_rule",
+    "aggregate",
+    1,
+    &[RULE_SET, CELL_STATISTICS, CELL_CONSTANT],
+    &[
+        "rule",
+        "protocol_set",
+        "source",
+        "model",
+        "test",
+        "dimension",
+    ],
+);
+
+/// `out/aggregate/dropped_cells.parquet`: the cells of [`CELLS`] left out, with the reason.
+pub const DROPPED_CELLS: TableContract = TableContract::new(
+    "dropped_cells",
+    "aggregate",
+    1,
+    &[&[
+        any("source", Text),
+        any("label", Text),
+        any("model", Text),
+        any("arm", Text),
+        any("cohort", Text),
+        any("test", Text),
+        any("dimension", Text),
+        any("reason", Text),
+    ]],
+    &["source", "model", "test", "dimension"],
+);
+
+/// The first columns of a group table: the source, its label and the group (`arm=api`,
+/// `arm=api cohort=...`: the nested `[aggregate] groups`).
+const GROUP: &[Column] = &[any("source", Text), any("label", Text), any("group", Text)];
+
+/// `out/aggregate/protocol_vs_sampling.parquet`: per source and group, the kept cells whose
+/// protocol SD exceeds their sampling SD, their share and the median ratio.
+pub const PROTOCOL_VS_SAMPLING: TableContract = TableContract::new(
+    "protocol_vs_sampling",
+    "aggregate",
+    1,
+    &[
+        GROUP,
+        &[
+            any("models", Int64),
+            any("cells", Int64),
+            any("compared_cells", Int64),
+            any("protocol_gt_sampling", Int64),
+            any("share", Float64),
+            any("ratio_cells", Int64),
+            any("median_ratio", Float64),
+        ],
+    ],
+    &["source", "group"],
+);
+
+/// `out/aggregate/range.parquet`: per source and group, the range (highest minus lowest
+/// setup, in human SDs) over the kept cells: median, minimum, maximum, cells of at least 1
+/// and 2 human SDs.
+pub const RANGE: TableContract = TableContract::new(
+    "range",
+    "aggregate",
+    1,
+    &[
+        GROUP,
+        &[
+            any("cells", Int64),
+            any("median_range_z", Float64),
+            any("min_range_z", Float64),
+            any("max_range_z", Float64),
+            any("cells_range_ge_1", Int64),
+            any("cells_range_ge_2", Int64),
+        ],
+    ],
+    &["source", "group"],
+);
+
+/// `out/aggregate/by_test.parquet`: per source, group and test, the kept cells with protocol
+/// SD > sampling SD, their share, the median ratio and the median range.
+pub const BY_TEST: TableContract = TableContract::new(
+    "by_test",
+    "aggregate",
+    1,
+    &[
+        GROUP,
+        &[
+            any("test", Text),
+            any("cells", Int64),
+            any("compared_cells", Int64),
+            any("protocol_gt_sampling", Int64),
+            any("share", Float64),
+            any("median_ratio", Float64),
+            any("median_range_z", Float64),
+        ],
+    ],
+    &["source", "group", "test"],
+);
+
+/// `out/aggregate/reruns.parquet`: per source, group and rerun pair (`S0 vs S0r`), the
+/// absolute difference in human SDs between a condition and its rerun over the kept cells:
+/// cells, identical cells, median and maximum.
+pub const RERUNS: TableContract = TableContract::new(
+    "reruns",
+    "aggregate",
+    1,
+    &[
+        GROUP,
+        &[
+            any("pair", Text),
+            any("cells", Int64),
+            any("cells_identical", Int64),
+            any("median_diff_z", Float64),
+            any("max_diff_z", Float64),
+        ],
+    ],
+    // Then the pairs in their configured order.
+    &["source", "group"],
+);
+
+/// `out/aggregate/separate_arms.parquet`: per source and arm of `[aggregate] separate_arms`,
+/// the kept cells whose protocol shift has the sign of the headline arm's (`reference_arm`)
+/// median shift of the scale, and the median range.
+pub const SEPARATE_ARMS: TableContract = TableContract::new(
+    "separate_arms",
+    "aggregate",
+    1,
+    &[&[
+        any("source", Text),
+        any("label", Text),
+        any("arm", Text),
+        any("reference_arm", Text),
+        any("models", Int64),
+        any("cells", Int64),
+        any("direction_cells", Int64),
+        any("same_direction", Int64),
+        any("share", Float64),
+        any("median_range_z", Float64),
+        any("compared_cells", Int64),
+        any("protocol_gt_sampling", Int64),
+    ]],
+    &["source", "arm"],
+);
+
+/// `out/aggregate/requests.parquet`: per source, model and condition, the requests sent,
+/// failed and with an unreadable reply (strict rule), their items, and the administrations
+/// with constant answers.
+pub const REQUESTS: TableContract = TableContract::new(
+    "requests",
+    "aggregate",
+    1,
+    &[&[
+        any("source", Text),
+        any("label", Text),
+        any("model", Text),
+        any("arm", Text),
+        any("cohort", Text),
+        any("condition", Text),
+        any("requests", Int64),
+        any("failed_requests", Int64),
+        any("unreadable_replies", Int64),
+        any("unreadable_share", Float64),
+        any("items", Int64),
+        any("unreadable_items", Int64),
+        any("administrations", Int64),
+        any("constant_administrations", Int64),
+    ]],
+    &["source", "model", "condition"],
+);
+
+/// `out/aggregate/constant_runs.parquet`: every administration whose answers were all the
+/// same option.
+pub const CONSTANT_RUNS: TableContract = TableContract::new(
+    "constant_runs",
+    "aggregate",
+    1,
+    &[&[
+        any("source", Text),
+        any("label", Text),
+        any("model", Text),
+        any("arm", Text),
+        any("cohort", Text),
+        any("condition", Text),
+        any("sample", Int64),
+        any("test", Text),
+    ]],
+    &["source", "model", "condition", "sample", "test"],
+);
+
+/// `out/aggregate/reply_rules.parquet`: the score stage's [`REPLY_RULE_COUNTS`] passed
+/// through for the report: per source, model, condition, mode and reply rule (strict first,
+/// then by name), requests and items, and those each rule reads.
+pub const READABLE_REPLIES: TableContract = TableContract::new(
+    "reply_rules",
+    "aggregate",
+    1,
+    &[&[
+        any("source", Text),
+        any("label", Text),
+        any("model", Text),
+        any("arm", Text),
+        any("condition", Text),
+        any("mode", Text),
+        any("rule", Text),
+        any("requests", Int64),
+        any("readable_replies", Int64),
+        any("items", Int64),
+        any("readable_items", Int64),
+    ]],
+    &["source", "model", "arm", "condition", "mode", "rule"],
+);
+
+/// A verdict row: a criterion over a source's headline arm, its value, threshold, whether it
+/// passed, and what it means in words.
+const VERDICT_ROW: &[Column] = &[
+    any("source", Text),
+    any("label", Text),
+    any("arm", Text),
+    any("criterion", Text),
+    any("value", Float64),
+    any("threshold", Float64),
+    any("passed", Boolean),
+    any("statement", Text),
+];
+
+/// `out/aggregate/verdict.parquet`: per source, the five criteria of the verdict rule over
+/// its headline arm (docs/statistics.md).
+pub const VERDICT: TableContract = TableContract::new(
+    "verdict",
+    "aggregate",
+    1,
+    &[VERDICT_ROW],
+    // Then the criteria in their fixed order (share, median ratio, unreadable replies,
+    // constant runs, verdict).
+    &["source"],
+);
+
+/// `out/aggregate/verdict_by_rule.parquet`: the rows of [`VERDICT`] for every reply rule x
+/// protocol set; a "no verdict" row also says why.
+pub const VERDICT_BY_RULE: TableContract = TableContract::new(
+    "verdict_by_rule",
+    "aggregate",
+    1,
+    &[RULE_SET, VERDICT_ROW],
+    // Then the criteria in their fixed order.
+    &["rule", "protocol_set", "source"],
+);
+
+/// `out/aggregate/protocol_vs_sampling_by_rule.parquet`: per source, the group of its headline
+/// arm in [`PROTOCOL_VS_SAMPLING`] for every reply rule x protocol set, with its dropped cells
+/// and median range (a row also when no cell is kept).
+pub const PROTOCOL_VS_SAMPLING_BY_RULE: TableContract = TableContract::new(
+    "protocol_vs_sampling_by_rule",
+    "aggregate",
+    1,
+    &[
+        RULE_SET,
+        &[
+            any("source", Text),
+            any("label", Text),
+            any("arm", Text),
+            any("group", Text),
+            any("models", Int64),
+            any("cells", Int64),
+            any("dropped_cells", Int64),
+            any("compared_cells", Int64),
+            any("protocol_gt_sampling", Int64),
+            any("share", Float64),
+            any("ratio_cells", Int64),
+            any("median_ratio", Float64),
+            any("median_range_z", Float64),
+        ],
+    ],
+    &["rule", "protocol_set", "source"],
+);

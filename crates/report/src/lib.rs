@@ -65,7 +65,12 @@ pub use verify::{
     update as update_checksums, Difference,
 };
 
-use protospread_core::ReportSection;
+use protospread_core::{
+    ReportSection, BY_TEST, CELLS, CELLS_BY_RULE, CELL_TESTS, CELL_TESTS_BY_GROUP, CONSTANT_RUNS,
+    DROPPED_CELLS, ERROR_BARS, HEADLINE_INTERVAL, NORMS, PROTOCOL_VS_SAMPLING,
+    PROTOCOL_VS_SAMPLING_BY_RULE, RANGE, RANKING, READABLE_REPLIES, REPLY_RERUNS, REQUESTS, RERUNS,
+    SEPARATE_ARMS, VERDICT, VERDICT_BY_RULE,
+};
 use std::path::{Path, PathBuf};
 
 /// Errors of the report, verify and bag code; each names the file it concerns.
@@ -78,6 +83,14 @@ pub enum ReportError {
         path: PathBuf,
         /// What is wrong, for the user.
         message: String,
+    },
+    /// A declared table whose file breaks its contract: a column missing or of another type.
+    #[error("{path}: {source}")]
+    Contract {
+        /// The table file.
+        path: PathBuf,
+        /// The column the file lacks.
+        source: protospread_core::ContractError,
     },
     /// A Parquet table that cannot be read.
     #[error("{path}: {source}")]
@@ -120,31 +133,32 @@ impl ReportError {
     }
 }
 
-/// Title and one-line description of a known table; order here is the order in the report.
+/// Title and one-line description of a known table, by its name (a declared table's from its
+/// contract, so that its name is written once); order here is the order in the report.
 pub const CATALOG: &[(&str, &str, &str)] = &[
-    ("verdict", "Verdict", "The verdict rule applied per source to its headline arm (column arm: the input's headline_arm, else the source's single arm, else [aggregate] headline_arm), with its thresholds from [aggregate] (share of cells, median ratio, \"few\")."),
-    ("headline_interval", "Headline with 95% intervals", "Per source, over its headline arm's kept cells: the share of cells with protocol SD > sampling SD and the median ratio, each with a 95% percentile interval from a cluster bootstrap over models (2000 replicates, SplitMix64 from the seed shown), and the share expected if setups and samples were exchangeable (mean over cells of the permutation probability of protocol SD > sampling SD; docs/statistics.md)."),
-    ("cell_tests_by_group", "Exact permutation tests, by group", "Per group: cells tested, cells with p <= 0.05, and cells that remain after Benjamini-Hochberg at q = 0.05 within the group."),
-    ("protocol_vs_sampling", "Protocol SD versus sampling SD, by group", "Kept cells where the SD over the protocol administrations exceeds the SD over the temperature-1 samples, and the median ratio (inf = sampling SD 0)."),
-    ("range", "Highest minus lowest setup, in human SDs", "Per group: median, min and max of the range over the protocol administrations, and cells with a range of at least 1 and 2 human SDs."),
-    ("by_test", "By test", "Per group and test: cells with protocol SD > sampling SD, median ratio, median range."),
-    ("reruns", "Rerun differences", "Absolute difference in human SDs between a condition and its rerun, per group: median and max over cells."),
-    ("separate_arms", "Separate arms (command-line tools)", "Arms reported apart (no temperature control): same direction = the cell's protocol shift (mean z whole-test minus single-item setups) has the sign of the median shift of that scale in the source's headline arm (reference_arm); median range in human SDs."),
-    ("requests", "Requests, unreadable replies and constant-answer administrations", "Per model and condition: requests sent, failed, replies with an unreadable answer, administrations with constant answers."),
-    ("reply_rules", "Readable replies under each reply rule", "Per source, model and condition: requests, replies read under each rule of [score] reply_rules (strict = the study's rule, behind every other table; lenient = a leading option number with at most an option label, docs/stored-answers.md), and item lines read. A whole-test reply is readable when every shown position is read."),
-    ("verdict_by_rule", "Verdict under each reply rule: primary and secondary (single-item) analysis", "The verdict rule per source over its headline arm, for every reply rule x protocol set. Every row names its reply rule (strict = the study's rule; lenient, docs/stored-answers.md) and its protocol_set: primary = the study's protocol set (protocol_conditions, ten setups); secondary_single_item = the declared SECONDARY analysis over the single-item setups only (secondary_protocol_conditions), same sampling set and drop rules (docs/statistics.md). A \"no verdict\" line says how many of the arm's cells were dropped and the first one's reason."),
-    ("protocol_vs_sampling_by_rule", "Headline arm under each reply rule: primary and secondary (single-item) analysis", "Per source, the group of its headline arm: kept and dropped cells, cells with protocol SD > sampling SD, median ratio and median range, for every reply rule x protocol set (a row also when no cell is kept). Every row names its reply rule (strict = the study's rule; lenient, docs/stored-answers.md) and its protocol_set: primary = the study's protocol set (protocol_conditions, ten setups); secondary_single_item = the declared SECONDARY analysis over the single-item setups only (secondary_protocol_conditions), same sampling set and drop rules (docs/statistics.md)."),
-    ("cells_by_rule", "Per-cell detail under each reply rule: primary and secondary (single-item) analysis", "Every cell for every reply rule x protocol set, with the columns of cells that do not depend on the shift or rerun settings. Every row names its reply rule (strict = the study's rule; lenient, docs/stored-answers.md) and its protocol_set: primary = the study's protocol set (protocol_conditions, ten setups); secondary_single_item = the declared SECONDARY analysis over the single-item setups only (secondary_protocol_conditions), same sampling set and drop rules (docs/statistics.md)."),
-    ("error_bars", "Error bars per model and scale", "Per kept cell: mean z over the protocol setups, the lowest and highest setup (every tied one) with their z, protocol SD, sampling SD, and the error bar = the larger of the two (error_bar_from says which; sampling when they are equal)."),
-    ("ranking", "Ranking robustness per scale", "Per source, arm and scale: Kendall's tau-b between the model orders of every pair of protocol setups (median, minimum), the share of model pairs whose order flips between some two setups, and the models some setup ranks first."),
-    ("cell_tests", "Exact permutation test per cell", "Per kept cell with a sampling SD: all C(n_p + n_s, n_s) splits of its scores into protocol and sampling, the splits whose variance ratio is at least the observed one, p, the permutation probability of protocol SD > sampling SD, p <= 0.05, and Benjamini-Hochberg at q = 0.05 over the cells of the same source and arm."),
-    ("constant_runs", "Constant-answer administrations", "Every administration whose answers were all the same option."),
-    ("dropped_cells", "Dropped cells", "Every cell left out of the tables, with the reason."),
-    ("cells", "Per-cell detail", "Every cell (model x scale) with its statistics; SDs and ranges in human SDs."),
+    (VERDICT.name, "Verdict", "The verdict rule applied per source to its headline arm (column arm: the input's headline_arm, else the source's single arm, else [aggregate] headline_arm), with its thresholds from [aggregate] (share of cells, median ratio, \"few\")."),
+    (HEADLINE_INTERVAL.name, "Headline with 95% intervals", "Per source, over its headline arm's kept cells: the share of cells with protocol SD > sampling SD and the median ratio, each with a 95% percentile interval from a cluster bootstrap over models (2000 replicates, SplitMix64 from the seed shown), and the share expected if setups and samples were exchangeable (mean over cells of the permutation probability of protocol SD > sampling SD; docs/statistics.md)."),
+    (CELL_TESTS_BY_GROUP.name, "Exact permutation tests, by group", "Per group: cells tested, cells with p <= 0.05, and cells that remain after Benjamini-Hochberg at q = 0.05 within the group."),
+    (PROTOCOL_VS_SAMPLING.name, "Protocol SD versus sampling SD, by group", "Kept cells where the SD over the protocol administrations exceeds the SD over the temperature-1 samples, and the median ratio (inf = sampling SD 0)."),
+    (RANGE.name, "Highest minus lowest setup, in human SDs", "Per group: median, min and max of the range over the protocol administrations, and cells with a range of at least 1 and 2 human SDs."),
+    (BY_TEST.name, "By test", "Per group and test: cells with protocol SD > sampling SD, median ratio, median range."),
+    (RERUNS.name, "Rerun differences", "Absolute difference in human SDs between a condition and its rerun, per group: median and max over cells."),
+    (SEPARATE_ARMS.name, "Separate arms (command-line tools)", "Arms reported apart (no temperature control): same direction = the cell's protocol shift (mean z whole-test minus single-item setups) has the sign of the median shift of that scale in the source's headline arm (reference_arm); median range in human SDs."),
+    (REQUESTS.name, "Requests, unreadable replies and constant-answer administrations", "Per model and condition: requests sent, failed, replies with an unreadable answer, administrations with constant answers."),
+    (READABLE_REPLIES.name, "Readable replies under each reply rule", "Per source, model and condition: requests, replies read under each rule of [score] reply_rules (strict = the study's rule, behind every other table; lenient = a leading option number with at most an option label, docs/stored-answers.md), and item lines read. A whole-test reply is readable when every shown position is read."),
+    (VERDICT_BY_RULE.name, "Verdict under each reply rule: primary and secondary (single-item) analysis", "The verdict rule per source over its headline arm, for every reply rule x protocol set. Every row names its reply rule (strict = the study's rule; lenient, docs/stored-answers.md) and its protocol_set: primary = the study's protocol set (protocol_conditions, ten setups); secondary_single_item = the declared SECONDARY analysis over the single-item setups only (secondary_protocol_conditions), same sampling set and drop rules (docs/statistics.md). A \"no verdict\" line says how many of the arm's cells were dropped and the first one's reason."),
+    (PROTOCOL_VS_SAMPLING_BY_RULE.name, "Headline arm under each reply rule: primary and secondary (single-item) analysis", "Per source, the group of its headline arm: kept and dropped cells, cells with protocol SD > sampling SD, median ratio and median range, for every reply rule x protocol set (a row also when no cell is kept). Every row names its reply rule (strict = the study's rule; lenient, docs/stored-answers.md) and its protocol_set: primary = the study's protocol set (protocol_conditions, ten setups); secondary_single_item = the declared SECONDARY analysis over the single-item setups only (secondary_protocol_conditions), same sampling set and drop rules (docs/statistics.md)."),
+    (CELLS_BY_RULE.name, "Per-cell detail under each reply rule: primary and secondary (single-item) analysis", "Every cell for every reply rule x protocol set, with the columns of cells that do not depend on the shift or rerun settings. Every row names its reply rule (strict = the study's rule; lenient, docs/stored-answers.md) and its protocol_set: primary = the study's protocol set (protocol_conditions, ten setups); secondary_single_item = the declared SECONDARY analysis over the single-item setups only (secondary_protocol_conditions), same sampling set and drop rules (docs/statistics.md)."),
+    (ERROR_BARS.name, "Error bars per model and scale", "Per kept cell: mean z over the protocol setups, the lowest and highest setup (every tied one) with their z, protocol SD, sampling SD, and the error bar = the larger of the two (error_bar_from says which; sampling when they are equal)."),
+    (RANKING.name, "Ranking robustness per scale", "Per source, arm and scale: Kendall's tau-b between the model orders of every pair of protocol setups (median, minimum), the share of model pairs whose order flips between some two setups, and the models some setup ranks first."),
+    (CELL_TESTS.name, "Exact permutation test per cell", "Per kept cell with a sampling SD: all C(n_p + n_s, n_s) splits of its scores into protocol and sampling, the splits whose variance ratio is at least the observed one, p, the permutation probability of protocol SD > sampling SD, p <= 0.05, and Benjamini-Hochberg at q = 0.05 over the cells of the same source and arm."),
+    (CONSTANT_RUNS.name, "Constant-answer administrations", "Every administration whose answers were all the same option."),
+    (DROPPED_CELLS.name, "Dropped cells", "Every cell left out of the tables, with the reason."),
+    (CELLS.name, "Per-cell detail", "Every cell (model x scale) with its statistics; SDs and ranges in human SDs."),
     ("parity_summary", "Scorer parity on the human data", "Per instrument: human rows reproduced exactly by the key and scorer, or set aside with a reason (score stage)."),
     ("mutation_sweep", "Mutation sweep", "For each item of the key: rows that disagree after changing its weight or flipping its reverse flag (score stage)."),
-    ("norms", "Human norms", "Mean and SD of the human scores per instrument and dimension (score stage)."),
-    ("reply_reruns", "Is temperature 0 honoured?", "Raw replies of a condition and its rerun (S0 vs S0r, B0 vs B0r) compared byte for byte, per model and test (score stage)."),
+    (NORMS.name, "Human norms", "Mean and SD of the human scores per instrument and dimension (score stage)."),
+    (REPLY_RERUNS.name, "Is temperature 0 honoured?", "Raw replies of a condition and its rerun (S0 vs S0r, B0 vs B0r) compared byte for byte, per model and test (score stage)."),
     ("sweep_accuracy", "Delimiter sweep: accuracy", "Accuracy per model, benchmark, delimiter and variant (plain / named), with an exact Clopper-Pearson 95% interval (docs/sweep.md). Every sweep table starts with the run it comes from (source) and its label (recorded, ...)."),
     ("sweep_spread", "Delimiter sweep: spread", "Per model, benchmark and variant: highest minus lowest accuracy over delimiters, in points, and whether the two extremes' intervals are disjoint."),
     ("sweep_rank", "Delimiter sweep: rank", "Rank of each model under each delimiter and variant."),
@@ -363,6 +377,16 @@ fn collect_sources(out: &Path, section: &ReportSection) -> Result<Vec<Source>, R
     Ok(out_sources)
 }
 
+/// The contract of a table the report reads, if one declares it: by the stage (the first
+/// folder of its path under the output folder) and the name.
+fn contract_of(source: &Source) -> Option<&'static protospread_core::TableContract> {
+    let stage = source.rel.components().next()?.as_os_str().to_str()?;
+    protospread_core::CONTRACTS
+        .iter()
+        .copied()
+        .find(|c| c.stage == stage && c.name == source.name)
+}
+
 /// One table to render: its source, and the staged files its CSV and Markdown go to.
 struct Job {
     source: Source,
@@ -374,7 +398,12 @@ struct Job {
 /// Render one table: its CSV in one pass over the Parquet file, then its Markdown (each file
 /// written and synced here, so that several tables' files are written at once).
 fn render_table(job: &Job) -> Result<(Rendered, Option<stream::Collector>), ReportError> {
-    let p = stream::pass(&job.parquet, &job.source.name, &job.csv)?;
+    let p = stream::pass(
+        &job.parquet,
+        &job.source.name,
+        &job.csv,
+        contract_of(&job.source),
+    )?;
     let (_, title, description) = catalog_entry(&job.source.name);
     let t = Rendered {
         title,

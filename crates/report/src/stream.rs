@@ -140,8 +140,14 @@ impl Extremes {
 /// Read the Parquet table at `path` once: write its canonical CSV to `csv_path` (a file this
 /// function creates, writes and syncs) and return what the Markdown, the HTML and the figures
 /// need. `name` is the table's file stem (`cells` and `error_bars` also collect what the figures draw).
-pub(crate) fn pass(path: &Path, name: &str, csv_path: &Path) -> Result<Pass, ReportError> {
-    let (reader, rows, schema) = open(path)?;
+/// A table with a `contract` must have its columns ([`protospread_core::TableContract::check_schema`]).
+pub(crate) fn pass(
+    path: &Path,
+    name: &str,
+    csv_path: &Path,
+    contract: Option<&protospread_core::TableContract>,
+) -> Result<Pass, ReportError> {
+    let (reader, rows, schema) = open(path, contract)?;
     let header: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
     let numeric: Vec<bool> = schema
         .fields()
@@ -205,7 +211,10 @@ pub(crate) fn pass(path: &Path, name: &str, csv_path: &Path) -> Result<Pass, Rep
 
 /// A reader of the Parquet table at `path`, its row count and its schema; an error names a
 /// column of a type the renderer does not write.
-fn open(path: &Path) -> Result<(ParquetRecordBatchReader, usize, SchemaRef), ReportError> {
+fn open(
+    path: &Path,
+    contract: Option<&protospread_core::TableContract>,
+) -> Result<(ParquetRecordBatchReader, usize, SchemaRef), ReportError> {
     let perr = |source| ReportError::Parquet {
         path: path.to_path_buf(),
         source,
@@ -218,6 +227,13 @@ fn open(path: &Path) -> Result<(ParquetRecordBatchReader, usize, SchemaRef), Rep
     let rows = usize::try_from(builder.metadata().file_metadata().num_rows())
         .map_err(|_| ReportError::table(path, "negative row count in the file's metadata"))?;
     let schema: SchemaRef = builder.schema().clone();
+    if let Some(c) = contract {
+        c.check_schema(&schema)
+            .map_err(|source| ReportError::Contract {
+                path: path.to_path_buf(),
+                source,
+            })?;
+    }
     for f in schema.fields() {
         if !supported(f.data_type()) {
             return Err(ReportError::table(
@@ -391,6 +407,23 @@ mod tests {
     }
 
     #[test]
+    fn a_declared_table_without_a_column_of_its_contract_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            vec![("source", Arc::new(StringArray::from(vec!["s"])) as ArrayRef)],
+        );
+        let csv = dir.path().join("t.csv");
+        let e = pass(&p, "cells", &csv, Some(&protospread_core::CELLS))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("t.parquet") && e.contains("column `label` is missing (table cells v1)"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn one_pass_writes_every_row_and_keeps_the_extremes() {
         let dir = tempfile::tempdir().unwrap();
         let n = 120;
@@ -413,7 +446,7 @@ mod tests {
             ],
         );
         let csv = dir.path().join("t.csv");
-        let r = pass(&p, "t", &csv).unwrap();
+        let r = pass(&p, "t", &csv, None).unwrap();
         let text = fs_err::read_to_string(&csv).unwrap();
         assert_eq!(text.lines().count(), n + 1);
         assert!(text.contains("\nsimulated,\nsimulated,NaN\nrecorded,3.000000\n"));
@@ -445,7 +478,7 @@ mod tests {
                 Arc::new(BinaryArray::from(vec![b"x".as_ref()])) as ArrayRef,
             )],
         );
-        let e = pass(&p, "t", &dir.path().join("t.csv"))
+        let e = pass(&p, "t", &dir.path().join("t.csv"), None)
             .unwrap_err()
             .to_string();
         assert!(
@@ -454,7 +487,7 @@ mod tests {
         );
         let bad = dir.path().join("bad.parquet");
         fs_err::write(&bad, b"not parquet").unwrap();
-        let e = pass(&bad, "t", &dir.path().join("u.csv"))
+        let e = pass(&bad, "t", &dir.path().join("u.csv"), None)
             .unwrap_err()
             .to_string();
         assert!(e.contains("bad.parquet"), "{e}");
