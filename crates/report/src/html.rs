@@ -5,6 +5,7 @@
 use crate::render::{positions, TextTable, MODEL_TEST};
 use crate::svg::{
     c, esc, label_margin, legend_dot, row_figure_width, text_width, tick_label, tick_step, Plot,
+    FIGURE_SOURCES,
 };
 use crate::{Rendered, ReportError};
 use std::collections::{BTreeMap, BTreeSet};
@@ -126,8 +127,6 @@ const SCATTER_BINS: usize = 40;
 pub(crate) const STRIP_MODELS: usize = 60;
 /// Bins along the axis of a binned range figure.
 const STRIP_BINS: usize = 100;
-/// Sources with figures; the figures of further sources are left out (the tables hold them).
-pub(crate) const FIGURE_SOURCES: usize = 12;
 /// Delimiter-sweep figures (model x benchmark) drawn; the table holds the rest.
 pub(crate) const SWEEP_FIGURES: usize = 24;
 

@@ -98,7 +98,7 @@ impl BarsBuilder {
             .sources
             .iter()
             .position(|s| *s == r[src])
-            .is_some_and(|i| i >= crate::html::FIGURE_SOURCES)
+            .is_some_and(|i| i >= crate::svg::FIGURE_SOURCES)
         {
             return Ok(());
         }

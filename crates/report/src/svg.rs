@@ -3,6 +3,10 @@
 
 use std::fmt::Write;
 
+/// Sources with figures (in every figure section of the page); the figures of further sources
+/// are left out (the tables hold them).
+pub(crate) const FIGURE_SOURCES: usize = 12;
+
 /// Escape text for HTML element content and attribute values.
 pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());

@@ -910,7 +910,8 @@ fn score_registered(job: Job<'_>, sinks: Sinks<'_>) -> Result<AnswerSourceSummar
     // `scale_scores_by_rule`); the reply rules; the reruns. Two workers (both cores) take
     // them in this order as they come free: on large studies the parsed answers, a row per
     // item, take longer than the scale scores, so the scale scores' worker takes the reply
-    // rules, the longer of the last two (10^7 answers: 4.5 s, 3.8 s, 1.3 s, 0.9 s), and on
+    // rules, the longer of the last two (the first two chains take three to five times as long as
+    // the last two), and on
     // small studies planning is most of each chain. The summary's counts are split between
     // the chains the same way.
     let plan = |sql: &str| {

@@ -5,12 +5,14 @@
 //! benchmark and variant (`sweep_ranking`). docs/sweep.md states the rules.
 
 use crate::ingest::TaskSamples;
-use crate::tables::{b, cmp_acc, delimiter_index, f, group, i, provenance, round6, s, Cell};
+use crate::tables::{
+    b, cmp_acc, delimiter_index, f, group, i, model_scores, provenance, round6, s, Cell, Scores,
+};
 use crate::SweepSpec;
 use arrow::array::{ArrayRef, BooleanArray, Float64Array};
 use arrow::record_batch::RecordBatch;
 use protospread_core::{SweepVariant, SWEEP_RANKING, SWEEP_SIGNIFICANCE};
-use protospread_inference::{cochran_q, mcnemar_exact, ranking, Fraction};
+use protospread_inference::{cochran_q, mcnemar_exact, ranking};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -176,57 +178,6 @@ pub(crate) fn significance(
             b(noise),
         ],
     )
-}
-
-/// One (label, benchmark, variant) of a sweep as setups x models: the models scored under
-/// every delimiter of the group (in byte order), their accuracies `correct / n` per delimiter
-/// (configured order) compared exactly, and the group's sources and labels.
-pub(crate) struct Scores {
-    pub(crate) models: Vec<String>,
-    pub(crate) scores: Vec<Vec<Fraction>>,
-    pub(crate) source: String,
-    pub(crate) label: String,
-}
-
-/// [`Scores`] per (label, benchmark, variant).
-pub(crate) fn model_scores(cells: &[Cell]) -> BTreeMap<(String, String, SweepVariant), Scores> {
-    let mut out = BTreeMap::new();
-    for (key, g) in group(cells, |c| (c.label.clone(), c.benchmark.clone(), c.variant)) {
-        let mut delims: Vec<usize> = g.iter().map(|c| c.delim_index).collect();
-        delims.sort_unstable();
-        delims.dedup();
-        let by: BTreeMap<(&str, usize), &Cell> = g
-            .iter()
-            .map(|c| ((c.model.as_str(), c.delim_index), *c))
-            .collect();
-        let mut models: Vec<&str> = g.iter().map(|c| c.model.as_str()).collect();
-        models.sort_unstable();
-        models.dedup();
-        models.retain(|m| delims.iter().all(|d| by.contains_key(&(*m, *d))));
-        let scores = delims
-            .iter()
-            .map(|d| {
-                models
-                    .iter()
-                    .map(|m| {
-                        let c = by[&(*m, *d)];
-                        Fraction::new(c.correct, c.n)
-                    })
-                    .collect()
-            })
-            .collect();
-        let (source, label) = provenance(&g);
-        out.insert(
-            key,
-            Scores {
-                models: models.iter().map(|m| m.to_string()).collect(),
-                scores,
-                source,
-                label,
-            },
-        );
-    }
-    out
 }
 
 /// `sweep_ranking`: the ranking measures of `protospread_inference::ranking` per label,

@@ -14,6 +14,7 @@ use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray
 use arrow::datatypes::{Field, Schema};
 use arrow::record_batch::RecordBatch;
 use protospread_core::SweepVariant;
+use protospread_inference::Fraction;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -465,7 +466,7 @@ fn lead(cells: &[Cell], leads: &Leads, spec: &SweepSpec) -> RecordBatch {
     // (label, benchmark, variant) -> model -> can lead
     let mut shared: BTreeMap<(String, String, SweepVariant), BTreeMap<String, bool>> =
         BTreeMap::new();
-    for (key, sc) in crate::significance::model_scores(cells) {
+    for (key, sc) in model_scores(cells) {
         if let Ok(r) = protospread_inference::ranking(&sc.scores) {
             shared.insert(key, sc.models.into_iter().zip(r.can_lead).collect());
         }
@@ -649,6 +650,57 @@ fn delimiter_gain(cells: &[Cell], spec: &SweepSpec) -> [RecordBatch; 2] {
         vec![("models", i(k)), ("mean_gain_over_mean_pct", f(mg))],
     );
     [per_model, mean]
+}
+
+/// One (label, benchmark, variant) of a sweep as setups x models: the models scored under
+/// every delimiter of the group (in byte order), their accuracies `correct / n` per delimiter
+/// (configured order) compared exactly, and the group's sources and labels.
+pub(crate) struct Scores {
+    pub(crate) models: Vec<String>,
+    pub(crate) scores: Vec<Vec<Fraction>>,
+    pub(crate) source: String,
+    pub(crate) label: String,
+}
+
+/// [`Scores`] per (label, benchmark, variant).
+pub(crate) fn model_scores(cells: &[Cell]) -> BTreeMap<(String, String, SweepVariant), Scores> {
+    let mut out = BTreeMap::new();
+    for (key, g) in group(cells, |c| (c.label.clone(), c.benchmark.clone(), c.variant)) {
+        let mut delims: Vec<usize> = g.iter().map(|c| c.delim_index).collect();
+        delims.sort_unstable();
+        delims.dedup();
+        let by: BTreeMap<(&str, usize), &Cell> = g
+            .iter()
+            .map(|c| ((c.model.as_str(), c.delim_index), *c))
+            .collect();
+        let mut models: Vec<&str> = g.iter().map(|c| c.model.as_str()).collect();
+        models.sort_unstable();
+        models.dedup();
+        models.retain(|m| delims.iter().all(|d| by.contains_key(&(*m, *d))));
+        let scores = delims
+            .iter()
+            .map(|d| {
+                models
+                    .iter()
+                    .map(|m| {
+                        let c = by[&(*m, *d)];
+                        Fraction::new(c.correct, c.n)
+                    })
+                    .collect()
+            })
+            .collect();
+        let (source, label) = provenance(&g);
+        out.insert(
+            key,
+            Scores {
+                models: models.iter().map(|m| m.to_string()).collect(),
+                scores,
+                source,
+                label,
+            },
+        );
+    }
+    out
 }
 
 #[cfg(test)]
