@@ -372,6 +372,181 @@ pub const RANKING: TableContract = TableContract::new(
     &["source", "arm", "test", "dimension"],
 );
 
+/// A row of a delimiter sweep per model, benchmark and variant, after [`SOURCE`].
+const SWEEP_GROUP: &[Column] = &[
+    req("model", Text),
+    req("benchmark", Text),
+    req("variant", Text),
+];
+
+/// A delimiter of a sweep: its text and its file-safe slug.
+const SWEEP_DELIMITER: &[Column] = &[req("delimiter", Text), req("delimiter_slug", Text)];
+
+/// The order of the sweep tables with a row per model: by model and benchmark, then the
+/// variant (plain before named) and the delimiter in the configured order, which are the
+/// sweep's orders, not the text's.
+const SWEEP_ORDER: &[&str] = &["model", "benchmark"];
+
+/// `out/aggregate/sweep_accuracy.parquet`: per cell (model, benchmark, variant, delimiter) of
+/// a delimiter sweep, documents, correct ones, accuracy and its exact 95% interval
+/// (docs/sweep.md).
+pub const SWEEP_ACCURACY: TableContract = TableContract::new(
+    "sweep_accuracy",
+    "aggregate",
+    1,
+    &[
+        SOURCE,
+        SWEEP_GROUP,
+        SWEEP_DELIMITER,
+        &[
+            req("n", Int64),
+            req("correct", Int64),
+            req("accuracy_pct", Float64),
+            req("ci95_low_pct", Float64),
+            req("ci95_high_pct", Float64),
+        ],
+    ],
+    SWEEP_ORDER,
+);
+
+/// `out/aggregate/sweep_spread.parquet`: per model, benchmark and variant, the lowest and
+/// highest accuracy over the delimiters, which delimiters give them, and the spread.
+pub const SWEEP_SPREAD: TableContract = TableContract::new(
+    "sweep_spread",
+    "aggregate",
+    1,
+    &[
+        SOURCE,
+        SWEEP_GROUP,
+        &[
+            req("delimiters", Int64),
+            req("min_pct", Float64),
+            req("min_delimiters", Text),
+            req("max_pct", Float64),
+            req("max_delimiters", Text),
+            req("spread_pct", Float64),
+            req("intervals_disjoint", Boolean),
+        ],
+    ],
+    SWEEP_ORDER,
+);
+
+/// `out/aggregate/sweep_rank.parquet`: per cell, the model's rank among the models of its
+/// label under that delimiter.
+pub const SWEEP_RANK: TableContract = TableContract::new(
+    "sweep_rank",
+    "aggregate",
+    1,
+    &[
+        SOURCE,
+        SWEEP_GROUP,
+        SWEEP_DELIMITER,
+        &[
+            req("accuracy_pct", Float64),
+            req("rank", Int64),
+            req("models", Int64),
+            req("leads", Boolean),
+        ],
+    ],
+    SWEEP_ORDER,
+);
+
+/// `out/aggregate/sweep_lead.parquet`: per model, benchmark and variant, the delimiters under
+/// which the model leads and whether some delimiter puts it (and every model) in the lead.
+pub const SWEEP_LEAD: TableContract = TableContract::new(
+    "sweep_lead",
+    "aggregate",
+    1,
+    &[
+        SOURCE,
+        SWEEP_GROUP,
+        &[
+            req("delimiters_leading", Int64),
+            req("leads_under_some_delimiter", Boolean),
+            req("leading_delimiters", Text),
+            req("every_model_can_lead", Boolean),
+        ],
+    ],
+    SWEEP_ORDER,
+);
+
+/// `out/aggregate/sweep_named_gain.parquet`: per model, benchmark and delimiter, the named
+/// variant's accuracy minus the plain one's.
+pub const SWEEP_NAMED_GAIN: TableContract = TableContract::new(
+    "sweep_named_gain",
+    "aggregate",
+    1,
+    &[
+        SOURCE,
+        &[req("model", Text), req("benchmark", Text)],
+        SWEEP_DELIMITER,
+        &[
+            req("plain_pct", Float64),
+            req("named_pct", Float64),
+            req("gain_pct", Float64),
+        ],
+    ],
+    SWEEP_ORDER,
+);
+
+/// `out/aggregate/sweep_named_gain_mean.parquet`: [`SWEEP_NAMED_GAIN`] averaged over the
+/// delimiters of each model and benchmark.
+pub const SWEEP_NAMED_GAIN_MEAN: TableContract = TableContract::new(
+    "sweep_named_gain_mean",
+    "aggregate",
+    1,
+    &[
+        SOURCE,
+        &[
+            req("model", Text),
+            req("benchmark", Text),
+            req("delimiters", Int64),
+            req("mean_plain_pct", Float64),
+            req("mean_named_pct", Float64),
+            req("mean_gain_pct", Float64),
+        ],
+    ],
+    SWEEP_ORDER,
+);
+
+/// `out/aggregate/sweep_delimiter_gain.parquet`: per cell, the accuracy against the mean over
+/// all delimiters of its model, benchmark and variant.
+pub const SWEEP_DELIMITER_GAIN: TableContract = TableContract::new(
+    "sweep_delimiter_gain",
+    "aggregate",
+    1,
+    &[
+        SOURCE,
+        SWEEP_GROUP,
+        SWEEP_DELIMITER,
+        &[
+            req("accuracy_pct", Float64),
+            req("mean_all_delimiters_pct", Float64),
+            req("gain_over_mean_pct", Float64),
+        ],
+    ],
+    SWEEP_ORDER,
+);
+
+/// `out/aggregate/sweep_delimiter_gain_mean.parquet`: [`SWEEP_DELIMITER_GAIN`] averaged over
+/// the models of a label, per benchmark, variant and delimiter.
+pub const SWEEP_DELIMITER_GAIN_MEAN: TableContract = TableContract::new(
+    "sweep_delimiter_gain_mean",
+    "aggregate",
+    1,
+    &[
+        SOURCE,
+        &[req("benchmark", Text), req("variant", Text)],
+        SWEEP_DELIMITER,
+        &[
+            req("models", Int64),
+            req("mean_gain_over_mean_pct", Float64),
+        ],
+    ],
+    // Then the variant and the delimiter in the sweep's orders.
+    &["label", "benchmark"],
+);
+
 /// `out/aggregate/sweep_significance.parquet` (written with the aggregate stage's tables): per
 /// model, benchmark and variant of a delimiter sweep, Cochran's Q across the delimiters over
 /// the paired documents, and McNemar's exact test between the best and the worst delimiter.
@@ -381,10 +556,8 @@ pub const SWEEP_SIGNIFICANCE: TableContract = TableContract::new(
     1,
     &[
         SOURCE,
+        SWEEP_GROUP,
         &[
-            req("model", Text),
-            req("benchmark", Text),
-            req("variant", Text),
             req("delimiters", Int64),
             req("documents", Int64),
             req("cochran_q", Float64),
@@ -420,7 +593,7 @@ pub const SWEEP_RANKING: TableContract = TableContract::new(
 );
 
 /// Every contract of this module, in pipeline order.
-pub const CONTRACTS: [&TableContract; 29] = [
+pub const CONTRACTS: [&TableContract; 37] = [
     &STORED_ANSWERS,
     &SWEEP_SAMPLES,
     &PARSED_ANSWERS,
@@ -434,6 +607,14 @@ pub const CONTRACTS: [&TableContract; 29] = [
     &HEADLINE_INTERVAL,
     &ERROR_BARS,
     &RANKING,
+    &SWEEP_ACCURACY,
+    &SWEEP_SPREAD,
+    &SWEEP_RANK,
+    &SWEEP_LEAD,
+    &SWEEP_NAMED_GAIN,
+    &SWEEP_NAMED_GAIN_MEAN,
+    &SWEEP_DELIMITER_GAIN,
+    &SWEEP_DELIMITER_GAIN_MEAN,
     &SWEEP_SIGNIFICANCE,
     &SWEEP_RANKING,
     &CELLS,

@@ -69,7 +69,8 @@ use protospread_core::{
     ReportSection, BY_TEST, CELLS, CELLS_BY_RULE, CELL_TESTS, CELL_TESTS_BY_GROUP, CONSTANT_RUNS,
     DROPPED_CELLS, ERROR_BARS, HEADLINE_INTERVAL, NORMS, PROTOCOL_VS_SAMPLING,
     PROTOCOL_VS_SAMPLING_BY_RULE, RANGE, RANKING, READABLE_REPLIES, REPLY_RERUNS, REQUESTS, RERUNS,
-    SEPARATE_ARMS, VERDICT, VERDICT_BY_RULE,
+    SEPARATE_ARMS, SWEEP_ACCURACY, SWEEP_DELIMITER_GAIN, SWEEP_DELIMITER_GAIN_MEAN, SWEEP_LEAD,
+    SWEEP_NAMED_GAIN, SWEEP_NAMED_GAIN_MEAN, SWEEP_RANK, SWEEP_SPREAD, VERDICT, VERDICT_BY_RULE,
 };
 use std::path::{Path, PathBuf};
 
@@ -159,14 +160,14 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     ("mutation_sweep", "Mutation sweep", "For each item of the key: rows that disagree after changing its weight or flipping its reverse flag (score stage)."),
     (NORMS.name, "Human norms", "Mean and SD of the human scores per instrument and dimension (score stage)."),
     (REPLY_RERUNS.name, "Is temperature 0 honoured?", "Raw replies of a condition and its rerun (S0 vs S0r, B0 vs B0r) compared byte for byte, per model and test (score stage)."),
-    ("sweep_accuracy", "Delimiter sweep: accuracy", "Accuracy per model, benchmark, delimiter and variant (plain / named), with an exact Clopper-Pearson 95% interval (docs/sweep.md). Every sweep table starts with the run it comes from (source) and its label (recorded, ...)."),
-    ("sweep_spread", "Delimiter sweep: spread", "Per model, benchmark and variant: highest minus lowest accuracy over delimiters, in points, and whether the two extremes' intervals are disjoint."),
-    ("sweep_rank", "Delimiter sweep: rank", "Rank of each model under each delimiter and variant."),
-    ("sweep_lead", "Delimiter sweep: who can lead", "Whether some delimiter puts each model in the lead."),
-    ("sweep_named_gain", "Delimiter sweep: naming the delimiter", "Named minus plain accuracy per delimiter, in points."),
-    ("sweep_named_gain_mean", "Delimiter sweep: naming the delimiter, on average", "Mean named-minus-plain gain over delimiters, in points."),
-    ("sweep_delimiter_gain", "Delimiter sweep: gain over the mean", "Each delimiter's accuracy minus the mean over all delimiters, in points."),
-    ("sweep_delimiter_gain_mean", "Delimiter sweep: gain over the mean, summary", "Per benchmark, variant and delimiter: the gain over the mean of all delimiters, averaged over models, in points."),
+    (SWEEP_ACCURACY.name, "Delimiter sweep: accuracy", "Accuracy per model, benchmark, delimiter and variant (plain / named), with an exact Clopper-Pearson 95% interval (docs/sweep.md). Every sweep table starts with the run it comes from (source) and its label (recorded, ...)."),
+    (SWEEP_SPREAD.name, "Delimiter sweep: spread", "Per model, benchmark and variant: highest minus lowest accuracy over delimiters, in points, and whether the two extremes' intervals are disjoint."),
+    (SWEEP_RANK.name, "Delimiter sweep: rank", "Rank of each model under each delimiter and variant."),
+    (SWEEP_LEAD.name, "Delimiter sweep: who can lead", "Whether some delimiter puts each model in the lead."),
+    (SWEEP_NAMED_GAIN.name, "Delimiter sweep: naming the delimiter", "Named minus plain accuracy per delimiter, in points."),
+    (SWEEP_NAMED_GAIN_MEAN.name, "Delimiter sweep: naming the delimiter, on average", "Mean named-minus-plain gain over delimiters, in points."),
+    (SWEEP_DELIMITER_GAIN.name, "Delimiter sweep: gain over the mean", "Each delimiter's accuracy minus the mean over all delimiters, in points."),
+    (SWEEP_DELIMITER_GAIN_MEAN.name, "Delimiter sweep: gain over the mean, summary", "Per benchmark, variant and delimiter: the gain over the mean of all delimiters, averaged over models, in points."),
 ];
 
 /// What the Markdown and the HTML show of a table too large to show whole.

@@ -11,9 +11,11 @@ use crate::ingest::TaskSamples;
 use crate::stats::clopper_pearson;
 use crate::{SweepError, SweepSpec};
 use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
-use arrow::datatypes::{Field, Schema};
 use arrow::record_batch::RecordBatch;
-use protospread_core::SweepVariant;
+use protospread_core::{
+    SweepVariant, TableContract, SWEEP_ACCURACY, SWEEP_DELIMITER_GAIN, SWEEP_DELIMITER_GAIN_MEAN,
+    SWEEP_LEAD, SWEEP_NAMED_GAIN, SWEEP_NAMED_GAIN_MEAN, SWEEP_RANK, SWEEP_SPREAD,
+};
 use protospread_inference::Fraction;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -148,16 +150,6 @@ pub(crate) fn b(v: Vec<bool>) -> ArrayRef {
     Arc::new(BooleanArray::from(v))
 }
 
-fn batch(cols: Vec<(&str, ArrayRef)>) -> RecordBatch {
-    let fields: Vec<Field> = cols
-        .iter()
-        .map(|(n, a)| Field::new(*n, a.data_type().clone(), false))
-        .collect();
-    let schema = Arc::new(Schema::new(fields));
-    RecordBatch::try_new(schema, cols.into_iter().map(|(_, a)| a).collect())
-        .expect("columns of equal length")
-}
-
 /// `a` better than `b` by exact comparison of correct/n (no float rounding in ranks).
 pub(crate) fn cmp_acc(a: &Cell, b: &Cell) -> std::cmp::Ordering {
     (a.correct as u128 * b.n as u128).cmp(&(b.correct as u128 * a.n as u128))
@@ -246,7 +238,7 @@ pub fn spreads(cells: &[Cell], spec: &SweepSpec) -> Vec<Spread> {
 }
 
 /// What a row of a sweep table is about: its provenance, model, benchmark, variant and
-/// delimiter. A table writes the key columns it is keyed by ([`KeyCol`]) and no others, so a
+/// delimiter. A table writes the key columns its contract declares and no others, so a
 /// field a table is not keyed by may hold anything.
 struct Key<'a> {
     source: String,
@@ -271,50 +263,43 @@ impl<'a> Key<'a> {
     }
 }
 
-/// A key column after `source` and `label`, with which every sweep table starts.
-#[derive(Clone, Copy)]
-enum KeyCol {
-    Model,
-    Benchmark,
-    Variant,
-    /// Two columns: `delimiter` (the text) and `delimiter_slug`.
-    Delimiter,
-}
-
-/// The key columns of the tables with a row per cell.
-const CELL_KEY: &[KeyCol] = &[
-    KeyCol::Model,
-    KeyCol::Benchmark,
-    KeyCol::Variant,
-    KeyCol::Delimiter,
-];
-
-/// The key columns of the tables with a row per model, benchmark and variant.
-const GROUP_KEY: &[KeyCol] = &[KeyCol::Model, KeyCol::Benchmark, KeyCol::Variant];
-
-/// A table: `source`, `label` and the key columns `which` of `keys`, then `values`.
-fn table(keys: &[Key], which: &[KeyCol], values: Vec<(&str, ArrayRef)>) -> RecordBatch {
+/// A table of `contract`: its key columns (`source`, `label`, and whichever of `model`,
+/// `benchmark`, `variant`, `delimiter` and `delimiter_slug` it declares) from `keys`, its
+/// other columns from `values`, which name them in the contract's order.
+fn table(contract: &TableContract, keys: &[Key], values: Vec<(&str, ArrayRef)>) -> RecordBatch {
     let text = |f: &dyn Fn(&Key) -> String| s(keys.iter().map(f).collect());
-    let mut cols = vec![
-        ("source", text(&|k| k.source.clone())),
-        ("label", text(&|k| k.label.clone())),
-    ];
-    for w in which {
-        match w {
-            KeyCol::Model => cols.push(("model", text(&|k| k.model.to_string()))),
-            KeyCol::Benchmark => cols.push(("benchmark", text(&|k| k.benchmark.to_string()))),
-            KeyCol::Variant => cols.push(("variant", text(&|k| k.variant.as_str().to_string()))),
-            KeyCol::Delimiter => {
-                let d = |k: &Key, f: fn(&Delimiter) -> &String| {
-                    f(k.delimiter.expect("a table keyed by delimiter")).clone()
-                };
-                cols.push(("delimiter", text(&|k| d(k, |d| &d.text))));
-                cols.push(("delimiter_slug", text(&|k| d(k, |d| &d.slug))));
+    let delim = |k: &Key, f: fn(&Delimiter) -> &String| {
+        f(k.delimiter.expect("a table keyed by delimiter")).clone()
+    };
+    let mut values = values.into_iter();
+    let cols: Vec<ArrayRef> = contract
+        .names()
+        .into_iter()
+        .map(|name| match name {
+            "source" => text(&|k| k.source.clone()),
+            "label" => text(&|k| k.label.clone()),
+            "model" => text(&|k| k.model.to_string()),
+            "benchmark" => text(&|k| k.benchmark.to_string()),
+            "variant" => text(&|k| k.variant.as_str().to_string()),
+            "delimiter" => text(&|k| delim(k, |d| &d.text)),
+            "delimiter_slug" => text(&|k| delim(k, |d| &d.slug)),
+            column => {
+                let (given, a) = values.next().expect("a value for every contract column");
+                assert_eq!(
+                    given, column,
+                    "{}: values in the contract's order",
+                    contract.name
+                );
+                a
             }
-        }
-    }
-    cols.extend(values);
-    batch(cols)
+        })
+        .collect();
+    assert!(
+        values.next().is_none(),
+        "{}: a value not in the contract",
+        contract.name
+    );
+    RecordBatch::try_new(contract.schema(), cols).expect("columns of the contract")
 }
 
 /// Every table, named as its Parquet file stem (`out/aggregate/<name>.parquet`), in a fixed
@@ -324,14 +309,14 @@ pub(crate) fn build(cells: &[Cell], spec: &SweepSpec) -> Vec<(String, RecordBatc
     let [named_gain, named_gain_mean] = named_gain(cells, spec);
     let [delimiter_gain, delimiter_gain_mean] = delimiter_gain(cells, spec);
     [
-        ("sweep_accuracy", accuracy(cells, spec)),
-        ("sweep_spread", spread(cells, spec)),
-        ("sweep_rank", rank),
-        ("sweep_lead", lead(cells, &leads, spec)),
-        ("sweep_named_gain", named_gain),
-        ("sweep_named_gain_mean", named_gain_mean),
-        ("sweep_delimiter_gain", delimiter_gain),
-        ("sweep_delimiter_gain_mean", delimiter_gain_mean),
+        (SWEEP_ACCURACY.name, accuracy(cells, spec)),
+        (SWEEP_SPREAD.name, spread(cells, spec)),
+        (SWEEP_RANK.name, rank),
+        (SWEEP_LEAD.name, lead(cells, &leads, spec)),
+        (SWEEP_NAMED_GAIN.name, named_gain),
+        (SWEEP_NAMED_GAIN_MEAN.name, named_gain_mean),
+        (SWEEP_DELIMITER_GAIN.name, delimiter_gain),
+        (SWEEP_DELIMITER_GAIN_MEAN.name, delimiter_gain_mean),
     ]
     .into_iter()
     .map(|(name, t)| (name.to_string(), t))
@@ -343,8 +328,8 @@ fn accuracy(cells: &[Cell], spec: &SweepSpec) -> RecordBatch {
     let keys: Vec<Key> = cells.iter().map(|c| Key::of(c, spec)).collect();
     let ci: Vec<(f64, f64)> = cells.iter().map(Cell::ci).collect();
     table(
+        &SWEEP_ACCURACY,
         &keys,
-        CELL_KEY,
         vec![
             ("n", i(cells.iter().map(|c| c.n as i64).collect())),
             (
@@ -378,8 +363,8 @@ fn spread(cells: &[Cell], spec: &SweepSpec) -> RecordBatch {
     let col = |f: &dyn Fn(&Spread) -> String| s(g.iter().map(f).collect());
     let num = |x: &dyn Fn(&Spread) -> f64| f(g.iter().map(x).collect());
     table(
+        &SWEEP_SPREAD,
         &keys,
-        GROUP_KEY,
         vec![
             (
                 "delimiters",
@@ -446,8 +431,8 @@ fn rank(cells: &[Cell], spec: &SweepSpec) -> (RecordBatch, Leads) {
         ld.push(rank == 1);
     }
     let t = table(
+        &SWEEP_RANK,
         &keys,
-        CELL_KEY,
         vec![
             ("accuracy_pct", f(a)),
             ("rank", i(r)),
@@ -505,8 +490,8 @@ fn lead(cells: &[Cell], leads: &Leads, spec: &SweepSpec) -> RecordBatch {
         all.push(every[&group]);
     }
     table(
+        &SWEEP_LEAD,
         &keys,
-        GROUP_KEY,
         vec![
             ("delimiters_leading", i(n)),
             ("leads_under_some_delimiter", b(any)),
@@ -570,11 +555,10 @@ fn named_gain(cells: &[Cell], spec: &SweepSpec) -> [RecordBatch; 2] {
         mn.push(round6(sn / n));
         mg.push(round6(sn / n - sp / n));
     }
-    let per_delimiter = [KeyCol::Model, KeyCol::Benchmark, KeyCol::Delimiter];
     [
         table(
+            &SWEEP_NAMED_GAIN,
             &keys,
-            &per_delimiter,
             vec![
                 ("plain_pct", f(pp)),
                 ("named_pct", f(np)),
@@ -582,8 +566,8 @@ fn named_gain(cells: &[Cell], spec: &SweepSpec) -> [RecordBatch; 2] {
             ],
         ),
         table(
+            &SWEEP_NAMED_GAIN_MEAN,
             &mean_keys,
-            &[KeyCol::Model, KeyCol::Benchmark],
             vec![
                 ("delimiters", i(k)),
                 ("mean_plain_pct", f(mp)),
@@ -619,8 +603,8 @@ fn delimiter_gain(cells: &[Cell], spec: &SweepSpec) -> [RecordBatch; 2] {
         }
     }
     let per_model = table(
+        &SWEEP_DELIMITER_GAIN,
         &keys,
-        CELL_KEY,
         vec![
             ("accuracy_pct", f(a)),
             ("mean_all_delimiters_pct", f(mean)),
@@ -645,8 +629,8 @@ fn delimiter_gain(cells: &[Cell], spec: &SweepSpec) -> [RecordBatch; 2] {
         ));
     }
     let mean = table(
+        &SWEEP_DELIMITER_GAIN_MEAN,
         &keys,
-        &[KeyCol::Benchmark, KeyCol::Variant, KeyCol::Delimiter],
         vec![("models", i(k)), ("mean_gain_over_mean_pct", f(mg))],
     );
     [per_model, mean]
