@@ -73,6 +73,15 @@ pub enum SweepError {
     /// An error of the administer crate.
     #[error(transparent)]
     Administer(#[from] protospread_administer::AdministerError),
+    /// A staged samples file whose columns are not its contract's.
+    #[error("{}: not the sweep's documents", file.display())]
+    Contract {
+        /// The file.
+        file: PathBuf,
+        /// How it breaks the contract.
+        #[source]
+        source: Box<protospread_core::ContractError>,
+    },
     /// An Arrow error while building or reading the sweep's tables.
     #[error(transparent)]
     Arrow(#[from] arrow::error::ArrowError),

@@ -96,7 +96,10 @@ pub fn samples_from_batches(
     for b in batches {
         SWEEP_SAMPLES
             .check_schema(&b.schema())
-            .map_err(|e| bad(e.to_string()))?;
+            .map_err(|source| SweepError::Contract {
+                file: path.to_path_buf(),
+                source: Box::new(source),
+            })?;
     }
     let all = concat_batches(&SWEEP_SAMPLES.schema(), batches)?;
     let text =
@@ -320,6 +323,10 @@ mod tests {
         }
         let short = good.project(&[0, 1, 2]).unwrap();
         let e = samples_from_batches(Path::new("s.parquet"), &[short]).unwrap_err();
-        assert!(e.to_string().contains("s.parquet"), "{e}");
+        assert!(e.to_string().starts_with("s.parquet: "), "{e}");
+        let cause = std::error::Error::source(&e)
+            .expect("the contract's error")
+            .to_string();
+        assert!(cause.contains("column `label` is missing"), "{cause}");
     }
 }
