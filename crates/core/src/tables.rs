@@ -637,48 +637,44 @@ pub const CONTRACTS: [&TableContract; 37] = [
 // tables as nullable (one layout whatever types its plans meet on the way), so each contract
 // declares them all nullable; the descriptions say which are never null.
 
-const fn any(name: &'static str, ty: ColumnType) -> Column {
-    Column::optional(name, ty)
-}
-
 /// The reply rule and protocol set a row of a side-by-side table is computed under.
-const RULE_SET: &[Column] = &[any("rule", Text), any("protocol_set", Text)];
+const RULE_SET: &[Column] = &[opt("rule", Text), opt("protocol_set", Text)];
 
 /// A cell of [`CELLS`] up to its range: the cell's keys and the statistics that depend on
 /// neither the protocol shift nor the rerun pairs.
 const CELL_STATISTICS: &[Column] = &[
-    any("source", Text),
-    any("label", Text),
-    any("study", Text),
-    any("model", Text),
-    any("arm", Text),
-    any("cohort", Text),
-    any("test", Text),
-    any("dimension", Text),
-    any("kept", Boolean),
-    any("drop_reason", Text),
-    any("protocol_n", Int64),
-    any("sampling_n", Int64),
-    any("protocol_mean_z", Float64),
-    any("protocol_sd", Float64),
-    any("sampling_sd", Float64),
-    any("ratio", Float64),
-    any("ratio_rule", Text),
-    any("protocol_gt_sampling", Boolean),
-    any("min_z", Float64),
-    any("max_z", Float64),
-    any("range_z", Float64),
+    opt("source", Text),
+    opt("label", Text),
+    opt("study", Text),
+    opt("model", Text),
+    opt("arm", Text),
+    opt("cohort", Text),
+    opt("test", Text),
+    opt("dimension", Text),
+    opt("kept", Boolean),
+    opt("drop_reason", Text),
+    opt("protocol_n", Int64),
+    opt("sampling_n", Int64),
+    opt("protocol_mean_z", Float64),
+    opt("protocol_sd", Float64),
+    opt("sampling_sd", Float64),
+    opt("ratio", Float64),
+    opt("ratio_rule", Text),
+    opt("protocol_gt_sampling", Boolean),
+    opt("min_z", Float64),
+    opt("max_z", Float64),
+    opt("range_z", Float64),
 ];
 
 /// The rerun columns of [`CELLS`] under the default `[aggregate] rerun_pairs`: one
 /// `rerun_<first>_<rerun>_z` per configured pair, in the pairs' order.
 const CELL_RERUNS: &[Column] = &[
-    any("rerun_S0_S0r_z", Float64),
-    any("rerun_B0_B0r_z", Float64),
+    opt("rerun_S0_S0r_z", Float64),
+    opt("rerun_B0_B0r_z", Float64),
 ];
 
 /// The administrations of a cell that gave constant answers.
-const CELL_CONSTANT: &[Column] = &[any("constant_administrations", Int64)];
+const CELL_CONSTANT: &[Column] = &[opt("constant_administrations", Int64)];
 
 /// `out/aggregate/cells.parquet`: every cell (source, model, test, dimension) of the study
 /// (strict rule, `protocol_conditions`), kept or dropped with its reason, with its statistics
@@ -692,7 +688,7 @@ pub const CELLS: TableContract = TableContract::new(
     &[
         CELL_STATISTICS,
         CELL_RERUNS,
-        &[any("shift_z", Float64)],
+        &[opt("shift_z", Float64)],
         CELL_CONSTANT,
     ],
     &["source", "model", "test", "dimension"],
@@ -722,21 +718,21 @@ pub const DROPPED_CELLS: TableContract = TableContract::new(
     "aggregate",
     1,
     &[&[
-        any("source", Text),
-        any("label", Text),
-        any("model", Text),
-        any("arm", Text),
-        any("cohort", Text),
-        any("test", Text),
-        any("dimension", Text),
-        any("reason", Text),
+        opt("source", Text),
+        opt("label", Text),
+        opt("model", Text),
+        opt("arm", Text),
+        opt("cohort", Text),
+        opt("test", Text),
+        opt("dimension", Text),
+        opt("reason", Text),
     ]],
     &["source", "model", "test", "dimension"],
 );
 
 /// The first columns of a group table: the source, its label and the group (`arm=api`,
 /// `arm=api cohort=...`: the nested `[aggregate] groups`).
-const GROUP: &[Column] = &[any("source", Text), any("label", Text), any("group", Text)];
+const GROUP: &[Column] = &[opt("source", Text), opt("label", Text), opt("group", Text)];
 
 /// `out/aggregate/protocol_vs_sampling.parquet`: per source and group, the kept cells whose
 /// protocol SD exceeds their sampling SD, their share and the median ratio.
@@ -747,13 +743,13 @@ pub const PROTOCOL_VS_SAMPLING: TableContract = TableContract::new(
     &[
         GROUP,
         &[
-            any("models", Int64),
-            any("cells", Int64),
-            any("compared_cells", Int64),
-            any("protocol_gt_sampling", Int64),
-            any("share", Float64),
-            any("ratio_cells", Int64),
-            any("median_ratio", Float64),
+            opt("models", Int64),
+            opt("cells", Int64),
+            opt("compared_cells", Int64),
+            opt("protocol_gt_sampling", Int64),
+            opt("share", Float64),
+            opt("ratio_cells", Int64),
+            opt("median_ratio", Float64),
         ],
     ],
     &["source", "group"],
@@ -769,12 +765,12 @@ pub const RANGE: TableContract = TableContract::new(
     &[
         GROUP,
         &[
-            any("cells", Int64),
-            any("median_range_z", Float64),
-            any("min_range_z", Float64),
-            any("max_range_z", Float64),
-            any("cells_range_ge_1", Int64),
-            any("cells_range_ge_2", Int64),
+            opt("cells", Int64),
+            opt("median_range_z", Float64),
+            opt("min_range_z", Float64),
+            opt("max_range_z", Float64),
+            opt("cells_range_ge_1", Int64),
+            opt("cells_range_ge_2", Int64),
         ],
     ],
     &["source", "group"],
@@ -789,13 +785,13 @@ pub const BY_TEST: TableContract = TableContract::new(
     &[
         GROUP,
         &[
-            any("test", Text),
-            any("cells", Int64),
-            any("compared_cells", Int64),
-            any("protocol_gt_sampling", Int64),
-            any("share", Float64),
-            any("median_ratio", Float64),
-            any("median_range_z", Float64),
+            opt("test", Text),
+            opt("cells", Int64),
+            opt("compared_cells", Int64),
+            opt("protocol_gt_sampling", Int64),
+            opt("share", Float64),
+            opt("median_ratio", Float64),
+            opt("median_range_z", Float64),
         ],
     ],
     &["source", "group", "test"],
@@ -811,11 +807,11 @@ pub const RERUNS: TableContract = TableContract::new(
     &[
         GROUP,
         &[
-            any("pair", Text),
-            any("cells", Int64),
-            any("cells_identical", Int64),
-            any("median_diff_z", Float64),
-            any("max_diff_z", Float64),
+            opt("pair", Text),
+            opt("cells", Int64),
+            opt("cells_identical", Int64),
+            opt("median_diff_z", Float64),
+            opt("max_diff_z", Float64),
         ],
     ],
     // Then the pairs in their configured order.
@@ -830,18 +826,18 @@ pub const SEPARATE_ARMS: TableContract = TableContract::new(
     "aggregate",
     1,
     &[&[
-        any("source", Text),
-        any("label", Text),
-        any("arm", Text),
-        any("reference_arm", Text),
-        any("models", Int64),
-        any("cells", Int64),
-        any("direction_cells", Int64),
-        any("same_direction", Int64),
-        any("share", Float64),
-        any("median_range_z", Float64),
-        any("compared_cells", Int64),
-        any("protocol_gt_sampling", Int64),
+        opt("source", Text),
+        opt("label", Text),
+        opt("arm", Text),
+        opt("reference_arm", Text),
+        opt("models", Int64),
+        opt("cells", Int64),
+        opt("direction_cells", Int64),
+        opt("same_direction", Int64),
+        opt("share", Float64),
+        opt("median_range_z", Float64),
+        opt("compared_cells", Int64),
+        opt("protocol_gt_sampling", Int64),
     ]],
     &["source", "arm"],
 );
@@ -854,20 +850,20 @@ pub const REQUESTS: TableContract = TableContract::new(
     "aggregate",
     1,
     &[&[
-        any("source", Text),
-        any("label", Text),
-        any("model", Text),
-        any("arm", Text),
-        any("cohort", Text),
-        any("condition", Text),
-        any("requests", Int64),
-        any("failed_requests", Int64),
-        any("unreadable_replies", Int64),
-        any("unreadable_share", Float64),
-        any("items", Int64),
-        any("unreadable_items", Int64),
-        any("administrations", Int64),
-        any("constant_administrations", Int64),
+        opt("source", Text),
+        opt("label", Text),
+        opt("model", Text),
+        opt("arm", Text),
+        opt("cohort", Text),
+        opt("condition", Text),
+        opt("requests", Int64),
+        opt("failed_requests", Int64),
+        opt("unreadable_replies", Int64),
+        opt("unreadable_share", Float64),
+        opt("items", Int64),
+        opt("unreadable_items", Int64),
+        opt("administrations", Int64),
+        opt("constant_administrations", Int64),
     ]],
     &["source", "model", "condition"],
 );
@@ -879,14 +875,14 @@ pub const CONSTANT_RUNS: TableContract = TableContract::new(
     "aggregate",
     1,
     &[&[
-        any("source", Text),
-        any("label", Text),
-        any("model", Text),
-        any("arm", Text),
-        any("cohort", Text),
-        any("condition", Text),
-        any("sample", Int64),
-        any("test", Text),
+        opt("source", Text),
+        opt("label", Text),
+        opt("model", Text),
+        opt("arm", Text),
+        opt("cohort", Text),
+        opt("condition", Text),
+        opt("sample", Int64),
+        opt("test", Text),
     ]],
     &["source", "model", "condition", "sample", "test"],
 );
@@ -899,17 +895,17 @@ pub const READABLE_REPLIES: TableContract = TableContract::new(
     "aggregate",
     1,
     &[&[
-        any("source", Text),
-        any("label", Text),
-        any("model", Text),
-        any("arm", Text),
-        any("condition", Text),
-        any("mode", Text),
-        any("rule", Text),
-        any("requests", Int64),
-        any("readable_replies", Int64),
-        any("items", Int64),
-        any("readable_items", Int64),
+        opt("source", Text),
+        opt("label", Text),
+        opt("model", Text),
+        opt("arm", Text),
+        opt("condition", Text),
+        opt("mode", Text),
+        opt("rule", Text),
+        opt("requests", Int64),
+        opt("readable_replies", Int64),
+        opt("items", Int64),
+        opt("readable_items", Int64),
     ]],
     &["source", "model", "arm", "condition", "mode", "rule"],
 );
@@ -917,14 +913,14 @@ pub const READABLE_REPLIES: TableContract = TableContract::new(
 /// A verdict row: a criterion over a source's headline arm, its value, threshold, whether it
 /// passed, and what it means in words.
 const VERDICT_ROW: &[Column] = &[
-    any("source", Text),
-    any("label", Text),
-    any("arm", Text),
-    any("criterion", Text),
-    any("value", Float64),
-    any("threshold", Float64),
-    any("passed", Boolean),
-    any("statement", Text),
+    opt("source", Text),
+    opt("label", Text),
+    opt("arm", Text),
+    opt("criterion", Text),
+    opt("value", Float64),
+    opt("threshold", Float64),
+    opt("passed", Boolean),
+    opt("statement", Text),
 ];
 
 /// `out/aggregate/verdict.parquet`: per source, the five criteria of the verdict rule over
@@ -960,19 +956,19 @@ pub const PROTOCOL_VS_SAMPLING_BY_RULE: TableContract = TableContract::new(
     &[
         RULE_SET,
         &[
-            any("source", Text),
-            any("label", Text),
-            any("arm", Text),
-            any("group", Text),
-            any("models", Int64),
-            any("cells", Int64),
-            any("dropped_cells", Int64),
-            any("compared_cells", Int64),
-            any("protocol_gt_sampling", Int64),
-            any("share", Float64),
-            any("ratio_cells", Int64),
-            any("median_ratio", Float64),
-            any("median_range_z", Float64),
+            opt("source", Text),
+            opt("label", Text),
+            opt("arm", Text),
+            opt("group", Text),
+            opt("models", Int64),
+            opt("cells", Int64),
+            opt("dropped_cells", Int64),
+            opt("compared_cells", Int64),
+            opt("protocol_gt_sampling", Int64),
+            opt("share", Float64),
+            opt("ratio_cells", Int64),
+            opt("median_ratio", Float64),
+            opt("median_range_z", Float64),
         ],
     ],
     &["rule", "protocol_set", "source"],
