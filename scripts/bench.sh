@@ -98,6 +98,15 @@ for order in "${ORDERS[@]}"; do
     else
         echo "per-cell tables not compared (a step failed)" > "$dir/compare.txt"
     fi
+    # What the inference tables add to the aggregate stage: the stage with and without them
+    # (the benchmark-only flag --without-inference), alternated, three times each.
+    if [ "$stages_ok" = 1 ]; then
+        for round in 1 2 3; do
+            measure "$order.with_inference_$round" "${P[@]}" --out "$dir/out" aggregate || true
+            measure "$order.without_inference_$round" "${P[@]}" --out "$dir/out" aggregate \
+                --without-inference || true
+        done
+    fi
     rm -rf "$dir/out"
 done
 
@@ -153,5 +162,27 @@ for order in "${ORDERS[@]}"; do
                 t("report"), t("run"), t("duckdb"),
                 ok && st["duckdb"] == "ok" ? sprintf("%.2f", pw / wall["duckdb"]) : "-",
                 sprintf("%.0f", pr / 1024), m("run"), m("duckdb"), agree
+        }' "$WORK/times"
+done
+
+echo
+echo "The inference tables' share of the aggregate stage (median of three alternated runs each):"
+echo
+echo "| order | aggregate (s) | without the inference tables (s) | added |"
+echo "|---|---:|---:|---:|"
+for order in "${ORDERS[@]}"; do
+    awk -v o="$order" '
+        function median(a, n,   i, j, t) {
+            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+            return a[int((n + 1) / 2)]
+        }
+        { split($1, k, "."); if (k[1] != o || $4 != "ok") next
+          if (k[2] ~ /^with_inference_/) w[++nw] = $2
+          if (k[2] ~ /^without_inference_/) wo[++nwo] = $2 }
+        END {
+            if (nw == 3 && nwo == 3) {
+                a = median(w, 3); b = median(wo, 3)
+                printf "| %s | %.2f | %.2f | %+.1f%% |\n", o, a, b, 100 * (a - b) / b
+            } else printf "| %s | - | - | not measured |\n", o
         }' "$WORK/times"
 done

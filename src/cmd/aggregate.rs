@@ -15,6 +15,11 @@ pub(crate) struct Args {
     /// 0 = one per core; at most 16). The output bytes do not depend on it.
     #[arg(long)]
     pub(crate) partitions: Option<usize>,
+    /// Benchmark only: leave out the inference tables, to measure what they add to the
+    /// stage's time (docs/performance.md). The report of the folder this writes has none of
+    /// their tables or figures.
+    #[arg(long, hide = true)]
+    pub(crate) without_inference: bool,
 }
 
 pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
@@ -28,6 +33,7 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         );
         params.aggregate.target_partitions = p;
     }
+    params.without_inference = args.without_inference;
     let engine = protospread_aggregate::EngineOptions {
         memory_limit: ctx.memory_limit_for(&cfg),
         ..Default::default()

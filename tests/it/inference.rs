@@ -351,6 +351,27 @@ fn inference_tables_on_the_embedded_study() {
         assert!(lo[r] <= share[r] && share[r] <= up[r], "row {r}");
     }
     recorded_sweep_matches_its_records(&read(&agg.join("sweep_significance.parquet")));
+
+    // The benchmark's measurement (docs/performance.md): without the inference tables the
+    // stage writes every other table with the same bytes.
+    protospread(&out, &["aggregate", "--without-inference"]);
+    let without = folder_bytes(&agg);
+    let inference = [
+        "cell_tests",
+        "cell_tests_by_group",
+        "headline_interval",
+        "error_bars",
+        "ranking",
+    ]
+    .map(|t| format!("{t}.parquet"));
+    for (name, bytes) in &first {
+        if inference.contains(name) {
+            assert!(!without.contains_key(name), "{name} written");
+        } else if name != "SHA256SUMS" {
+            assert!(without.get(name) == Some(bytes), "{name} differs");
+        }
+    }
+    assert_eq!(without.len() + inference.len(), first.len());
 }
 
 /// A large and a small planted spread: the SD of a cell's planted condition shifts over the

@@ -134,10 +134,11 @@ fn perm_fields() -> Fields {
     ])
 }
 
-/// Fields of the list `sums` of [`cell`]: a setup, the sum of its scores and their count.
+/// Fields of the list `sums` of [`CellUdf::cell`]: a setup (its position in byte order of the setups'
+/// names), the sum of its scores and their count.
 fn sums_fields() -> Fields {
     fields(&[
-        ("c", DataType::Utf8),
+        ("c", DataType::Int64),
         ("s", DataType::Int64),
         ("n", DataType::Int64),
     ])
@@ -148,7 +149,7 @@ fn sums_item() -> Field {
     Field::new("item", DataType::Struct(sums_fields()), true)
 }
 
-/// Fields of [`cell`]'s struct.
+/// Fields of [`CellUdf::cell`]'s struct.
 fn cell_fields() -> Fields {
     fields(&[
         ("t", DataType::Struct(perm_fields())),
@@ -158,137 +159,192 @@ fn cell_fields() -> Fields {
     ])
 }
 
-/// Appends the setups of `one` (sorted (setup, score) pairs) whose score is `target`: each
-/// once, in byte order, space-separated; null when there is no target (no scores).
-fn append_setups_at(one: &[(&str, i64)], target: Option<i64>, out: &mut StringBuilder) {
-    let Some(target) = target else {
-        out.append_null();
-        return;
-    };
-    let mut last: Option<&str> = None;
-    for &(c, v) in one {
-        if v == target && last != Some(c) {
-            if last.is_some() {
-                out.write_char(' ').expect("writing to a string builder");
-            }
-            out.write_str(c).expect("writing to a string builder");
-            last = Some(c);
-        }
-    }
-    out.append_value("");
+/// A score's packing in the list `ps_cell` reads: position * SETUP_PACK + score, the position
+/// its setup's in the study's protocol conditions, or their count for a sampling score.
+/// Exact: a score is an integer from 0 to 100.
+pub(crate) const SETUP_PACK: i64 = 1024;
+
+/// `ps_cell` of one study: the names of its protocol setups, by position.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct CellUdf {
+    signature: Signature,
+    /// The setups' names in byte order, and each position's place in that order.
+    sorted: Vec<String>,
+    place: Vec<usize>,
 }
 
-/// `ps_cell(protocol, sampling)`: what the inference tables need of one cell, from the lists
-/// of its protocol scores (`array_agg(named_struct('c', condition, 'v', v))`) and its sampling
-/// scores (`array_agg(named_struct('v', v))`), in the grouping that gathers them: struct {t,
-/// lowest, highest, sums}.
-/// - `t`: the exact permutation test ([`protospread_inference::permutation_test`]), struct
-///   {splits, at_least, protocol_gt}; null when either side has fewer than two scores or the
-///   splits exceed the limit.
-/// - `lowest`, `highest`: the setups at the cell's lowest and highest protocol score, every
-///   tied setup once, in byte order, space-separated; null without protocol scores.
-/// - `sums`: the protocol scores summed per setup, in byte order of the setups, a list of
-///   struct {c, s, n} (setup, sum, count): what `ps_ranking` reads of a cell, a row per setup
-///   instead of one per score.
-///
-/// Each side is sorted before use, so the result does not depend on the order `array_agg`
-/// met the rows in.
-fn cell(a: &[ArrayRef]) -> Result<ArrayRef> {
-    let what = "ps_cell";
-    let (pl, pi) = list_of(&a[0], what)?;
-    let (sl, si) = list_of(&a[1], what)?;
-    let pc = strings(pi, "c", what)?;
-    let pv = field(pi, "v", &DataType::Int64, what)?;
-    let sv = field(si, "v", &DataType::Int64, what)?;
-    let (pv, sv) = (
-        pv.as_primitive::<Int64Type>(),
-        sv.as_primitive::<Int64Type>(),
-    );
-    let mut t = [
-        Int64Builder::new(),
-        Int64Builder::new(),
-        Int64Builder::new(),
-    ];
-    let mut valid = Vec::with_capacity(pl.len());
-    let (mut lowest, mut highest) = (StringBuilder::new(), StringBuilder::new());
-    let (mut names, mut sums, mut counts) = (
-        StringBuilder::new(),
-        Int64Builder::new(),
-        Int64Builder::new(),
-    );
-    let (mut offsets, mut len) = (vec![0i32], 0i32);
-    let (mut p, mut s, mut one) = (Vec::new(), Vec::new(), Vec::<(&str, i64)>::new());
-    for row in 0..pl.len() {
-        p.clear();
-        s.clear();
-        one.clear();
-        for k in span(pl, row).filter(|&k| pv.is_valid(k)) {
-            p.push(pv.value(k));
-            if pc.is_valid(k) {
-                one.push((pc.value(k), pv.value(k)));
-            }
-        }
-        s.extend(
-            span(sl, row)
-                .filter(|&k| sv.is_valid(k))
-                .map(|k| sv.value(k)),
-        );
-        p.sort_unstable();
-        s.sort_unstable();
-        match permutation_test(&p, &s) {
-            Ok(r) => {
-                for (c, v) in t.iter_mut().zip([r.splits, r.at_least, r.protocol_gt]) {
-                    c.append_value(v as i64);
+impl ScalarUDFImpl for CellUdf {
+    fn name(&self) -> &str {
+        "ps_cell"
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Struct(cell_fields()))
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        Ok(ColumnarValue::Array(self.cell(&arrays)?))
+    }
+}
+
+/// `ps_cell` for a study whose protocol setups are `setups`, in the order of the positions its
+/// packed scores carry (see [`CellUdf::cell`]).
+pub(crate) fn cell_udf(setups: &[String]) -> ScalarUDF {
+    let mut by_name: Vec<usize> = (0..setups.len()).collect();
+    by_name.sort_by(|&a, &b| setups[a].cmp(&setups[b]));
+    let mut place = vec![0; setups.len()];
+    for (k, &i) in by_name.iter().enumerate() {
+        place[i] = k;
+    }
+    ScalarUDF::from(CellUdf {
+        signature: Signature::any(1, Volatility::Immutable),
+        sorted: by_name.iter().map(|&i| setups[i].clone()).collect(),
+        place,
+    })
+}
+
+/// The integer items of list argument `a`.
+fn int_list<'a>(
+    a: &'a ArrayRef,
+    what: &str,
+) -> Result<(&'a arrow::array::ListArray, &'a arrow::array::Int64Array)> {
+    let Some(list) = a.as_list_opt::<i32>() else {
+        return exec_err!("{what}: expected a list, got {}", a.data_type());
+    };
+    let Some(items) = list.values().as_primitive_opt::<Int64Type>() else {
+        return exec_err!("{what}: expected a list of 64-bit integers");
+    };
+    Ok((list, items))
+}
+
+impl CellUdf {
+    /// Appends the names of the setups of `one` ((place, score) pairs, sorted) whose score is
+    /// `target`: each once, in byte order, space-separated; null when there is no target (no
+    /// scores).
+    fn append_setups_at(&self, one: &[(usize, i64)], target: Option<i64>, out: &mut StringBuilder) {
+        let Some(target) = target else {
+            out.append_null();
+            return;
+        };
+        let mut last: Option<&str> = None;
+        for &(c, v) in one {
+            let name = self.sorted[c].as_str();
+            if v == target && last != Some(name) {
+                if last.is_some() {
+                    out.write_char(' ').expect("writing to a string builder");
                 }
-                valid.push(true);
-            }
-            Err(_) => {
-                t.iter_mut().for_each(Int64Builder::append_null);
-                valid.push(false);
+                out.write_str(name).expect("writing to a string builder");
+                last = Some(name);
             }
         }
-        one.sort_unstable();
-        append_setups_at(&one, one.iter().map(|x| x.1).min(), &mut lowest);
-        append_setups_at(&one, one.iter().map(|x| x.1).max(), &mut highest);
-        for run in one.chunk_by(|x, y| x.0 == y.0) {
-            let kept = run.iter().filter(|x| x.1 >= 0);
-            let (sum, n) = kept.fold((0i64, 0i64), |(s, n), x| (s + x.1, n + 1));
-            if n > 0 {
-                names.append_value(run[0].0);
-                sums.append_value(sum);
-                counts.append_value(n);
+        out.append_value("");
+    }
+
+    /// `ps_cell(scores)`: what the inference tables need of one cell, from the list of its
+    /// protocol and sampling scores (packed with their positions, [`SETUP_PACK`]): struct {t,
+    /// lowest, highest, sums}.
+    /// - `t`: the exact permutation test ([`protospread_inference::permutation_test`]), struct
+    ///   {splits, at_least, protocol_gt}; null when either side has fewer than two scores or
+    ///   the splits exceed the limit.
+    /// - `lowest`, `highest`: the setups at the cell's lowest and highest protocol score,
+    ///   every tied setup once, in byte order, space-separated; null without protocol scores.
+    /// - `sums`: the protocol scores summed per setup, in byte order of the setups, a list of
+    ///   struct {c, s, n} (setup's place in that order, sum, count): what `ps_ranking` reads
+    ///   of a cell, a row per setup instead of one per score.
+    ///
+    /// Each side is sorted before use, so the result does not depend on the order
+    /// `array_agg` met the rows in.
+    fn cell(&self, a: &[ArrayRef]) -> Result<ArrayRef> {
+        let what = "ps_cell";
+        let (pl, pv) = int_list(&a[0], what)?;
+        let sampling = self.place.len() as i64;
+        let mut t = [
+            Int64Builder::new(),
+            Int64Builder::new(),
+            Int64Builder::new(),
+        ];
+        let mut valid = Vec::with_capacity(pl.len());
+        let (mut lowest, mut highest) = (StringBuilder::new(), StringBuilder::new());
+        let (mut places, mut sums, mut counts) = (
+            Int64Builder::new(),
+            Int64Builder::new(),
+            Int64Builder::new(),
+        );
+        let (mut offsets, mut len) = (vec![0i32], 0i32);
+        let (mut p, mut s, mut one) = (Vec::new(), Vec::new(), Vec::<(usize, i64)>::new());
+        for row in 0..pl.len() {
+            p.clear();
+            s.clear();
+            one.clear();
+            for k in span(pl, row).filter(|&k| pv.is_valid(k)) {
+                let packed = pv.value(k);
+                let (setup, v) = (packed.div_euclid(SETUP_PACK), packed.rem_euclid(SETUP_PACK));
+                if setup == sampling {
+                    s.push(v);
+                    continue;
+                }
+                let Some(&place) = usize::try_from(setup).ok().and_then(|i| self.place.get(i))
+                else {
+                    return exec_err!("{what}: packed score {packed} names no setup");
+                };
+                p.push(v);
+                one.push((place, v));
+            }
+            p.sort_unstable();
+            s.sort_unstable();
+            match permutation_test(&p, &s) {
+                Ok(r) => {
+                    for (c, v) in t.iter_mut().zip([r.splits, r.at_least, r.protocol_gt]) {
+                        c.append_value(v as i64);
+                    }
+                    valid.push(true);
+                }
+                Err(_) => {
+                    t.iter_mut().for_each(Int64Builder::append_null);
+                    valid.push(false);
+                }
+            }
+            one.sort_unstable();
+            self.append_setups_at(&one, p.first().copied(), &mut lowest);
+            self.append_setups_at(&one, p.last().copied(), &mut highest);
+            for run in one.chunk_by(|x, y| x.0 == y.0) {
+                places.append_value(run[0].0 as i64);
+                sums.append_value(run.iter().map(|x| x.1).sum());
+                counts.append_value(run.len() as i64);
                 len += 1;
             }
+            offsets.push(len);
         }
-        offsets.push(len);
+        let t: Vec<ArrayRef> = t
+            .iter_mut()
+            .map(|c| Arc::new(c.finish()) as ArrayRef)
+            .collect();
+        let t = StructArray::try_new(perm_fields(), t, Some(valid.into()))?;
+        let values = StructArray::try_new(
+            sums_fields(),
+            vec![
+                Arc::new(places.finish()) as ArrayRef,
+                Arc::new(sums.finish()),
+                Arc::new(counts.finish()),
+            ],
+            None,
+        )?;
+        let sums = arrow::array::ListArray::try_new(
+            Arc::new(sums_item()),
+            arrow::buffer::OffsetBuffer::new(offsets.into()),
+            Arc::new(values),
+            None,
+        )?;
+        let arrays: Vec<ArrayRef> = vec![
+            Arc::new(t),
+            Arc::new(lowest.finish()),
+            Arc::new(highest.finish()),
+            Arc::new(sums),
+        ];
+        Ok(Arc::new(StructArray::try_new(cell_fields(), arrays, None)?))
     }
-    let t: Vec<ArrayRef> = t
-        .iter_mut()
-        .map(|c| Arc::new(c.finish()) as ArrayRef)
-        .collect();
-    let t = StructArray::try_new(perm_fields(), t, Some(valid.into()))?;
-    let values = StructArray::try_new(
-        sums_fields(),
-        vec![
-            Arc::new(names.finish()) as ArrayRef,
-            Arc::new(sums.finish()),
-            Arc::new(counts.finish()),
-        ],
-        None,
-    )?;
-    let sums = arrow::array::ListArray::try_new(
-        Arc::new(sums_item()),
-        arrow::buffer::OffsetBuffer::new(offsets.into()),
-        Arc::new(values),
-        None,
-    )?;
-    let arrays: Vec<ArrayRef> = vec![
-        Arc::new(t),
-        Arc::new(lowest.finish()),
-        Arc::new(highest.finish()),
-        Arc::new(sums),
-    ];
-    Ok(Arc::new(StructArray::try_new(cell_fields(), arrays, None)?))
 }
 
 // ---- per group -----------------------------------------------------------------------------
@@ -449,7 +505,7 @@ fn ranking_fields() -> Fields {
 
 /// `ps_ranking(list)`: ranking robustness of one scale from `array_agg(named_struct('model',
 /// model, 'pl', pl))` over its kept cells, `pl` a cell's protocol sums per setup (`sums` of
-/// [`cell`]): a model's score under a setup is the mean of
+/// [`CellUdf::cell`]): a model's score under a setup is the mean of
 /// its scores there (an exact fraction); setups in byte order; models in byte order, only
 /// those with a score under every setup.
 fn rank(a: &[ArrayRef]) -> Result<ArrayRef> {
@@ -460,16 +516,20 @@ fn rank(a: &[ArrayRef]) -> Result<ArrayRef> {
         return exec_err!("{what}: no field pl");
     };
     let (pl, sums_of) = list_of(pl, what)?;
-    let c = strings(sums_of, "c", what)?;
+    let c = field(sums_of, "c", &DataType::Int64, what)?;
     let s = field(sums_of, "s", &DataType::Int64, what)?;
     let n = field(sums_of, "n", &DataType::Int64, what)?;
-    let (s, n) = (s.as_primitive::<Int64Type>(), n.as_primitive::<Int64Type>());
+    let (c, s, n) = (
+        c.as_primitive::<Int64Type>(),
+        s.as_primitive::<Int64Type>(),
+        n.as_primitive::<Int64Type>(),
+    );
     let mut ints: Vec<Int64Builder> = (0..6).map(|_| Int64Builder::new()).collect();
     let mut floats = [Float64Builder::new(), Float64Builder::new()];
     let mut leaders = StringBuilder::new();
     for row in 0..list.len() {
         // ((model, setup), (sum, count)): each cell's scores, summed per setup.
-        type Run<'a> = ((&'a str, &'a str), (u64, u64));
+        type Run<'a> = ((&'a str, i64), (u64, u64));
         let mut cells: Vec<usize> = span(list, row).filter(|&k| model.is_valid(k)).collect();
         cells.sort_unstable_by(|&x, &y| model.value(x).cmp(model.value(y)));
         let mut acc: Vec<Run> = Vec::new();
@@ -487,7 +547,7 @@ fn rank(a: &[ArrayRef]) -> Result<ArrayRef> {
                 }
             }
         }
-        let mut setups: Vec<&str> = acc.iter().map(|(k, _)| k.1).collect();
+        let mut setups: Vec<i64> = acc.iter().map(|(k, _)| k.1).collect();
         setups.sort_unstable();
         setups.dedup();
         // Models with a score under every setup (acc is sorted by model, then setup).
@@ -559,7 +619,8 @@ fn rank(a: &[ArrayRef]) -> Result<ArrayRef> {
     )?))
 }
 
-/// The functions, ready to register: `ps_cell`, `ps_bh`, `ps_headline`, `ps_ranking`.
+/// The functions that do not depend on the study, ready to register: `ps_bh`, `ps_headline`,
+/// `ps_ranking` (`ps_cell` is [`cell_udf`]).
 pub(crate) fn udfs() -> Vec<ScalarUDF> {
     let bh_t = DataType::Struct(fields(&[
         ("count", DataType::Int64),
@@ -567,7 +628,6 @@ pub(crate) fn udfs() -> Vec<ScalarUDF> {
         ("cut_n", DataType::Int64),
     ]));
     vec![
-        udf("ps_cell", 2, DataType::Struct(cell_fields()), cell),
         udf("ps_bh", 1, bh_t, bh),
         udf(
             "ps_headline",

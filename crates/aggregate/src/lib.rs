@@ -17,6 +17,7 @@
 
 mod admins;
 mod infer;
+mod ints;
 mod plan;
 mod stage;
 mod stats;
@@ -138,6 +139,10 @@ pub struct Params {
     /// `[sweep]` when it names runs: the stage then also writes the sweep's tables, from the
     /// documents the fetch stage staged (`out/fetch/sweep_samples.parquet`).
     pub sweep: Option<protospread_core::SweepSection>,
+    /// Leave out the inference tables (`cell_tests` .. `ranking`): only to measure what they
+    /// add to the stage (docs/performance.md). The report of such a folder has none of their
+    /// tables or figures.
+    pub without_inference: bool,
 }
 
 impl Params {
@@ -150,6 +155,7 @@ impl Params {
                 .filter_map(|i| Some((i.name.clone(), i.headline_arm.clone()?)))
                 .collect(),
             sweep: protospread_sweep::configured(cfg).then(|| cfg.sweep.clone()),
+            without_inference: false,
         }
     }
 }
@@ -160,6 +166,7 @@ impl From<AggregateSection> for Params {
             aggregate,
             input_arms: BTreeMap::new(),
             sweep: None,
+            without_inference: false,
         }
     }
 }

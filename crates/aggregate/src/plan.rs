@@ -129,7 +129,7 @@ const RERUN_NONE: i64 = 1023;
 
 /// Views that the tables are built from, in creation order: (name, SQL). Over a keyed
 /// [`Cut`], `sc` is the union of its branches and every view carries `combo`. With `tests`,
-/// `cm` also carries each cell's inference column `inf` (see [`cm_view`]).
+/// `cm` also carries each cell's score lists for the inference tables (see [`cm_view`]).
 pub(crate) fn views(p: &Params, cut: &Cut, tests: bool) -> Vec<(&'static str, String)> {
     // A branch's conditions (protocol, then sampling) are flagged `h_0..` in `sc`, so that
     // `cm` counts each by its position, whichever branch the row is of.
@@ -141,7 +141,11 @@ pub(crate) fn views(p: &Params, cut: &Cut, tests: bool) -> Vec<(&'static str, St
         .unwrap_or(0);
     let k = cut.k("");
     let sc = sc_view(p, cut, width);
-    let cm = cm_view(p, &k, width, tests);
+    // The tests run over the study's own cut, one branch: its protocol conditions are the
+    // setups `ps_cell` is registered with (`Run::cells`).
+    debug_assert!(!tests || !cut.keyed());
+    let setups = tests.then(|| cut.branches[0].protocol.as_slice());
+    let cm = cm_view(p, &k, width, setups);
     // The administrations that keep a cell out, listed by name in (condition, sample) order
     // (`admins_in_order`, crate::admins): few rows, gathered over them alone, not over `sc`.
     let named = "named_struct('condition', condition, 'sample', sample, 'admin', admin)";
@@ -228,9 +232,10 @@ fn sc_view(p: &Params, cut: &Cut, width: usize) -> String {
 }
 
 /// `cm`: the integer moments per cell (only protocol / sampling scores with a z enter them),
-/// the condition flags and the packed rerun scores; with `tests`, also `inf`, the cell's
-/// permutation test, lowest and highest setups and protocol sums per setup (`ps_cell`).
-fn cm_view(p: &Params, k: &str, width: usize, tests: bool) -> String {
+/// the condition flags and the packed rerun scores; with `setups` (the protocol conditions),
+/// also `inf_v`, the list of the cell's protocol and
+/// sampling scores that `ps_cell` reads (packed with their setups' positions).
+fn cm_view(p: &Params, k: &str, width: usize, setups: Option<&[String]>) -> String {
     let mut has = String::new();
     for i in 0..width {
         has.push_str(&format!(
@@ -251,15 +256,30 @@ fn cm_view(p: &Params, k: &str, width: usize, tests: bool) -> String {
             ));
         }
     }
-    // The inference functions read each cell's score lists in this grouping, which already
-    // meets every scale score once per cell: a second grouping over the scores, and the lists
-    // themselves written to a scratch file, cost more than the functions.
-    let inf = if tests {
-        ", ps_cell(\
-           array_agg(named_struct('c', condition, 'v', v)) FILTER (WHERE is_p AND has_z AND v IS NOT NULL), \
-           array_agg(named_struct('v', v)) FILTER (WHERE is_s AND has_z AND v IS NOT NULL)) AS inf"
-    } else {
-        ""
+    // The inference tables read each cell's scores from a list gathered in this grouping,
+    // which already meets every scale score once per cell (a second grouping over the scores
+    // cost more than the tests). A score travels as one integer, position * SETUP_PACK +
+    // score (exact for the same reason as the rerun packing), where the position is its
+    // setup's among the protocol conditions, or their count for a sampling score: a list of
+    // integers costs a fraction of lists of (condition, score) structs. The tests themselves
+    // (`ps_cell`) run later, on the kept cells only (`inference`).
+    let inf = match setups {
+        Some(protocol) => {
+            // A CASE of literals is one hash lookup per row (DataFusion's literal lookup
+            // table); validate() refuses a condition listed twice or in both sets.
+            let mut position = String::from("CASE condition ");
+            for (i, c) in protocol.iter().enumerate() {
+                position.push_str(&format!("WHEN {} THEN {i} ", lit(c)));
+            }
+            for c in &p.sampling_conditions {
+                position.push_str(&format!("WHEN {} THEN {} ", lit(c), protocol.len()));
+            }
+            format!(
+                ", ps_ints(({position}END) * {pack} + v) FILTER (WHERE has_z) AS inf_v",
+                pack = crate::infer::SETUP_PACK
+            )
+        }
+        None => String::new(),
     };
     // Integer moments per cell (only protocol / sampling scores with a z enter them).
     format!(
@@ -527,9 +547,10 @@ fn no_rows(contract: &TableContract) -> String {
     format!("SELECT {} WHERE FALSE", cols.join(", "))
 }
 
-/// The cells of `cells` that are kept, once per group they belong to, with the group's key
-/// columns `g0..gk` (null past the group's depth) and its name.
-fn grouped(p: &Params) -> String {
+/// The rows of `rows` (cells, `WHERE where_`), once per group they belong to, with the group's
+/// key columns `g0..gk` (null past the group's depth) and its name: `grouped(p, "cells",
+/// "kept")` is every kept cell.
+fn grouped(p: &Params, rows: &str, where_: &str) -> String {
     let mut parts = Vec::new();
     for k in 1..=p.groups.len() {
         let mut keys = Vec::new();
@@ -545,7 +566,7 @@ fn grouped(p: &Params) -> String {
             }
         }
         parts.push(format!(
-            "SELECT *, {}, {} AS grp FROM cells WHERE kept AND {}",
+            "SELECT *, {}, {} AS grp FROM {rows} WHERE {where_} AND {}",
             keys.join(", "),
             name.join(" || ' ' || "),
             conds.join(" AND ")
@@ -570,7 +591,7 @@ const EXCEEDING: &str = "SUM(CASE WHEN protocol_gt_sampling THEN 1 ELSE 0 END)";
 /// The group tables, each (contract, SQL) over `cells`. Rows come in the order of the group's
 /// name (its keys break a tie of two names).
 pub(crate) fn group_tables(p: &Params) -> Vec<(&'static TableContract, String)> {
-    let g = grouped(p);
+    let g = grouped(p, "cells", "kept");
     let (keys, order) = group_keys(p);
     let pvs = format!(
         "SELECT {} FROM ( \
@@ -996,20 +1017,26 @@ pub(crate) struct Inference {
     pub(crate) tables: Vec<(&'static str, String)>,
 }
 
-/// See [`Inference`]. `ctest` holds every kept cell's columns of `cells` with the inference
-/// column `inf` of the study's `cm` unpacked: its permutation test, its lowest and highest
-/// setups and `pl`, its protocol sums per setup. `inf_bh`, `inf_headline` and `inf_ranking`
-/// hold the structs of `ps_bh`, `ps_headline` and `ps_ranking` before the tables read their
-/// fields: over a plan, DataFusion's optimizer moves each field access into the projection
-/// that calls the function, which then ran once per field read (the bootstrap nine times).
+/// See [`Inference`]. `cinf` holds every kept cell's columns of `cells` with `inf`, the struct
+/// `ps_cell` makes of the cell's score lists in the study's `cm`; `ctest` the same with `inf`
+/// unpacked: its permutation test, its lowest and highest setups and `pl`, its protocol sums
+/// per setup. `cinf`, `inf_bh`, `inf_headline` and `inf_ranking` hold the structs of
+/// `ps_cell`, `ps_bh`, `ps_headline` and `ps_ranking` before the tables read their fields:
+/// over a plan, DataFusion's optimizer moves each field access into the projection that calls
+/// the function, which then ran once per field read (the bootstrap nine times).
 pub(crate) fn inference(p: &Params) -> Inference {
+    let cinf = "SELECT c.source, c.label, c.model, c.arm, c.cohort, c.test, c.dimension, c.protocol_n, \
+           c.sampling_n, c.protocol_mean_z, c.protocol_sd, c.sampling_sd, c.ratio, c.protocol_gt_sampling, \
+           c.min_z, c.max_z, ps_cell(l.inf_v) AS inf \
+         FROM cells c JOIN cm l ON c.source = l.source AND c.model = l.model \
+           AND c.test = l.test AND c.dimension = l.dimension WHERE c.kept"
+        .to_string();
     let ctest = "SELECT source, label, model, arm, cohort, test, dimension, protocol_n, sampling_n, \
            protocol_mean_z, protocol_sd, sampling_sd, ratio, protocol_gt_sampling, min_z, max_z, \
-           get_field(t, 'splits') AS splits, get_field(t, 'at_least') AS at_least, get_field(t, 'protocol_gt') AS null_gt, lowest, highest, pl \
-         FROM (SELECT c.*, get_field(l.inf, 't') AS t, get_field(l.inf, 'lowest') AS lowest, \
-                 get_field(l.inf, 'highest') AS highest, get_field(l.inf, 'sums') AS pl \
-               FROM cells c JOIN cm l ON c.source = l.source AND c.model = l.model \
-                 AND c.test = l.test AND c.dimension = l.dimension WHERE c.kept)"
+           get_field(get_field(inf, 't'), 'splits') AS splits, get_field(get_field(inf, 't'), 'at_least') AS at_least, \
+           get_field(get_field(inf, 't'), 'protocol_gt') AS null_gt, get_field(inf, 'lowest') AS lowest, \
+           get_field(inf, 'highest') AS highest, get_field(inf, 'sums') AS pl \
+         FROM cinf"
         .to_string();
     let bh_of = "ps_bh(array_agg(named_struct('a', at_least, 'n', splits)))";
     let cell_tests = "SELECT t.source, t.label, t.model, t.arm, t.cohort, t.test, t.dimension, t.protocol_n, \
@@ -1023,16 +1050,14 @@ pub(crate) fn inference(p: &Params) -> Inference {
            ON t.source = b.source AND t.arm = b.arm \
          WHERE t.splits IS NOT NULL ORDER BY t.source, t.model, t.test, t.dimension"
         .to_string();
-    let g = grouped(p);
+    // The group columns (a subset of arm, cohort) are columns of `ctest` too.
+    let g = grouped(p, "ctest", "splits IS NOT NULL");
     let (keys, order) = group_keys(p);
     let by_group = format!(
         "SELECT source, label, grp AS \"group\", cells, p_le_0_05, get_field(b, 'count') AS bh_rejected FROM ( \
            SELECT source, {keys}, grp, {LABEL}, COUNT(*) AS cells, \
              SUM(CASE WHEN at_least * 20 <= splits THEN 1 ELSE 0 END) AS p_le_0_05, {bh_of} AS b \
-           FROM (SELECT x.*, t.at_least, t.splits FROM {g} x JOIN ctest t ON x.source = t.source \
-                   AND x.model = t.model AND x.test = t.test AND x.dimension = t.dimension \
-                 WHERE t.splits IS NOT NULL) \
-           GROUP BY source, {keys}, grp) ORDER BY source, \"group\", {order}"
+           FROM {g} GROUP BY source, {keys}, grp) ORDER BY source, \"group\", {order}"
     );
     let headline = format!(
         "SELECT source, label, arm, get_field(h, 'models') AS models, compared_cells, protocol_gt_sampling, \
@@ -1079,6 +1104,7 @@ pub(crate) fn inference(p: &Params) -> Inference {
     );
     Inference {
         intermediate: vec![
+            ("cinf", cinf),
             ("ctest", ctest),
             ("inf_bh", bh),
             ("inf_headline", headline_h),

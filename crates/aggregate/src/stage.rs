@@ -600,7 +600,8 @@ impl Run<'_> {
         // `cells` goes to a scratch file that the group tables read, and out as a table once:
         // at 10^8 answers it is the largest table, and held in memory for the other plans it
         // sat outside the engine's pool for the rest of the stage.
-        self.cells(a, study, true, &f.scores)?;
+        let tests = !p.without_inference;
+        self.cells(a, study, tests, &f.scores)?;
         // The view's columns are the contract's, its rerun columns those of the configured
         // pairs (`plan::cells`), which need not be the contract's default ones.
         emit(self.table(
@@ -608,6 +609,34 @@ impl Run<'_> {
             "SELECT * FROM cells ORDER BY source, model, test, dimension",
             &f.scores,
         )?)?;
+        if !tests {
+            return self.tables_of_cells(a, study, emit);
+        }
+        // The inference tables need only `cells`, its views and `headline`, and their
+        // functions run on one thread each: a second session computes them on another thread
+        // while this one computes the other tables, which leave a core idle too. They go out
+        // after the others; an error of the others comes first.
+        let fork = Run::new(self.fork_engine()?, f)?;
+        std::thread::scope(|scope| {
+            let inference = scope.spawn(move || fork.inference_tables(a));
+            let others = self.tables_of_cells(a, study, emit);
+            let inference = inference
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            others?;
+            inference?.into_iter().try_for_each(emit)
+        })
+    }
+
+    /// The main tables after `cells`: `dropped_cells`, the group and request tables,
+    /// `reply_rules` and `verdict`.
+    fn tables_of_cells(
+        &self,
+        a: &AggregateSection,
+        study: &plan::Cut,
+        emit: Emit<'_>,
+    ) -> Result<(), AggregateError> {
+        let f = self.files;
         emit(self.declared(
             &DROPPED_CELLS,
             &format!(
@@ -637,30 +666,30 @@ impl Run<'_> {
             &plan::verdict_summary(a, study, "req", "adm", false),
             &f.scores,
         )?;
-        emit(self.declared(&VERDICT, &plan::verdict(a, "verdict_w", None), &f.scores)?)?;
-        self.inference_tables(a, emit)
+        emit(self.declared(&VERDICT, &plan::verdict(a, "verdict_w", None), &f.scores)?)
     }
 
     /// The inference tables over the study's cells (the session's per-cell views and `cells`
-    /// are strict x primary here), each written in the columns of its contract.
-    fn inference_tables(&self, a: &AggregateSection, emit: Emit<'_>) -> Result<(), AggregateError> {
+    /// are strict x primary here), each in the columns of its contract, in their order.
+    fn inference_tables(&self, a: &AggregateSection) -> Result<Vec<Table>, AggregateError> {
         let path = &self.files.scores;
         let inf = plan::inference(a);
         for (name, sql) in &inf.intermediate {
             self.materialize(name, sql, path)?;
         }
+        let mut out = Vec::with_capacity(inf.tables.len());
         for (name, sql) in &inf.tables {
             let contract = INFERENCE_TABLES
                 .iter()
                 .find(|c| c.name == *name)
                 .expect("every inference table has a contract");
             let (schema, batches) = self.run(name, sql, path)?;
-            emit(
+            out.push(
                 Table::from_contract(contract, &schema, &batches)
                     .map_err(|e| AggregateError::engine(path, format!("table {name}"), e))?,
-            )?;
+            );
         }
-        Ok(())
+        Ok(out)
     }
 
     /// The per-cell views of `cut` and its table `cells`, sorted by its key; with `tests`,
@@ -672,6 +701,11 @@ impl Run<'_> {
         tests: bool,
         path: &Path,
     ) -> Result<(), AggregateError> {
+        if tests {
+            self.engine
+                .context()
+                .register_udf(crate::infer::cell_udf(&cut.branches[0].protocol));
+        }
         for (name, sql) in plan::views(a, cut, tests) {
             if MATERIALIZED_VIEWS.contains(&name) {
                 self.materialize(name, &sql, path)?;

@@ -281,6 +281,7 @@ pub(crate) fn register(ctx: &SessionContext) {
     {
         ctx.register_udf(f);
     }
+    ctx.register_udaf(crate::ints::udaf());
 }
 
 #[cfg(test)]
