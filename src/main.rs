@@ -70,7 +70,7 @@ pub(crate) enum Command {
     Score(cmd::score::Args),
     /// Per-cell protocol and sampling spread with DataFusion (out/aggregate/).
     Aggregate(cmd::aggregate::Args),
-    /// Write every table as CSV and Markdown, and an HTML report (out/report/).
+    /// Write every table as CSV, Markdown and Parquet, and an HTML report (out/report/).
     Report(cmd::report::Args),
     /// Regenerate everything in a fresh folder and compare with checksums/.
     Verify(cmd::verify::Args),

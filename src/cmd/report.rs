@@ -1,12 +1,12 @@
-//! `protospread report`: every table as CSV and Markdown, and report.html (out/report/).
+//! `protospread report`: every table as CSV, Markdown and Parquet, and report.html (out/report/).
 
 use crate::Ctx;
 use anyhow::Context;
 use std::process::ExitCode;
 
 /// Render every table of <out>/aggregate/ and the tables listed in [report] tables (by
-/// default the score stage's parity, mutation-sweep and norms tables) as canonical CSV and
-/// Markdown, plus report.md and a self-contained report.html with figures, into <out>/report/
+/// default the score stage's parity, mutation-sweep and norms tables) as canonical CSV,
+/// Markdown and a copy of their Parquet file, plus report.md and a self-contained report.html with figures, into <out>/report/
 /// with SHA256SUMS. Prints the verdict and the headline tables as Markdown. See docs/report.md.
 #[derive(clap::Args, Debug, Default)]
 pub(crate) struct Args {}
@@ -40,7 +40,7 @@ pub(crate) fn run(ctx: &Ctx, _args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         ctx.say(format!(
-            "\nreport: {} tables as CSV and Markdown, report.md and report.html in {} with SHA256SUMS",
+            "\nreport: {} tables as CSV, Markdown and Parquet, report.md and report.html in {} with SHA256SUMS",
             s.tables.len(),
             dir.display()
         ));

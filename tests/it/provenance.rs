@@ -74,6 +74,20 @@ fn every_parquet_output_names_its_table_stage_and_only_its_inputs() {
         let rel = protospread_core::rel_path(&d.join("out"), f);
         let meta = footer_meta(f);
         let (stage, rest) = rel.split_once('/').unwrap();
+        // The report's Parquet files are byte-for-byte copies of the stage files it rendered,
+        // footer included.
+        if stage == "report" {
+            let copy = fs_err::read(f).unwrap();
+            assert!(
+                ["aggregate", "score"]
+                    .iter()
+                    .any(
+                        |s| fs_err::read(d.join("out").join(s).join(rest)).is_ok_and(|b| b == copy)
+                    ),
+                "{rel}"
+            );
+            continue;
+        }
         let table = rest
             .rsplit('/')
             .next()

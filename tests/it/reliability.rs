@@ -906,7 +906,8 @@ fn single_stages_keep_the_top_manifest_to_consistent_stages() {
 
     // A report made from the new aggregate: one consistent out/ again, whose aggregate and
     // report files are those of a fresh run B (fetch and score files carry the configuration's
-    // hash in their Parquet metadata, so they differ from run B's).
+    // hash in their Parquet metadata, so they differ from run B's, and so do the report's
+    // copies of the score files: they are the bytes of this out/score/).
     let o = protospread(&b, &out, &["report"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(!stderr(&o).contains("warning"), "{}", text(&o));
@@ -915,9 +916,30 @@ fn single_stages_keep_the_top_manifest_to_consistent_stages() {
     let o = protospread(&b, &fresh, &["run"]);
     assert!(o.status.success(), "{}", text(&o));
     let top_fresh = assert_complete(&fresh, "run B");
-    for s in ["aggregate", "report"] {
-        assert_eq!(listed_under(&top_b, s), listed_under(&top_fresh, s), "{s}");
-    }
+    assert_eq!(
+        listed_under(&top_b, "aggregate"),
+        listed_under(&top_fresh, "aggregate")
+    );
+    // Of a report file, its line; of a copy of a score file, whether it has that file's hash.
+    let report_files = |top: &str| -> Vec<String> {
+        listed_under(top, "report")
+            .into_iter()
+            .map(|l| {
+                let score = format!("score/{}", &l[73..]);
+                top.lines()
+                    .find(|s| l.ends_with(".parquet") && s[66..] == score)
+                    .map_or(l.clone(), |s| {
+                        format!("{}: same bytes {}", &l[66..], s[..64] == l[..64])
+                    })
+            })
+            .collect()
+    };
+    let files = report_files(&top_b);
+    assert!(
+        files.iter().any(|l| l.ends_with(": same bytes true")),
+        "{files:?}"
+    );
+    assert_eq!(files, report_files(&top_fresh));
 
     // A failed stage (scorer parity broken by a key edit) changes nothing, the manifest
     // included.

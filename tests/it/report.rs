@@ -106,6 +106,138 @@ fn aggregate_and_report_commands() {
     );
 }
 
+/// The inference tables a researcher is handed in the report folder.
+const INFERENCE_TABLES: [&str; 5] = [
+    "cell_tests",
+    "cell_tests_by_group",
+    "headline_interval",
+    "error_bars",
+    "ranking",
+];
+
+/// The fixture project after `aggregate` and `report`: its folder and `out/report/`.
+fn reported() -> (tempfile::TempDir, PathBuf) {
+    let p = fixture_project();
+    let d = p.path();
+    for args in [
+        &["aggregate", "--partitions", "1"][..],
+        &["--quiet", "report"],
+    ] {
+        let o = stage(d, "out", args);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let report = d.join("out/report");
+    (p, report)
+}
+
+/// File stems of the files in `dir` that end with `.ext`.
+fn stems(dir: &Path, ext: &str) -> std::collections::BTreeSet<String> {
+    fs_err::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter_map(|n| n.strip_suffix(&format!(".{ext}")).map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn report_folder_holds_every_table_as_parquet_byte_identical_to_its_source() {
+    let (p, report) = reported();
+    let aggregate = p.path().join("out/aggregate");
+    let sums = protospread_core::Manifest::read(&report.join("SHA256SUMS")).unwrap();
+    // Every file of the folder, the copies included, is listed with its hash.
+    assert_eq!(sums, protospread_core::Manifest::from_dir(&report).unwrap());
+    for t in INFERENCE_TABLES {
+        let f = format!("{t}.parquet");
+        let copy = fs_err::read(report.join(&f)).unwrap();
+        assert_eq!(copy, fs_err::read(aggregate.join(&f)).unwrap(), "{f}");
+        assert!(sums.entries.contains_key(&f), "{f} not in SHA256SUMS");
+        // The CSV beside it is the same table: its header and its rows, in order.
+        let b = protospread_testutils::read_table(&report.join(&f));
+        let csv = fs_err::read_to_string(report.join(format!("{t}.csv"))).unwrap();
+        let names: Vec<String> = b
+            .schema()
+            .fields()
+            .iter()
+            .map(|c| c.name().clone())
+            .collect();
+        assert_eq!(csv.lines().next(), Some(names.join(",").as_str()), "{t}");
+        assert!(b.num_rows() > 0, "{t} is empty in the fixture");
+        let sources: Vec<String> = csv
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').next().unwrap().to_string())
+            .collect();
+        assert_eq!(sources, protospread_testutils::strs(&b, "source"), "{t}");
+    }
+    // Every table the report writes a CSV of, and no other, has its Parquet file.
+    let csv = stems(&report, "csv");
+    assert!(csv.len() > INFERENCE_TABLES.len(), "{csv:?}");
+    assert_eq!(csv, stems(&report, "parquet"));
+    for t in &csv {
+        let f = format!("{t}.parquet");
+        let from = if aggregate.join(&f).is_file() {
+            aggregate.join(&f)
+        } else {
+            p.path().join("out/score").join(&f)
+        };
+        assert_eq!(
+            fs_err::read(report.join(&f)).unwrap(),
+            fs_err::read(&from).unwrap(),
+            "{f}"
+        );
+    }
+}
+
+/// Every file of the flat folder `dir`: name -> bytes.
+fn files_of(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fs_err::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let n = e.file_name().to_string_lossy().into_owned();
+            (n, fs_err::read(e.path()).unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn an_unreadable_source_table_fails_the_report_and_keeps_the_previous_folder() {
+    let (p, report) = reported();
+    let d = p.path();
+    let before = files_of(&report);
+    let ranking = d.join("out/aggregate/ranking.parquet");
+    let good = fs_err::read(&ranking).unwrap();
+    // Cut in half, the file can be copied but its rows cannot be read; removed, the
+    // aggregate folder's SHA256SUMS still lists it.
+    for removed in [false, true] {
+        if removed {
+            fs_err::remove_file(&ranking).unwrap();
+        } else {
+            fs_err::write(&ranking, &good[..good.len() / 2]).unwrap();
+        }
+        let o = stage(d, "out", &["report"]);
+        assert!(!o.status.success(), "{}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(&ranking.display().to_string()),
+            "{}",
+            text(&o)
+        );
+        assert!(
+            !removed || String::from_utf8_lossy(&o.stderr).contains("but missing"),
+            "{}",
+            text(&o)
+        );
+        assert_eq!(files_of(&report), before, "removed: {removed}");
+    }
+    // No staged twin of the folder (`.report.PID.tmp`) is left beside it.
+    let left: Vec<String> = fs_err::read_dir(d.join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.') && n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "temporaries left: {left:?}");
+}
+
 #[test]
 fn bag_is_deterministic_and_validates_with_the_reference_validator() {
     let p = fixture_project();
@@ -618,7 +750,7 @@ fn report_of_many_models_stays_small() {
     let html = fs_err::read_to_string(report.join("report.html")).unwrap();
     assert!(
         html.contains(&format!(
-            "<p class=\"d\">{} rows in all, see <a href=\"cells.csv\">cells.csv</a> (Parquet: <a href=\"../aggregate/cells.parquet\">aggregate/cells.parquet</a>); shown: the 25 rows with the highest and the 25 with the lowest ratio.</p>",
+            "<p class=\"d\">{} rows in all, see <a href=\"cells.csv\">cells.csv</a> (Parquet: <a href=\"cells.parquet\">cells.parquet</a>); shown: the 25 rows with the highest and the 25 with the lowest ratio.</p>",
             cells.rows
         )),
         "{}",
@@ -662,8 +794,13 @@ fn report_of_many_models_stays_small() {
         assert!(size(&format!("{}.md", t.name)) < 1_000_000, "{}", t.name);
     }
     let md = fs_err::read_to_string(report.join("cells.md")).unwrap();
+    // The linked copy is the table's file, so the folder alone holds every row.
+    assert_eq!(
+        fs_err::read(report.join("cells.parquet")).unwrap(),
+        fs_err::read(out.join("aggregate/cells.parquet")).unwrap()
+    );
     assert!(md.starts_with(&format!(
-        "{} rows in all, see [cells.csv](cells.csv) (Parquet: [aggregate/cells.parquet](../aggregate/cells.parquet)); shown: the 25 rows with the highest and the 25 with the lowest ratio.\n\nHighest ratio:\n\n| source |",
+        "{} rows in all, see [cells.csv](cells.csv) (Parquet: [cells.parquet](cells.parquet)); shown: the 25 rows with the highest and the 25 with the lowest ratio.\n\nHighest ratio:\n\n| source |",
         cells.rows
     )));
 }

@@ -4,7 +4,7 @@
 //! the models with the highest and lowest mean z, so that its size and memory do not grow
 //! with the study.
 
-use crate::render::{positions, TextTable, MODEL_TEST};
+use crate::render::{figure_columns, TextTable};
 use crate::svg::{c, esc, label_margin, row_figure_width, text_width, tick_label, tick_step, Plot};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -16,10 +16,6 @@ pub(crate) const BAR_MODELS: usize = 40;
 pub(crate) const BAR_SIDE: usize = 20;
 /// Error-bar figures (source x scale) drawn; the table holds the rest.
 pub(crate) const BAR_FIGURES: usize = 24;
-/// Rows of the ranking summary shown; the table holds the rest.
-pub(crate) const RANKING_ROWS: usize = 60;
-/// Leading models named per row of the ranking summary.
-const LEADERS_SHOWN: usize = 5;
 
 /// One model of a scale: its label (`model (arm)`) and its figures.
 #[derive(Debug, Clone)]
@@ -53,7 +49,7 @@ type ScaleKey = (String, String, String, String);
 /// rendered strings (the same strings as the canonical CSV).
 #[derive(Debug)]
 pub(crate) struct BarsBuilder {
-    /// The columns [`MODEL_TEST`].
+    /// The columns [`crate::render::MODEL_TEST`].
     key: [usize; 5],
     /// dimension, mean_z, lowest_z, highest_z, error_bar, error_bar_from.
     values: [usize; 6],
@@ -65,9 +61,8 @@ pub(crate) struct BarsBuilder {
 impl BarsBuilder {
     /// A builder for rows of a table with columns `header`; an error names a missing column.
     pub(crate) fn new(header: &[String]) -> Result<Self, String> {
-        let missing = |n: &str| format!("error_bars table has no column `{n}`");
-        let key = positions(header, MODEL_TEST, missing)?;
-        let values = positions(
+        let (key, values) = figure_columns(
+            "error_bars",
             header,
             [
                 "dimension",
@@ -77,7 +72,6 @@ impl BarsBuilder {
                 "error_bar",
                 "error_bar_from",
             ],
-            missing,
         )?;
         Ok(BarsBuilder {
             key,
@@ -302,6 +296,11 @@ fn bar_marks(o: &mut String, b: &Bar, cy: f64, x: impl Fn(f64) -> f64) {
         hx = c(x(b.high)),
     );
 }
+
+/// Rows of the ranking summary shown; the table holds the rest.
+pub(crate) const RANKING_ROWS: usize = 60;
+/// Leading models named per row of the ranking summary.
+const LEADERS_SHOWN: usize = 5;
 
 /// One row of the ranking summary: source, arm, scale, models, median and minimum tau,
 /// share of model pairs that flip, the models some setup ranks first.

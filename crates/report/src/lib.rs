@@ -1,5 +1,5 @@
-//! protospread-report: the study's tables as canonical CSV, Markdown and one self-contained
-//! HTML report; plus `verify` (compare a regeneration with committed checksums) and `bag`
+//! protospread-report: the study's tables as canonical CSV, Markdown and Parquet (a copy of
+//! the file each table was read from) and one self-contained HTML report; plus `verify` (compare a regeneration with committed checksums) and `bag`
 //! (a BagIt archive, RFC 8493).
 //!
 //! The report stage renders Parquet tables generically (`render`, `stream`): every table of
@@ -8,7 +8,9 @@
 //! (`push_float`) is used for every figure. Each table is read once, batch by batch, straight
 //! into its CSV file; the Markdown and the HTML hold whole only the tables of at most
 //! [`FULL_ROWS`] rows (and report.html at most [`PAGE_TABLE_BYTES`] of them), and of larger
-//! tables an excerpt, so their size does not grow with the study. See docs/report.md.
+//! tables an excerpt, so their size does not grow with the study. Each table's Parquet file
+//! is copied into the report folder as it is, streamed, so that the folder alone holds every
+//! table in both forms. See docs/report.md.
 
 mod bag;
 mod headline;
@@ -203,7 +205,7 @@ pub(crate) fn excerpt_what(e: &Excerpt) -> String {
 /// kept.
 #[derive(Debug, Clone)]
 pub struct Rendered {
-    /// File stem of the outputs (`<name>.csv`, `<name>.md`).
+    /// File stem of the outputs (`<name>.csv`, `<name>.md`, `<name>.parquet`).
     pub name: String,
     /// Title from [`CATALOG`] (or the file name).
     pub title: String,
@@ -228,7 +230,7 @@ impl Rendered {
     }
 
     /// The table as Markdown: whole when `whole` and [`Rendered::is_whole`], else its
-    /// excerpt under the line "N rows in all, see <name>.csv ...".
+    /// excerpt under the line "N rows in all, see <name>.csv (Parquet: <name>.parquet) ...".
     pub fn markdown(&self, whole: bool) -> String {
         let Some(e) = self
             .excerpt
@@ -238,11 +240,10 @@ impl Rendered {
             return render::to_markdown(&self.head);
         };
         let mut s = format!(
-            "{} rows in all, see [{n}.csv]({n}.csv) (Parquet: [{f}](../{f})); {}.\n\n",
+            "{} rows in all, see [{n}.csv]({n}.csv) (Parquet: [{n}.parquet]({n}.parquet)); {}.\n\n",
             self.rows,
             excerpt_what(e),
             n = self.name,
-            f = self.from
         );
         match e {
             Excerpt::Extremes { column, high, low } => {
@@ -281,7 +282,7 @@ fn catalog_entry(name: &str) -> (usize, String, String) {
 const OWN_FILES: &[&str] = &["report.md", "report.html", protospread_core::MANIFEST_NAME];
 
 /// Check the `[report]` section before anything runs: the rendered names of every listed
-/// table (`<stem>.csv`, `<stem>.md`) neither collide with the
+/// table (`<stem>.csv`, `<stem>.md`, `<stem>.parquet`) neither collide with the
 /// report's own files (`report.md`, `report.html`, `SHA256SUMS`) nor with another listed
 /// table. `run` and every stage call this before they claim `--out`, so such a configuration
 /// is refused before anything is written.
@@ -301,7 +302,7 @@ pub fn check_section(section: &ReportSection) -> Result<(), ReportError> {
                 "the file name `{stem}` is empty or hidden; rename the table"
             )));
         }
-        for ext in ["csv", "md"] {
+        for ext in ["csv", "md", "parquet"] {
             let f = format!("{stem}.{ext}");
             if OWN_FILES.contains(&f.as_str()) {
                 return Err(bad(format!(
@@ -328,8 +329,8 @@ struct Source {
 }
 
 /// Every table the report renders, in report order: all of `out/aggregate/*.parquet`, then
-/// the `[report] tables`. A listed table that is missing, or two tables with one file stem,
-/// is an error.
+/// the `[report] tables`. A listed table that is missing, a table `out/aggregate/SHA256SUMS`
+/// lists that is missing, or two tables with one file stem, is an error.
 fn collect_sources(out: &Path, section: &ReportSection) -> Result<Vec<Source>, ReportError> {
     let agg = out.join("aggregate");
     let mut sources: Vec<PathBuf> = Vec::new();
@@ -343,6 +344,24 @@ fn collect_sources(out: &Path, section: &ReportSection) -> Result<Vec<Source>, R
         }
     }
     sources.sort();
+    // A table the aggregate stage wrote that is gone is an error: the report would otherwise
+    // replace the previous one without it.
+    let manifest = agg.join(protospread_core::MANIFEST_NAME);
+    if manifest.is_file() {
+        let m = protospread_core::Manifest::read(&manifest)?;
+        for n in m.entries.keys() {
+            let p = agg.join(n);
+            if n.ends_with(".parquet") && !n.contains('/') && !p.is_file() {
+                return Err(ReportError::table(
+                    &p,
+                    format!(
+                        "listed in {} but missing; run `protospread aggregate` again",
+                        manifest.display()
+                    ),
+                ));
+            }
+        }
+    }
     if sources.is_empty() {
         return Err(ReportError::table(
             &agg,
@@ -388,21 +407,25 @@ fn contract_of(source: &Source) -> Option<&'static protospread_core::TableContra
         .find(|c| c.stage == stage && c.name == source.name)
 }
 
-/// One table to render: its source, and the staged files its CSV and Markdown go to.
+/// One table to render: its source, and the staged files its CSV, Markdown and the copy of
+/// its Parquet file go to.
 struct Job {
     source: Source,
     parquet: PathBuf,
     csv: PathBuf,
     md: PathBuf,
+    copy: PathBuf,
 }
 
-/// Render one table: its CSV in one pass over the Parquet file, then its Markdown (each file
-/// written and synced here, so that several tables' files are written at once).
+/// Render one table: the copy of its Parquet file and its CSV in one pass over the file, then
+/// its Markdown (each file written and synced here, so that several tables' files are written
+/// at once).
 fn render_table(job: &Job) -> Result<(Rendered, Option<stream::Collector>), ReportError> {
     let p = stream::pass(
         &job.parquet,
         &job.source.name,
         &job.csv,
+        &job.copy,
         contract_of(&job.source),
     )?;
     let (_, title, description) = catalog_entry(&job.source.name);
@@ -510,7 +533,7 @@ fn markdown_report(
             s.push_str("\n\n");
         }
     }
-    s.push_str("Every figure is also in the CSV file named in each section (the canonical, hashed form). Floats: six decimals; SDs and ranges in human SDs. Conventions: docs/statistics.md.\n");
+    s.push_str("Every figure is also in the CSV file named in each section (the canonical, hashed form); every table is also in `<table>.parquet`, a copy of the file it was read from. Floats: six decimals; SDs and ranges in human SDs. Conventions: docs/statistics.md.\n");
     if let Some((intro, summary, more)) = inference::ranking_section(tables)
         .map_err(|m| ReportError::Usage(format!("report.md: {m}")))?
     {
@@ -545,8 +568,9 @@ fn markdown_report(
     Ok(s)
 }
 
-/// Run the stage: render every table of `out` into `out/report/` (CSV, Markdown, `report.md`,
-/// `report.html`), all or nothing, then write `out/report/SHA256SUMS`.
+/// Run the stage: render every table of `out` into `out/report/` (CSV, Markdown, a copy of
+/// its Parquet file, `report.md`, `report.html`), all or nothing, then write
+/// `out/report/SHA256SUMS`.
 pub fn run(out: &Path, section: &ReportSection) -> Result<Summary, ReportError> {
     check_section(section)?;
     let sources = collect_sources(out, section)?;
@@ -557,18 +581,19 @@ pub fn run(out: &Path, section: &ReportSection) -> Result<Summary, ReportError> 
     let mut files = Vec::new();
     let mut jobs = Vec::new();
     for source in sources {
-        let (csv, md) = (
+        let (csv, md, copy) = (
             format!("{}.csv", source.name),
             format!("{}.md", source.name),
+            format!("{}.parquet", source.name),
         );
         jobs.push(Job {
             parquet: out.join(&source.rel),
             csv: staged.file(&dir.join(&csv))?,
             md: staged.file(&dir.join(&md))?,
+            copy: staged.file(&dir.join(&copy))?,
             source,
         });
-        files.push(csv);
-        files.push(md);
+        files.extend([csv, md, copy]);
     }
     let (mut points, mut bars) = (None, None);
     let mut tables = Vec::new();

@@ -84,6 +84,20 @@ pub(crate) fn positions<const N: usize>(
     Ok(out)
 }
 
+/// The positions of the [`MODEL_TEST`] columns and of the columns `values` in the header of
+/// the table `table` that a figure reads; an error names the table and the missing column.
+pub(crate) fn figure_columns<const N: usize>(
+    table: &str,
+    header: &[String],
+    values: [&str; N],
+) -> Result<([usize; 5], [usize; N]), String> {
+    let missing = |n: &str| format!("{table} table has no column `{n}`");
+    Ok((
+        positions(header, MODEL_TEST, missing)?,
+        positions(header, values, missing)?,
+    ))
+}
+
 /// The canonical CSV writer: RFC 4180 quoting where needed, `\n` line ends.
 pub(crate) fn csv_writer<W: std::io::Write>(w: W) -> csv::Writer<W> {
     csv::WriterBuilder::new()

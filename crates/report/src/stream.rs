@@ -1,7 +1,8 @@
-//! One pass over a Parquet table, batch by batch: every row goes to the canonical CSV file
-//! as it is read, and only a bounded part of the table stays in memory (its first rows, the
-//! rows with the most extreme ratio, the rows labelled `recorded`, and for `cells` the
-//! figures' points). Nothing is held per row of a large table but one reused row of strings.
+//! One pass over a Parquet table: its file's bytes are copied as they are, then it is read
+//! batch by batch, every row going to the canonical CSV file as it is read, and only a
+//! bounded part of the table stays in memory (its first rows, the rows with the most extreme
+//! ratio, the rows labelled `recorded`, and for `cells` the figures' points). Nothing is held
+//! per row of a large table but one reused row of strings, nor of its file but one buffer.
 
 use crate::html::PointsBuilder;
 use crate::inference::BarsBuilder;
@@ -25,6 +26,9 @@ const EXTREME_COLUMN: &str = "ratio";
 /// Label of the rows kept for the recorded-study section.
 const RECORDED: &str = "recorded";
 const BATCH_ROWS: usize = 8192;
+/// Bytes read and written at a time when a table's Parquet file is copied (the writer's
+/// buffer, which `std::io::copy` reads into).
+const COPY_BUFFER: usize = 1 << 20;
 
 /// What one pass over a table keeps.
 #[derive(Debug)]
@@ -116,38 +120,42 @@ struct Extremes {
 }
 
 impl Extremes {
-    /// Offer row `cells` with value `v`. Rows come in table order, so a row equal to a kept
-    /// one goes after it, and does not displace it.
+    /// Offer row `cells` with value `v` to both ends.
     fn offer(&mut self, v: f64, cells: &[String]) {
-        let k = EXTREME_ROWS;
-        if self.high.len() < k || v.total_cmp(&self.high[k - 1].0) == Ordering::Greater {
-            let at = self
-                .high
-                .partition_point(|e| e.0.total_cmp(&v) != Ordering::Less);
-            self.high.insert(at, (v, cells.to_vec()));
-            self.high.truncate(k);
-        }
-        if self.low.len() < k || v.total_cmp(&self.low[k - 1].0) == Ordering::Less {
-            let at = self
-                .low
-                .partition_point(|e| e.0.total_cmp(&v) != Ordering::Greater);
-            self.low.insert(at, (v, cells.to_vec()));
-            self.low.truncate(k);
-        }
+        keep_end(&mut self.high, v, cells, Ordering::Greater);
+        keep_end(&mut self.low, v, cells, Ordering::Less);
     }
 }
 
-/// Read the Parquet table at `path` once: write its canonical CSV to `csv_path` (a file this
-/// function creates, writes and syncs) and return what the Markdown, the HTML and the figures
-/// need. `name` is the table's file stem (`cells` and `error_bars` also collect what the figures draw).
-/// A table with a `contract` must have its columns ([`protospread_core::TableContract::check_schema`]).
+/// Keep in `end` the [`EXTREME_ROWS`] rows whose values lie furthest `towards` (`Greater`:
+/// the highest), furthest first. Rows come in table order, so a row equal to a kept one goes
+/// after it, and does not displace it.
+fn keep_end(end: &mut Vec<(f64, Vec<String>)>, v: f64, cells: &[String], towards: Ordering) {
+    let k = EXTREME_ROWS;
+    if end.len() < k || v.total_cmp(&end[k - 1].0) == towards {
+        let at = end.partition_point(|e| e.0.total_cmp(&v) != towards.reverse());
+        end.insert(at, (v, cells.to_vec()));
+        end.truncate(k);
+    }
+}
+
+/// Read the Parquet table at `path` once: copy its bytes to `copy_path` and write its
+/// canonical CSV to `csv_path` (files this function creates, writes and syncs), and return
+/// what the Markdown, the HTML and the figures need. `name` is the table's file stem (`cells`
+/// and `error_bars` also collect what the figures draw). A table with a `contract` must have
+/// its columns ([`protospread_core::TableContract::check_schema`]).
 pub(crate) fn pass(
     path: &Path,
     name: &str,
     csv_path: &Path,
+    copy_path: &Path,
     contract: Option<&protospread_core::TableContract>,
 ) -> Result<Pass, ReportError> {
-    let (reader, rows, schema) = open(path, contract)?;
+    // The copy and the CSV are read through one open file, so the copy holds the very bytes
+    // the CSV was made from.
+    let mut file = fs_err::File::open(path).map_err(protospread_core::CoreError::Fs)?;
+    copy(&mut file, copy_path)?;
+    let (reader, rows, schema) = open(path, file, contract)?;
     let header: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
     let numeric: Vec<bool> = schema
         .fields()
@@ -209,21 +217,33 @@ pub(crate) fn pass(
     Ok(keep.finish(header, numeric, rows))
 }
 
-/// A reader of the Parquet table at `path`, its row count and its schema; an error names a
-/// column of a type the renderer does not write.
+/// Copy the rest of `from` to `to`, a file this function creates and syncs. Streamed through
+/// one buffer of [`COPY_BUFFER`] bytes, so a table of any size takes no more memory.
+fn copy(from: &mut fs_err::File, to: &Path) -> Result<(), ReportError> {
+    (|| {
+        let out = fs_err::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(to)?;
+        let mut w = std::io::BufWriter::with_capacity(COPY_BUFFER, out);
+        std::io::copy(from, &mut w)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()
+    })()
+    .map_err(|e| protospread_core::CoreError::Fs(e).into())
+}
+
+/// A reader of the Parquet table in `file` (read from `path`), its row count and its schema;
+/// an error names a column of a type the renderer does not write.
 fn open(
     path: &Path,
+    file: fs_err::File,
     contract: Option<&protospread_core::TableContract>,
 ) -> Result<(ParquetRecordBatchReader, usize, SchemaRef), ReportError> {
     let perr = |source| ReportError::Parquet {
         path: path.to_path_buf(),
         source,
     };
-    let file = fs_err::File::open(path)
-        .map_err(protospread_core::CoreError::Fs)?
-        .into_parts()
-        .0;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(perr)?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file.into_parts().0).map_err(perr)?;
     let rows = usize::try_from(builder.metadata().file_metadata().num_rows())
         .map_err(|_| ReportError::table(path, "negative row count in the file's metadata"))?;
     let schema: SchemaRef = builder.schema().clone();
@@ -406,6 +426,19 @@ mod tests {
         p
     }
 
+    /// The error of a pass over `table` whose CSV and copy go to `<stem>.csv` and
+    /// `<stem>.parquet` beside it.
+    fn error(
+        table: &Path,
+        stem: &str,
+        contract: Option<&protospread_core::TableContract>,
+    ) -> String {
+        let at = |ext: &str| table.with_file_name(format!("{stem}.{ext}"));
+        pass(table, "t", &at("csv"), &at("parquet"), contract)
+            .unwrap_err()
+            .to_string()
+    }
+
     #[test]
     fn a_declared_table_without_a_column_of_its_contract_is_refused() {
         let dir = tempfile::tempdir().unwrap();
@@ -413,10 +446,7 @@ mod tests {
             dir.path(),
             vec![("source", Arc::new(StringArray::from(vec!["s"])) as ArrayRef)],
         );
-        let csv = dir.path().join("t.csv");
-        let e = pass(&p, "cells", &csv, Some(&protospread_core::CELLS))
-            .unwrap_err()
-            .to_string();
+        let e = error(&p, "copy", Some(&protospread_core::CELLS));
         assert!(
             e.contains("t.parquet") && e.contains("column `label` is missing (table cells v1)"),
             "{e}"
@@ -446,7 +476,9 @@ mod tests {
             ],
         );
         let csv = dir.path().join("t.csv");
-        let r = pass(&p, "t", &csv, None).unwrap();
+        let copy = dir.path().join("copy.parquet");
+        let r = pass(&p, "t", &csv, &copy, None).unwrap();
+        assert_eq!(fs_err::read(&copy).unwrap(), fs_err::read(&p).unwrap());
         let text = fs_err::read_to_string(&csv).unwrap();
         assert_eq!(text.lines().count(), n + 1);
         assert!(text.contains("\nsimulated,\nsimulated,NaN\nrecorded,3.000000\n"));
@@ -478,18 +510,32 @@ mod tests {
                 Arc::new(BinaryArray::from(vec![b"x".as_ref()])) as ArrayRef,
             )],
         );
-        let e = pass(&p, "t", &dir.path().join("t.csv"), None)
-            .unwrap_err()
-            .to_string();
+        let e = error(&p, "copy", None);
         assert!(
             e.contains("t.parquet") && e.contains("column `blob` has type Binary"),
             "{e}"
         );
         let bad = dir.path().join("bad.parquet");
         fs_err::write(&bad, b"not parquet").unwrap();
-        let e = pass(&bad, "t", &dir.path().join("u.csv"), None)
-            .unwrap_err()
-            .to_string();
+        let e = error(&bad, "u", None);
         assert!(e.contains("bad.parquet"), "{e}");
+    }
+
+    #[test]
+    fn the_copy_is_never_written_over_and_a_missing_table_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            vec![("label", Arc::new(StringArray::from(vec!["s"])) as ArrayRef)],
+        );
+        let copy = dir.path().join("copy.parquet");
+        fs_err::write(&copy, b"someone else's").unwrap();
+        let e = error(&p, "copy", None);
+        assert!(e.contains("copy.parquet"), "{e}");
+        assert_eq!(fs_err::read(&copy).unwrap(), b"someone else's");
+        let gone = dir.path().join("gone.parquet");
+        let e = error(&gone, "g", None);
+        assert!(e.contains("gone.parquet"), "{e}");
+        assert!(!dir.path().join("g.parquet").exists() && !dir.path().join("g.csv").exists());
     }
 }

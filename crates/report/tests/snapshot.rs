@@ -120,6 +120,12 @@ fn generic_rendering_and_manifest() {
     assert!(m.entries.contains_key("report.html") && m.entries.contains_key("cells.csv"));
     let fresh = protospread_core::Manifest::from_dir(&report).unwrap();
     assert_eq!(m, fresh);
+    // A listed table of another stage is copied too, byte for byte.
+    assert!(m.entries.contains_key("parity_summary.parquet"));
+    assert_eq!(
+        fs_err::read(report.join("parity_summary.parquet")).unwrap(),
+        fs_err::read(dir.path().join("score/parity_summary.parquet")).unwrap()
+    );
 }
 
 #[test]
