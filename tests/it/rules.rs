@@ -473,3 +473,76 @@ mod tallies {
         }
     }
 }
+
+/// Names are values in the score stage's plans, not SQL: a source, a label and a rerun
+/// condition holding quotes, a backslash and SQL come out as themselves in every table, and
+/// the rerun pair compares exactly the two conditions' replies.
+#[test]
+fn names_holding_quotes_backslashes_and_sql_are_values() {
+    const NAME: &str = "src' OR '1'='1\\";
+    const COND: &str = "S0r') OR TRUE; --\\";
+    let records = vec![
+        record("S0", Some(1), "4", None),
+        record("S0", Some(2), "x", None),
+        record(COND, Some(1), "4", None),
+        record(COND, Some(2), "5", None),
+    ];
+    let key =
+        ScoringKey::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/scoring_key.csv"))
+            .unwrap();
+    let m = score_in_memory(
+        NAME,
+        Some(NAME),
+        &records,
+        &Vocabulary::default(),
+        &key,
+        &Norms::default(),
+        &[["S0".to_string(), COND.to_string()]],
+    )
+    .unwrap();
+    let texts = |batches: &[RecordBatch], column: &str| -> Vec<String> {
+        batches
+            .iter()
+            .flat_map(|b| {
+                let c = b.column_by_name(column).unwrap();
+                let c = arrow::compute::cast(c, &arrow::datatypes::DataType::Utf8).unwrap();
+                (0..c.len())
+                    .map(|i| c.as_string::<i32>().value(i).to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    for (table, batches) in [
+        ("parsed", &m.parsed),
+        ("scales", &m.scales),
+        ("reruns", &m.reruns),
+        ("rules", &m.rules),
+        ("by_rule", &m.by_rule),
+    ] {
+        let sources = texts(batches, "source");
+        assert!(!sources.is_empty(), "{table}");
+        assert!(sources.iter().all(|s| s == NAME), "{table}: {sources:?}");
+        let labels = texts(batches, "label");
+        assert!(labels.iter().all(|s| s == NAME), "{table}: {labels:?}");
+    }
+    assert!(texts(&m.rules, "condition").iter().any(|c| c == COND));
+    assert_eq!(
+        texts(&m.rules, "rule")[..2],
+        ["strict".to_string(), "lenient".to_string()]
+    );
+    let rerun = |c: &str| texts(&m.reruns, c);
+    assert_eq!(
+        (
+            rerun("first"),
+            rerun("rerun"),
+            rerun("compared"),
+            rerun("identical")
+        ),
+        (
+            vec!["S0".to_string()],
+            vec![COND.to_string()],
+            vec!["2".to_string()],
+            vec!["1".to_string()]
+        )
+    );
+}

@@ -12,34 +12,89 @@ use protospread_core::{
     TableContract, BY_TEST, CELLS, CELLS_BY_RULE, CONSTANT_RUNS, PROTOCOL_VS_SAMPLING,
     PROTOCOL_VS_SAMPLING_BY_RULE, RANGE, REQUESTS, RERUNS, SEPARATE_ARMS, VERDICT, VERDICT_BY_RULE,
 };
+use std::cell::RefCell;
 
-/// A SQL string literal.
-pub(crate) fn lit(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
-}
+/// The values of one statement's placeholders, collected while its text is built: every
+/// name that comes from the configuration or the data (conditions, rules, arms, sources) and
+/// every text constant enters a statement through [`Binds::bind`], as a value, never as quoted
+/// SQL text, so no name can change what a statement does. Column names and numbers that the
+/// code writes itself are in the text.
+#[derive(Debug, Default)]
+pub(crate) struct Binds(RefCell<Vec<String>>);
 
-/// A float literal that parses back to the same double.
-fn flit(x: f64) -> String {
-    format!("CAST({} AS DOUBLE)", lit(&format!("{x:?}")))
-}
-
-/// `col IN (...)`, or FALSE for an empty set.
-fn in_list(col: &str, items: &[String]) -> String {
-    if items.is_empty() {
-        "FALSE".to_string()
-    } else {
-        let v: Vec<String> = items.iter().map(|s| lit(s)).collect();
-        format!("{col} IN ({})", v.join(", "))
+impl Binds {
+    /// The SQL that stands for the text `value`: its placeholder (`$1`, `$2`, ...; a value
+    /// bound twice has one), cast to plain UTF-8. The cast gives the placeholder its type when
+    /// the statement is planned, where nothing else may (a `SELECT $1 AS rule` in a `UNION ALL`,
+    /// an argument of a function); once the value is bound, the planner folds it into a
+    /// literal, so the plan is the one of the literal: an `IN` list or a `CASE x WHEN` of
+    /// placeholders is the lookup table of one of literals.
+    pub(crate) fn bind(&self, value: &str) -> String {
+        let mut values = self.0.borrow_mut();
+        let i = match values.iter().position(|v| v == value) {
+            Some(i) => i,
+            None => {
+                values.push(value.to_string());
+                values.len() - 1
+            }
+        };
+        format!("arrow_cast(${}, 'Utf8')", i + 1)
     }
+
+    /// `col IN (...)` over the bound `items`, or FALSE for an empty set.
+    fn in_list(&self, col: &str, items: &[String]) -> String {
+        if items.is_empty() {
+            "FALSE".to_string()
+        } else {
+            let v: Vec<String> = items.iter().map(|s| self.bind(s)).collect();
+            format!("{col} IN ({})", v.join(", "))
+        }
+    }
+
+    /// The statement of `text`, whose placeholders are the ones bound here.
+    pub(crate) fn sql(self, text: String) -> Sql {
+        Sql {
+            text,
+            params: self.0.into_inner(),
+        }
+    }
+}
+
+/// A statement: its text and the values of its placeholders (`params[0]` is `$1`).
+#[derive(Debug, Clone)]
+pub(crate) struct Sql {
+    pub(crate) text: String,
+    pub(crate) params: Vec<String>,
+}
+
+impl From<String> for Sql {
+    fn from(text: String) -> Sql {
+        Sql {
+            text,
+            params: Vec::new(),
+        }
+    }
+}
+
+impl From<&str> for Sql {
+    fn from(text: &str) -> Sql {
+        Sql::from(text.to_string())
+    }
+}
+
+/// A float literal that parses back to the same double (`{:?}` of a float is digits, a
+/// sign, `.`, `e`, `inf` or `NaN`: nothing to quote).
+fn flit(x: f64) -> String {
+    format!("CAST('{x:?}' AS DOUBLE)")
 }
 
 /// One combination of scale scores and protocol set that the per-cell views compute cells of.
 pub(crate) struct Branch {
     /// Its number in the `combo` column of a [`Cut`] of several branches (and in their order).
     pub(crate) combo: usize,
-    /// The scale scores: a relation with the columns of `scale_scores.parquet`, and an optional
-    /// filter (`scores`, or `scores_by_rule WHERE rule = ...`).
-    pub(crate) from: String,
+    /// Whether its scale scores are the rows of `rule` in `scores_by_rule`; else they are
+    /// `scores` (the strict rule's own).
+    pub(crate) by_rule: bool,
     /// The reply rule and protocol set the rows are labelled with in the side-by-side tables.
     pub(crate) rule: String,
     pub(crate) set: &'static str,
@@ -98,11 +153,11 @@ impl Cut {
     }
 
     /// The expressions of the columns `rule` and `protocol_set` of the row's branch (alias
-    /// `a`), for a contract's projection.
-    pub(crate) fn rule_set(&self, a: &str) -> [(&'static str, String); 2] {
+    /// `a`), for a contract's projection; their names are bound in `q`.
+    pub(crate) fn rule_set(&self, a: &str, q: &Binds) -> [(&'static str, String); 2] {
         [
-            ("rule", self.per_branch(a, |b| lit(&b.rule))),
-            ("protocol_set", self.per_branch(a, |b| lit(b.set))),
+            ("rule", self.per_branch(a, |b| q.bind(&b.rule))),
+            ("protocol_set", self.per_branch(a, |b| q.bind(b.set))),
         ]
     }
 
@@ -130,7 +185,7 @@ const RERUN_NONE: i64 = 1023;
 /// Views that the tables are built from, in creation order: (name, SQL). Over a keyed
 /// [`Cut`], `sc` is the union of its branches and every view carries `combo`. With `tests`,
 /// `cm` also carries each cell's score lists for the inference tables (see [`cm_view`]).
-pub(crate) fn views(p: &Params, cut: &Cut, tests: bool) -> Vec<(&'static str, String)> {
+pub(crate) fn views(p: &Params, cut: &Cut, tests: bool) -> Vec<(&'static str, Sql)> {
     // A branch's conditions (protocol, then sampling) are flagged `h_0..` in `sc`, so that
     // `cm` counts each by its position, whichever branch the row is of.
     let width = cut
@@ -187,16 +242,17 @@ pub(crate) fn views(p: &Params, cut: &Cut, tests: bool) -> Vec<(&'static str, St
     vec![
         ("sc", sc),
         ("cm", cm),
-        ("ia", ia),
-        ("models", models),
-        ("universe", universe),
-        ("cell_parts", cell),
+        ("ia", ia.into()),
+        ("models", models.into()),
+        ("universe", universe.into()),
+        ("cell_parts", cell.into()),
         ("reasons", reasons),
     ]
 }
 
 /// `sc`: one row per scale score of every branch, with the flags the other views group by.
-fn sc_view(p: &Params, cut: &Cut, width: usize) -> String {
+fn sc_view(p: &Params, cut: &Cut, width: usize) -> Sql {
+    let q = Binds::default();
     // One row per scale score.
     let sc: Vec<String> = cut
         .branches
@@ -205,7 +261,7 @@ fn sc_view(p: &Params, cut: &Cut, width: usize) -> String {
             let conds = used(p, b);
             let flags: String = (0..width)
                 .map(|i| match conds.get(i) {
-                    Some(c) => format!("condition = {} AS h_{i}, ", lit(c)),
+                    Some(c) => format!("condition = {} AS h_{i}, ", q.bind(c)),
                     None => format!("FALSE AS h_{i}, "),
                 })
                 .collect();
@@ -214,28 +270,33 @@ fn sc_view(p: &Params, cut: &Cut, width: usize) -> String {
             } else {
                 String::new()
             };
+            let from = if b.by_rule {
+                format!("scores_by_rule WHERE rule = {}", q.bind(&b.rule))
+            } else {
+                "scores".to_string()
+            };
             format!(
                 "SELECT {combo}source, label, study, model, arm, cohort, condition, CAST(sample AS BIGINT) AS sample, \
                    test, dimension, CAST(score AS BIGINT) AS v, complete, z IS NOT NULL AS has_z, constant_answers, \
                    {is_p} AS is_p, {is_s} AS is_s, ({is_p} OR {is_s}) AS is_used, {} AS is_to, {} AS is_from, {flags}\
                    CASE WHEN sample = 0 THEN condition ELSE condition || '[' || CAST(sample AS VARCHAR) || ']' END AS admin \
-                 FROM {}",
-                in_list("condition", &p.shift_to),
-                in_list("condition", &p.shift_from),
-                b.from,
-                is_p = in_list("condition", &b.protocol),
-                is_s = in_list("condition", &p.sampling_conditions),
+                 FROM {from}",
+                q.in_list("condition", &p.shift_to),
+                q.in_list("condition", &p.shift_from),
+                is_p = q.in_list("condition", &b.protocol),
+                is_s = q.in_list("condition", &p.sampling_conditions),
             )
         })
         .collect();
-    sc.join(" UNION ALL ")
+    q.sql(sc.join(" UNION ALL "))
 }
 
 /// `cm`: the integer moments per cell (only protocol / sampling scores with a z enter them),
 /// the condition flags and the packed rerun scores; with `setups` (the protocol conditions),
 /// also `inf_v`, the list of the cell's protocol and
 /// sampling scores that `ps_cell` reads (packed with their setups' positions).
-fn cm_view(p: &Params, k: &str, width: usize, setups: Option<&[String]>) -> String {
+fn cm_view(p: &Params, k: &str, width: usize, setups: Option<&[String]>) -> Sql {
+    let q = Binds::default();
     let mut has = String::new();
     for i in 0..width {
         has.push_str(&format!(
@@ -252,7 +313,7 @@ fn cm_view(p: &Params, k: &str, width: usize, setups: Option<&[String]>) -> Stri
             reruns.push_str(&format!(
                 "MIN(CASE WHEN condition = {} THEN sample * {RERUN_PACK} + \
                    CASE WHEN has_z AND v IS NOT NULL THEN v ELSE {RERUN_NONE} END END) AS {side}_{i}, ",
-                lit(c)
+                q.bind(c)
             ));
         }
     }
@@ -266,13 +327,14 @@ fn cm_view(p: &Params, k: &str, width: usize, setups: Option<&[String]>) -> Stri
     let inf = match setups {
         Some(protocol) => {
             // A CASE of literals is one hash lookup per row (DataFusion's literal lookup
-            // table); validate() refuses a condition listed twice or in both sets.
+            // table), and bound names are literals by then ([`Binds::bind`]); validate()
+            // refuses a condition listed twice or in both sets.
             let mut position = String::from("CASE condition ");
             for (i, c) in protocol.iter().enumerate() {
-                position.push_str(&format!("WHEN {} THEN {i} ", lit(c)));
+                position.push_str(&format!("WHEN {} THEN {i} ", q.bind(c)));
             }
             for c in &p.sampling_conditions {
-                position.push_str(&format!("WHEN {} THEN {} ", lit(c), protocol.len()));
+                position.push_str(&format!("WHEN {} THEN {} ", q.bind(c), protocol.len()));
             }
             format!(
                 ", ps_ints(({position}END) * {pack} + v) FILTER (WHERE has_z) AS inf_v",
@@ -282,7 +344,7 @@ fn cm_view(p: &Params, k: &str, width: usize, setups: Option<&[String]>) -> Stri
         None => String::new(),
     };
     // Integer moments per cell (only protocol / sampling scores with a z enter them).
-    format!(
+    q.sql(format!(
         "SELECT {k}source, model, test, dimension, COUNT(*) AS rows_n, \
            SUM(CASE WHEN is_s THEN 1 ELSE 0 END) AS s_rows, {has}{reruns} \
            SUM(CASE WHEN is_p AND has_z THEN 1 ELSE 0 END) AS pn, \
@@ -299,14 +361,15 @@ fn cm_view(p: &Params, k: &str, width: usize, setups: Option<&[String]>) -> Stri
            SUM(CASE WHEN is_from AND has_z THEN v END) AS fs, \
            SUM(CASE WHEN is_used AND constant_answers THEN 1 ELSE 0 END) AS const_n{inf} \
          FROM sc GROUP BY {k}source, model, test, dimension"
-    )
+    ))
 }
 
 /// `cell_parts` (every cell of the universe with its `cm` and `ia` columns) and `reasons`
 /// (each cell's drop reasons, unformatted).
-fn cell_views(p: &Params, cut: &Cut, width: usize) -> (String, String) {
+fn cell_views(p: &Params, cut: &Cut, width: usize) -> (String, Sql) {
     let k = cut.k("");
-    let sep = in_list("u.arm", &p.separate_arms);
+    let q = Binds::default();
+    let sep = q.in_list("u.arm", &p.separate_arms);
     // The branch's conditions without an administration, by name in the branch's order.
     let missing = cut.per_branch("u", |b| {
         let m: Vec<String> = used(p, b)
@@ -320,7 +383,7 @@ fn cell_views(p: &Params, cut: &Cut, width: usize) -> (String, String) {
                 };
                 format!(
                     "CASE WHEN {optional}COALESCE(has_{i}, 0) = 0 THEN {} END",
-                    lit(c)
+                    q.bind(c)
                 )
             })
             .collect();
@@ -388,7 +451,7 @@ fn cell_views(p: &Params, cut: &Cut, width: usize) -> (String, String) {
         ci = cut.on("c", "i"),
         mg = cut.on("m", "g"),
     );
-    let reasons = format!(
+    let reasons = q.sql(format!(
         "SELECT u.*, \
            CASE WHEN {missing} <> '' THEN 'missing administrations: ' || {missing} END AS r1, \
            'incomplete administrations: ' || incomplete AS r2, \
@@ -398,7 +461,7 @@ fn cell_views(p: &Params, cut: &Cut, width: usize) -> (String, String) {
                  rows_n, pn, ps, pq, pmin, pmax, sn, ss, sq, tn, ts, fn_, fs, const_n, incomplete, no_z, \
                  has_test \
                FROM cell_parts u) u"
-    );
+    ));
     (cell, reasons)
 }
 
@@ -549,8 +612,8 @@ fn no_rows(contract: &TableContract) -> String {
 
 /// The rows of `rows` (cells, `WHERE where_`), once per group they belong to, with the group's
 /// key columns `g0..gk` (null past the group's depth) and its name: `grouped(p, "cells",
-/// "kept")` is every kept cell.
-fn grouped(p: &Params, rows: &str, where_: &str) -> String {
+/// "kept", q)` is every kept cell. The groups' names are bound in `q`.
+fn grouped(p: &Params, rows: &str, where_: &str, q: &Binds) -> String {
     let mut parts = Vec::new();
     for k in 1..=p.groups.len() {
         let mut keys = Vec::new();
@@ -560,7 +623,7 @@ fn grouped(p: &Params, rows: &str, where_: &str) -> String {
             if j < k {
                 keys.push(format!("{g} AS g{j}"));
                 conds.push(format!("{g} IS NOT NULL"));
-                name.push(format!("{} || {g}", lit(&format!("{g}=")), g = g));
+                name.push(format!("{} || {g}", q.bind(&format!("{g}="))));
             } else {
                 keys.push(format!("CAST(NULL AS VARCHAR) AS g{j}"));
             }
@@ -590,10 +653,15 @@ const EXCEEDING: &str = "SUM(CASE WHEN protocol_gt_sampling THEN 1 ELSE 0 END)";
 
 /// The group tables, each (contract, SQL) over `cells`. Rows come in the order of the group's
 /// name (its keys break a tie of two names).
-pub(crate) fn group_tables(p: &Params) -> Vec<(&'static TableContract, String)> {
-    let g = grouped(p, "cells", "kept");
+pub(crate) fn group_tables(p: &Params) -> Vec<(&'static TableContract, Sql)> {
+    // Every table but `separate_arms` reads the groups, each its own statement.
+    let groups = || {
+        let q = Binds::default();
+        (grouped(p, "cells", "kept", &q), q)
+    };
+    let (g, q) = groups();
     let (keys, order) = group_keys(p);
-    let pvs = format!(
+    let pvs = q.sql(format!(
         "SELECT {} FROM ( \
            SELECT source, {keys}, grp, {LABEL}, COUNT(DISTINCT model) AS models, COUNT(*) AS cells, \
              COUNT(protocol_gt_sampling) AS compared_cells, {EXCEEDING} AS protocol_gt_sampling, \
@@ -606,8 +674,9 @@ pub(crate) fn group_tables(p: &Params) -> Vec<(&'static TableContract, String)> 
                 ("share", share("protocol_gt_sampling", "compared_cells")),
             ]
         )
-    );
-    let range = format!(
+    ));
+    let (g, q) = groups();
+    let range = q.sql(format!(
         "SELECT {} FROM ( \
            SELECT source, {keys}, grp, {LABEL}, COUNT(range_z) AS cells, median(range_z) AS median_range_z, \
              MIN(range_z) AS min_range_z, MAX(range_z) AS max_range_z, \
@@ -615,8 +684,9 @@ pub(crate) fn group_tables(p: &Params) -> Vec<(&'static TableContract, String)> 
              SUM(CASE WHEN range_z >= 2.0 THEN 1 ELSE 0 END) AS cells_range_ge_2 \
            FROM {g} GROUP BY source, {keys}, grp) ORDER BY source, \"group\", {order}",
         RANGE.projection(&[("group", "grp")])
-    );
-    let by_test = format!(
+    ));
+    let (g, q) = groups();
+    let by_test = q.sql(format!(
         "SELECT {} FROM ( \
            SELECT source, {keys}, grp, test, {LABEL}, COUNT(*) AS cells, \
              COUNT(protocol_gt_sampling) AS compared_cells, {EXCEEDING} AS protocol_gt_sampling, \
@@ -629,7 +699,8 @@ pub(crate) fn group_tables(p: &Params) -> Vec<(&'static TableContract, String)> 
                 ("share", share("protocol_gt_sampling", "compared_cells")),
             ]
         )
-    );
+    ));
+    let (g, q) = groups();
     let mut pairs = Vec::new();
     for (i, [a, b]) in p.rerun_pairs.iter().enumerate() {
         let col = format!(
@@ -642,19 +713,20 @@ pub(crate) fn group_tables(p: &Params) -> Vec<(&'static TableContract, String)> 
                SUM(CASE WHEN {col} = 0 THEN 1 ELSE 0 END) AS cells_identical, \
                median({col}) AS median_diff_z, MAX({col}) AS max_diff_z \
              FROM {g} GROUP BY source, {keys}, grp",
-            lit(&format!("{a} vs {b}"))
+            q.bind(&format!("{a} vs {b}"))
         ));
     }
     let reruns = if pairs.is_empty() {
-        no_rows(&RERUNS)
+        no_rows(&RERUNS).into()
     } else {
-        format!(
+        q.sql(format!(
             "SELECT {} FROM ({}) ORDER BY source, \"group\", {order}, pair_i",
             RERUNS.projection(&[("group", "grp")]),
             pairs.join(" UNION ALL ")
-        )
+        ))
     };
     // The reference of "same direction" is the source's headline arm (table `headline`).
+    let q = Binds::default();
     let separate = format!(
         "WITH ref AS (SELECT x.source, x.test, x.dimension, median(x.shift_z) AS r \
            FROM cells x JOIN headline hl ON x.source = hl.source AND x.arm = hl.arm \
@@ -670,7 +742,7 @@ pub(crate) fn group_tables(p: &Params) -> Vec<(&'static TableContract, String)> 
              {EXCEEDING} AS protocol_gt_sampling \
            FROM c GROUP BY source, arm) g LEFT JOIN headline hl ON g.source = hl.source \
          ORDER BY g.source, g.arm",
-        in_list("x.arm", &p.separate_arms),
+        q.in_list("x.arm", &p.separate_arms),
         project(
             &SEPARATE_ARMS,
             &[
@@ -686,28 +758,29 @@ pub(crate) fn group_tables(p: &Params) -> Vec<(&'static TableContract, String)> 
         (&RANGE, range),
         (&BY_TEST, by_test),
         (&RERUNS, reruns),
-        (&SEPARATE_ARMS, separate),
+        (&SEPARATE_ARMS, q.sql(separate)),
     ]
 }
 
 /// `req`, the request counts per (source, model, condition), from the strict rule's rows of
 /// `reply_rules`.
-pub(crate) fn request_view() -> String {
+pub(crate) fn request_view() -> Sql {
+    let q = Binds::default();
     // The score stage counts each request once, as it reads it (`reply_rules`, a row per
     // source, model, condition, mode and rule): grouping every parsed answer again here was
     // the largest plan of the stage (about 10 s of 30 at 10^8 answers). A request is failed,
     // readable (every shown position read `ok`) or unreadable; its items likewise.
     // Label, arm and cohort: a model has one of each (`check_labels` refuses another), so the
     // MIN is the model's; `check_requests` refuses counts that do not add up.
-    format!(
+    let strict = q.bind(STRICT);
+    q.sql(format!(
         "SELECT source, MIN(label) AS label, model, MIN(arm) AS arm, MIN(cohort) AS cohort, condition, \
            SUM(requests) AS requests, SUM(failed_requests) AS failed_requests, \
            SUM(CAST(requests AS BIGINT) - failed_requests - readable_replies) AS unreadable_replies, \
            SUM(items) AS items, \
            SUM(CAST(items AS BIGINT) - failed_items - readable_items) AS unreadable_items \
-         FROM reply_rules WHERE rule = {} GROUP BY source, model, condition",
-        lit(STRICT)
-    )
+         FROM reply_rules WHERE rule = {strict} GROUP BY source, model, condition"
+    ))
 }
 
 /// `adm`, one row per administration of the scale scores.
@@ -775,19 +848,22 @@ pub(crate) const SOURCE_ARMS: &str = "SELECT source, arm FROM ( \
 /// The columns of the side-by-side per-cell table (`cells_by_rule`) over the `cells` of `cut`:
 /// those of `cells` that do not depend on `shift_from`/`shift_to` or `rerun_pairs`, which a
 /// protocol set may not hold.
-pub(crate) fn cells_side(cut: &Cut) -> String {
-    format!(
-        "SELECT {} FROM cells ORDER BY {}source, model, test, dimension",
-        project(&CELLS_BY_RULE, &cut.rule_set("")),
+pub(crate) fn cells_side(cut: &Cut) -> Sql {
+    let q = Binds::default();
+    let columns = project(&CELLS_BY_RULE, &cut.rule_set("", &q));
+    q.sql(format!(
+        "SELECT {columns} FROM cells ORDER BY {}source, model, test, dimension",
         cut.k(""),
-    )
+    ))
 }
 
 /// One row per source (and branch of `cut`): the group `arm=<headline arm>` of
 /// `protocol_vs_sampling` over `cells`, also when it has no kept cell (then with its dropped
 /// cells counted and no statistics).
-pub(crate) fn headline_group(cut: &Cut) -> String {
-    format!(
+pub(crate) fn headline_group(cut: &Cut) -> Sql {
+    let q = Binds::default();
+    let columns = headline_group_columns(cut, &q);
+    q.sql(format!(
         "SELECT {columns} \
          FROM (SELECT {k}source, {LABEL} FROM cells GROUP BY {k}source) s \
          JOIN headline hl ON s.source = hl.source \
@@ -801,17 +877,17 @@ pub(crate) fn headline_group(cut: &Cut) -> String {
                     FROM cells x JOIN headline h2 ON x.source = h2.source AND x.arm = h2.arm \
                     GROUP BY {kx}x.source) c ON {sc}s.source = c.source \
          ORDER BY {ks}s.source",
-        columns = headline_group_columns(cut),
         k = cut.k(""),
         kx = cut.k("x"),
         ks = cut.k("s"),
         sc = cut.on("s", "c"),
-    )
+    ))
 }
 
-/// The select list of [`headline_group`]: [`PROTOCOL_VS_SAMPLING_BY_RULE`]'s columns.
-fn headline_group_columns(cut: &Cut) -> String {
-    let mut exprs: Vec<(&str, String)> = cut.rule_set("s").into();
+/// The select list of [`headline_group`]: [`PROTOCOL_VS_SAMPLING_BY_RULE`]'s columns, the
+/// names bound in `q`.
+fn headline_group_columns(cut: &Cut, q: &Binds) -> String {
+    let mut exprs: Vec<(&str, String)> = cut.rule_set("s", q).into();
     for (c, e) in [
         ("source", "s.source"),
         ("label", "s.label"),
@@ -838,8 +914,9 @@ fn headline_group_columns(cut: &Cut) -> String {
 
 /// The requests of each branch of `cut` under its reply rule, over the conditions it uses:
 /// (`combo`,) source, arm, condition, mode, requests, unreadable_replies, from the rule's rows
-/// of `reply_rules`: a received reply (a request not failed) the rule cannot read.
-pub(crate) fn side_requests(p: &Params, cut: &Cut) -> String {
+/// of `reply_rules`: a received reply (a request not failed) the rule cannot read. The names
+/// are bound in `q`.
+pub(crate) fn side_requests(p: &Params, cut: &Cut, q: &Binds) -> String {
     let parts: Vec<String> = cut
         .branches
         .iter()
@@ -857,8 +934,8 @@ pub(crate) fn side_requests(p: &Params, cut: &Cut) -> String {
                          SUM(requests) AS requests, SUM(readable_replies) AS readable, \
                          SUM(failed_requests) AS failed \
                        FROM reply_rules WHERE rule = {} AND {} GROUP BY source, model, arm, condition) r",
-                lit(&b.rule),
-                in_list("condition", &conds),
+                q.bind(&b.rule),
+                q.in_list("condition", &conds),
             )
         })
         .collect();
@@ -882,10 +959,14 @@ pub(crate) fn side_administrations(cut: &Cut) -> String {
     administrations("sc", &cut.k(""), "WHERE is_used")
 }
 
-/// The administrations of table `adm` in the conditions the one branch of `cut` uses.
-pub(crate) fn used_administrations(p: &Params, cut: &Cut) -> String {
+/// The administrations of table `adm` in the conditions the one branch of `cut` uses, bound
+/// in `q`.
+pub(crate) fn used_administrations(p: &Params, cut: &Cut, q: &Binds) -> String {
     let conds: Vec<String> = used(p, &cut.branches[0]).into_iter().cloned().collect();
-    format!("(SELECT * FROM adm WHERE {})", in_list("condition", &conds))
+    format!(
+        "(SELECT * FROM adm WHERE {})",
+        q.in_list("condition", &conds)
+    )
 }
 
 /// One row per source (and branch of `cut`) with the verdict's figures over the kept cells of
@@ -966,9 +1047,10 @@ pub(crate) fn verdict_summary(
 /// each naming the arm they are over. For the side-by-side table (`side`), each row starts
 /// with its branch's `rule` and `protocol_set`, and a "no verdict" line says how many of the
 /// arm's cells were dropped, the first one's reason and the conditions with unreadable replies.
-pub(crate) fn verdict(p: &Params, w: &str, side: Option<&Cut>) -> String {
+pub(crate) fn verdict(p: &Params, w: &str, side: Option<&Cut>) -> Sql {
+    let q = Binds::default();
     let (columns, k) = side.map_or((VERDICT.projection(&[]), String::new()), |c| {
-        (project(&VERDICT_BY_RULE, &c.rule_set("")), c.k(""))
+        (project(&VERDICT_BY_RULE, &c.rule_set("", &q)), c.k(""))
     });
     let why = if side.is_some() {
         " || ': ' || CAST(dropped AS VARCHAR) || ' of ' || CAST(arm_cells AS VARCHAR) || ' arm=' || arm || ' cells dropped' || \
@@ -982,7 +1064,7 @@ pub(crate) fn verdict(p: &Params, w: &str, side: Option<&Cut>) -> String {
         flit(p.verdict_ratio),
         flit(p.verdict_few),
     );
-    format!(
+    q.sql(format!(
         "SELECT {columns} FROM ( \
            SELECT {k}source, label, arm, 1 AS ord, 'share_protocol_gt_sampling' AS criterion, sh AS value, {vs} AS threshold, \
              pass_share AS passed, \
@@ -1006,15 +1088,15 @@ pub(crate) fn verdict(p: &Params, w: &str, side: Option<&Cut>) -> String {
                   WHEN pass_share AND pass_ratio THEN 'arm=' || arm || ': protocol spread exceeds sampling noise: use the protocol spread as the error bar' \
                   ELSE 'arm=' || arm || ': the protocol spread is not shown to exceed sampling noise by the thresholds' END \
            FROM {w} w) ORDER BY {k}source, ord",
-    )
+    ))
 }
 
 /// The inference tables (docs/statistics.md, "Inference"), over the study's per-cell views
 /// (`sc` of the strict x primary combination) and `cells`: first the intermediate tables to
 /// materialize, in order, then the tables, each (name, SQL).
 pub(crate) struct Inference {
-    pub(crate) intermediate: Vec<(&'static str, String)>,
-    pub(crate) tables: Vec<(&'static str, String)>,
+    pub(crate) intermediate: Vec<(&'static str, Sql)>,
+    pub(crate) tables: Vec<(&'static str, Sql)>,
 }
 
 /// See [`Inference`]. `cinf` holds every kept cell's columns of `cells` with `inf`, the struct
@@ -1051,14 +1133,15 @@ pub(crate) fn inference(p: &Params) -> Inference {
          WHERE t.splits IS NOT NULL ORDER BY t.source, t.model, t.test, t.dimension"
         .to_string();
     // The group columns (a subset of arm, cohort) are columns of `ctest` too.
-    let g = grouped(p, "ctest", "splits IS NOT NULL");
+    let q = Binds::default();
+    let g = grouped(p, "ctest", "splits IS NOT NULL", &q);
     let (keys, order) = group_keys(p);
-    let by_group = format!(
+    let by_group = q.sql(format!(
         "SELECT source, label, grp AS \"group\", cells, p_le_0_05, get_field(b, 'count') AS bh_rejected FROM ( \
            SELECT source, {keys}, grp, {LABEL}, COUNT(*) AS cells, \
              SUM(CASE WHEN at_least * 20 <= splits THEN 1 ELSE 0 END) AS p_le_0_05, {bh_of} AS b \
            FROM {g} GROUP BY source, {keys}, grp) ORDER BY source, \"group\", {order}"
-    );
+    ));
     let headline = format!(
         "SELECT source, label, arm, get_field(h, 'models') AS models, compared_cells, protocol_gt_sampling, \
            get_field(h, 'share') AS share, get_field(h, 'share_low') AS share_low, get_field(h, 'share_high') AS share_high, ratio_cells, \
@@ -1104,18 +1187,18 @@ pub(crate) fn inference(p: &Params) -> Inference {
     );
     Inference {
         intermediate: vec![
-            ("cinf", cinf),
-            ("ctest", ctest),
-            ("inf_bh", bh),
-            ("inf_headline", headline_h),
-            ("inf_ranking", ranking_r),
+            ("cinf", cinf.into()),
+            ("ctest", ctest.into()),
+            ("inf_bh", bh.into()),
+            ("inf_headline", headline_h.into()),
+            ("inf_ranking", ranking_r.into()),
         ],
         tables: vec![
-            ("cell_tests", cell_tests),
+            ("cell_tests", cell_tests.into()),
             ("cell_tests_by_group", by_group),
-            ("headline_interval", headline),
-            ("error_bars", error_bars),
-            ("ranking", ranking),
+            ("headline_interval", headline.into()),
+            ("error_bars", error_bars.into()),
+            ("ranking", ranking.into()),
         ],
     }
 }

@@ -1,11 +1,13 @@
 //! Running the stage's plans: register the inputs, check them, build the views and collect the
 //! tables.
 
-use crate::plan;
+use crate::plan::{self, Binds, Sql};
 use crate::table::Table;
 use crate::{AggregateError, Params};
 use arrow::record_batch::RecordBatch;
 use arrow::util::display::array_value_to_string;
+use datafusion::common::ScalarValue;
+use datafusion::prelude::DataFrame;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use protospread_core::{
     AggregateSection, TableContract, CELLS, CELLS_BY_RULE, DROPPED_CELLS, NORMS,
@@ -124,11 +126,11 @@ fn describe(row: &[(String, String)], skip: &[&str]) -> String {
 }
 
 /// For checks of the form (condition, what it means): an expression naming the first
-/// condition a row meets, and one that is true when it meets any.
-fn first_problem(problems: &[(String, String)]) -> (String, String) {
+/// condition a row meets (the meanings bound in `q`), and one that is true when it meets any.
+fn first_problem(q: &Binds, problems: &[(String, String)]) -> (String, String) {
     let which: Vec<String> = problems
         .iter()
-        .map(|(when, what)| format!("WHEN {when} THEN {}", plan::lit(what)))
+        .map(|(when, what)| format!("WHEN {when} THEN {}", q.bind(what)))
         .collect();
     let any: Vec<String> = problems
         .iter()
@@ -144,26 +146,56 @@ fn get<'r>(row: &'r [(String, String)], name: &str) -> &'r str {
 }
 
 impl Run<'_> {
-    fn sql(&self, sql: &str, path: &Path) -> Result<Vec<RecordBatch>, AggregateError> {
-        self.plan(None, sql, path).map(|(_, batches)| batches)
+    fn sql(&self, sql: impl Into<Sql>, path: &Path) -> Result<Vec<RecordBatch>, AggregateError> {
+        self.plan(None, sql.into(), path)
+            .map(|(_, batches)| batches)
     }
 
-    fn table(&self, name: &str, sql: &str, path: &Path) -> Result<Table, AggregateError> {
-        let (schema, batches) = self.run(name, sql, path)?;
-        Table::from_batches(name, &schema, &batches)
-            .map_err(|e| AggregateError::engine(path, format!("table {name}"), e))
+    /// Plan `sql` with its bound values (a statement such as `CREATE VIEW` takes effect here).
+    fn frame(&self, sql: Sql) -> Result<DataFrame, datafusion::error::DataFusionError> {
+        if sql.params.is_empty() {
+            return self.engine.sql(&sql.text);
+        }
+        let params = sql
+            .params
+            .into_iter()
+            .map(|v| ScalarValue::Utf8(Some(v)))
+            .collect();
+        self.engine.sql_with_params(&sql.text, params)
+    }
+
+    /// The table `name` from `sql`, its columns of their output types.
+    fn table(&self, name: &str, sql: impl Into<Sql>, path: &Path) -> Result<Table, AggregateError> {
+        self.table_of(name, sql.into(), path, |s, b| {
+            Table::from_batches(name, s, b)
+        })
     }
 
     /// The table of `contract` from `sql`, whose columns must be the contract's.
     fn declared(
         &self,
         contract: &TableContract,
-        sql: &str,
+        sql: impl Into<Sql>,
         path: &Path,
     ) -> Result<Table, AggregateError> {
-        let name = contract.name;
+        self.table_of(contract.name, sql.into(), path, |s, b| {
+            Table::from_contract(contract, s, b)
+        })
+    }
+
+    /// Plan and run `sql`, and make its rows table `name` with `make`.
+    fn table_of(
+        &self,
+        name: &str,
+        sql: Sql,
+        path: &Path,
+        make: impl FnOnce(
+            &arrow::datatypes::SchemaRef,
+            &[RecordBatch],
+        ) -> Result<Table, arrow::error::ArrowError>,
+    ) -> Result<Table, AggregateError> {
         let (schema, batches) = self.run(name, sql, path)?;
-        Table::from_contract(contract, &schema, &batches)
+        make(&schema, &batches)
             .map_err(|e| AggregateError::engine(path, format!("table {name}"), e))
     }
 
@@ -171,7 +203,7 @@ impl Run<'_> {
     fn run(
         &self,
         name: &str,
-        sql: &str,
+        sql: Sql,
         path: &Path,
     ) -> Result<(arrow::datatypes::SchemaRef, Vec<RecordBatch>), AggregateError> {
         self.plan(Some(name), sql, path)
@@ -181,13 +213,13 @@ impl Run<'_> {
     fn plan(
         &self,
         name: Option<&str>,
-        sql: &str,
+        sql: Sql,
         path: &Path,
     ) -> Result<(arrow::datatypes::SchemaRef, Vec<RecordBatch>), AggregateError> {
         let engine = |e: datafusion::error::DataFusionError| {
             AggregateError::engine(path, name.unwrap_or(""), e)
         };
-        let df = self.engine.sql(sql).map_err(engine)?;
+        let df = self.frame(sql).map_err(engine)?;
         let schema = Arc::new(df.schema().as_arrow().clone());
         let batches = self.engine.collect(df).map_err(engine)?;
         Ok((schema, batches))
@@ -196,7 +228,7 @@ impl Run<'_> {
     /// A query that must return no row; the first row it returns is reported.
     fn refuse(
         &self,
-        sql: &str,
+        sql: impl Into<Sql>,
         path: &Path,
         message: impl Fn(&[(String, String)]) -> String,
     ) -> Result<(), AggregateError> {
@@ -215,9 +247,12 @@ impl Run<'_> {
             .iter()
             .map(|c| (format!("{c} IS NULL"), c.to_string()))
             .collect();
-        let (which, any) = first_problem(&nulls);
+        let q = Binds::default();
+        let (which, any) = first_problem(&q, &nulls);
         self.refuse(
-            &format!("SELECT {key}, {which} AS null_column FROM scores WHERE {any} {order}"),
+            q.sql(format!(
+                "SELECT {key}, {which} AS null_column FROM scores WHERE {any} {order}"
+            )),
             path,
             |r| {
                 format!(
@@ -234,7 +269,7 @@ impl Run<'_> {
             &SCALE_SCORES.sort_key[1..],
         )? {
             self.refuse(
-                &format!(
+                format!(
                     "SELECT {key} FROM scores GROUP BY source, model, condition, sample, test, dimension \
                      HAVING COUNT(*) > 1 {order}"
                 ),
@@ -261,7 +296,7 @@ impl Run<'_> {
         )?;
         // The statistics are exact integer moments: a score must be an integer 0..100.
         self.refuse(
-            &format!(
+            format!(
                 "SELECT {key}, score FROM scores WHERE score IS NOT NULL \
                  AND NOT (score >= 0 AND score <= 100 AND score = trunc(score)) {order}"
             ),
@@ -282,7 +317,7 @@ impl Run<'_> {
             |r| format!("more than one row for {}", describe(r, &[])),
         )?;
         self.refuse(
-            &format!(
+            format!(
                 "SELECT {key} FROM scores s WHERE z IS NOT NULL AND NOT EXISTS \
                  (SELECT 1 FROM norms n WHERE n.test = s.test AND n.dimension = s.dimension \
                   AND n.mean IS NOT NULL AND n.sd IS NOT NULL) {order}"
@@ -329,12 +364,13 @@ impl Run<'_> {
         .into_iter()
         .map(|(when, what)| (when.to_string(), what.to_string()))
         .collect();
-        let (which, any) = first_problem(&problems);
+        let q = Binds::default();
+        let (which, any) = first_problem(&q, &problems);
         self.refuse(
-            &format!(
+            q.sql(format!(
                 "SELECT source, model, condition, mode, rule, {which} AS problem \
                  FROM reply_rules WHERE {any} ORDER BY source, model, condition, mode, rule LIMIT 1"
-            ),
+            )),
             &self.files.rules,
             |r| format!("row {}: {}", describe(r, &["problem"]), get(r, "problem")),
         )?;
@@ -369,8 +405,13 @@ impl Run<'_> {
     /// The rows stream into a Parquet file in the scratch folder, which is then registered:
     /// an intermediate table grows with the study (the request table has a row per
     /// administration), and held in memory it sits outside the engine's pool.
-    fn materialize(&self, name: &str, sql: &str, path: &Path) -> Result<(), AggregateError> {
-        self.materialize_sorted(name, sql, path, &[])
+    fn materialize(
+        &self,
+        name: &str,
+        sql: impl Into<Sql>,
+        path: &Path,
+    ) -> Result<(), AggregateError> {
+        self.materialize_sorted(name, sql.into(), path, &[])
     }
 
     /// [`Run::materialize`] for a plan whose rows come sorted by `order` (column, nulls
@@ -378,13 +419,13 @@ impl Run<'_> {
     fn materialize_sorted(
         &self,
         name: &str,
-        sql: &str,
+        sql: Sql,
         path: &Path,
         order: &[(&str, bool)],
     ) -> Result<(), AggregateError> {
         let fail =
             |e: Box<dyn std::error::Error + Send + Sync>| AggregateError::engine(path, name, e);
-        let df = self.engine.sql(sql).map_err(|e| fail(e.into()))?;
+        let df = self.frame(sql).map_err(|e| fail(e.into()))?;
         let schema = Arc::new(df.schema().as_arrow().clone());
         // Small results stay in memory: a scratch file costs milliseconds to write and to
         // register, and the stage materializes dozens of tables (on the embedded data they
@@ -476,9 +517,14 @@ impl Run<'_> {
             .map_err(|e| AggregateError::engine(path, "headline", e))
     }
 
-    fn view(&self, name: &str, sql: &str) -> Result<(), AggregateError> {
-        self.sql(&format!("CREATE VIEW {name} AS {sql}"), &self.files.scores)
-            .map(|_| ())
+    /// Create view `name` of `sql`, its bound values in it.
+    fn view(&self, name: &str, sql: impl Into<Sql>) -> Result<(), AggregateError> {
+        let Sql { text, params } = sql.into();
+        let create = Sql {
+            text: format!("CREATE VIEW {name} AS {text}"),
+            params,
+        };
+        self.sql(create, &self.files.scores).map(|_| ())
     }
 
     fn tables(&self, p: &Params, emit: Emit<'_>) -> Result<(), AggregateError> {
@@ -576,8 +622,8 @@ impl Run<'_> {
 
     /// The request views (`req`, `adm`), the request counts' checks, `headline` and `norms_n`.
     fn request_tables_checked(&self, p: &Params) -> Result<(), AggregateError> {
-        self.materialize("req", &plan::request_view(), &self.files.rules)?;
-        self.materialize("adm", &plan::administrations_view(), &self.files.scores)?;
+        self.materialize("req", plan::request_view(), &self.files.rules)?;
+        self.materialize("adm", plan::administrations_view(), &self.files.scores)?;
         self.check_requests()?;
         self.headline(p)?;
         self.view(
@@ -639,22 +685,22 @@ impl Run<'_> {
         let f = self.files;
         emit(self.declared(
             &DROPPED_CELLS,
-            &format!(
+            format!(
                 "SELECT {} FROM cells WHERE NOT kept ORDER BY source, model, test, dimension",
                 DROPPED_CELLS.projection(&[("reason", "drop_reason")])
             ),
             &f.scores,
         )?)?;
         for (contract, sql) in plan::group_tables(a) {
-            emit(self.declared(contract, &sql, &f.scores)?)?;
+            emit(self.declared(contract, sql, &f.scores)?)?;
         }
         for (contract, sql) in plan::request_tables() {
-            emit(self.declared(contract, &sql, &f.rules)?)?;
+            emit(self.declared(contract, sql, &f.rules)?)?;
         }
         // The score stage's readable replies per reply rule, passed through (strict first).
         emit(self.declared(
             &READABLE_REPLIES,
-            &format!(
+            format!(
                 "SELECT {} FROM reply_rules \
                  ORDER BY source, model, arm, condition, mode, rule <> 'strict', rule, label",
                 READABLE_REPLIES.projection(&[])
@@ -663,10 +709,10 @@ impl Run<'_> {
         )?)?;
         self.materialize(
             "verdict_w",
-            &plan::verdict_summary(a, study, "req", "adm", false),
+            plan::verdict_summary(a, study, "req", "adm", false),
             &f.scores,
         )?;
-        emit(self.declared(&VERDICT, &plan::verdict(a, "verdict_w", None), &f.scores)?)
+        emit(self.declared(&VERDICT, plan::verdict(a, "verdict_w", None), &f.scores)?)
     }
 
     /// The inference tables over the study's cells (the session's per-cell views and `cells`
@@ -674,20 +720,16 @@ impl Run<'_> {
     fn inference_tables(&self, a: &AggregateSection) -> Result<Vec<Table>, AggregateError> {
         let path = &self.files.scores;
         let inf = plan::inference(a);
-        for (name, sql) in &inf.intermediate {
+        for (name, sql) in inf.intermediate {
             self.materialize(name, sql, path)?;
         }
         let mut out = Vec::with_capacity(inf.tables.len());
-        for (name, sql) in &inf.tables {
+        for (name, sql) in inf.tables {
             let contract = INFERENCE_TABLES
                 .iter()
-                .find(|c| c.name == *name)
+                .find(|c| c.name == name)
                 .expect("every inference table has a contract");
-            let (schema, batches) = self.run(name, sql, path)?;
-            out.push(
-                Table::from_contract(contract, &schema, &batches)
-                    .map_err(|e| AggregateError::engine(path, format!("table {name}"), e))?,
-            );
+            out.push(self.declared(contract, sql, path)?);
         }
         Ok(out)
     }
@@ -708,12 +750,12 @@ impl Run<'_> {
         }
         for (name, sql) in plan::views(a, cut, tests) {
             if MATERIALIZED_VIEWS.contains(&name) {
-                self.materialize(name, &sql, path)?;
+                self.materialize(name, sql, path)?;
             } else {
-                self.view(name, &sql)?;
+                self.view(name, sql)?;
             }
         }
-        self.materialize_sorted("cells", &plan::cells(a, cut), path, &cut.cell_key())
+        self.materialize_sorted("cells", plan::cells(a, cut).into(), path, &cut.cell_key())
     }
 
     /// The combinations of the side-by-side tables (`cells_by_rule`,
@@ -758,7 +800,7 @@ impl Run<'_> {
         // one stream), so its combination with the primary protocol set reuses the tables
         // already computed from `scores`: at 10^8 answers those groupings were a third of the
         // stage. Files of two different score runs are refused, not mixed.
-        let count = |sql: &str| -> Result<i64, AggregateError> {
+        let count = |sql: Sql| -> Result<i64, AggregateError> {
             let b = self.sql(sql, path)?;
             Ok(b.first()
                 .filter(|b| b.num_rows() > 0)
@@ -768,8 +810,13 @@ impl Run<'_> {
                 })
                 .unwrap_or(0))
         };
-        let strict_rows = count("SELECT count(*) FROM scores_by_rule WHERE rule = 'strict'")?;
-        let score_rows = count("SELECT count(*) FROM scores")?;
+        let q = Binds::default();
+        let strict = format!(
+            "SELECT count(*) FROM scores_by_rule WHERE rule = {}",
+            q.bind(plan::STRICT)
+        );
+        let strict_rows = count(q.sql(strict))?;
+        let score_rows = count("SELECT count(*) FROM scores".into())?;
         if strict_rows != score_rows {
             return Err(input_err(
                 path,
@@ -806,11 +853,7 @@ impl Run<'_> {
                 combos.push(plan::Branch {
                     combo: combos.len(),
                     // The strict x primary combination's scale scores are `scores` itself.
-                    from: if combos.is_empty() {
-                        "scores".to_string()
-                    } else {
-                        format!("scores_by_rule WHERE rule = {}", plan::lit(&rule))
-                    },
+                    by_rule: !combos.is_empty(),
                     rule: rule.clone(),
                     set,
                     protocol: conds.clone(),
@@ -830,16 +873,18 @@ impl Run<'_> {
         fresh: bool,
     ) -> Result<SideParts, AggregateError> {
         let path = &self.files.by_rule;
+        let q = Binds::default();
         let adm = if fresh {
             self.cells(a, cut, false, path)?;
-            self.materialize("side_adm", &plan::side_administrations(cut), path)?;
+            self.materialize("side_adm", plan::side_administrations(cut), path)?;
             "side_adm".to_string()
         } else {
-            plan::used_administrations(a, cut)
+            plan::used_administrations(a, cut, &q)
         };
+        let requests = plan::side_requests(a, cut, &q);
         self.materialize(
             "side_verdict_w",
-            &plan::verdict_summary(a, cut, &plan::side_requests(a, cut), &adm, true),
+            q.sql(plan::verdict_summary(a, cut, &requests, &adm, true)),
             path,
         )?;
         let sqls = [
@@ -848,7 +893,7 @@ impl Run<'_> {
             plan::verdict(a, "side_verdict_w", Some(cut)),
         ];
         let mut out = Vec::with_capacity(3);
-        for (contract, sql) in SIDE_TABLES.iter().zip(&sqls) {
+        for (contract, sql) in SIDE_TABLES.iter().zip(sqls) {
             out.push(self.run(contract.name, sql, path)?);
         }
         Ok(out)

@@ -28,14 +28,26 @@ fn run_rows(
     scores: &[ScaleRow],
     answers: &[ParsedRow],
 ) -> (tempfile::TempDir, BTreeMap<String, RecordBatch>) {
+    run_configured(
+        AggregateSection {
+            target_partitions: partitions,
+            ..AggregateSection::default()
+        },
+        scores,
+        answers,
+    )
+}
+
+fn run_configured(
+    section: AggregateSection,
+    scores: &[ScaleRow],
+    answers: &[ParsedRow],
+) -> (tempfile::TempDir, BTreeMap<String, RecordBatch>) {
     let dir = tempfile::tempdir().unwrap();
     let score = dir.path().join("score");
     fs_err::create_dir_all(&score).unwrap();
     write_many_row_groups(&score, scores, answers);
-    let params = Params::from(AggregateSection {
-        target_partitions: partitions,
-        ..AggregateSection::default()
-    });
+    let params = Params::from(section);
     protospread_aggregate::run(&score, &dir.path().join("aggregate"), &params).unwrap();
     let mut tables = BTreeMap::new();
     for e in fs_err::read_dir(dir.path().join("aggregate")).unwrap() {
@@ -276,6 +288,76 @@ fn one_and_many_partitions_give_identical_bytes() {
             "{n:?} differs between 1 and 3 partitions"
         );
     }
+}
+
+/// Names from the configuration and the data are values in the plans, not SQL: with the
+/// condition `SP` and the arm `cli` renamed to names holding quotes, a backslash and SQL (in
+/// the data and in every list of `[aggregate]` that names them), every table is the one of
+/// the plain names, with the new names in place of the old (the new names sort where the old
+/// ones do, so rows keep their order).
+#[test]
+fn names_holding_quotes_backslashes_and_sql_are_values() {
+    const COND: &str = "SP' OR '1'='1\\";
+    const ARM: &str = "cli') OR TRUE; --\\";
+    let cond = |c: &str| if c == "SP" { COND } else { c }.to_string();
+    let arm = |a: &str| if a == "cli" { ARM } else { a }.to_string();
+    let (scores, answers) = fixture::rows();
+    let mut renamed = scores.clone();
+    for r in &mut renamed {
+        (r.condition, r.arm) = (cond(&r.condition), arm(&r.arm));
+    }
+    let mut renamed_answers = answers.clone();
+    for r in &mut renamed_answers {
+        (r.condition, r.arm) = (cond(&r.condition), arm(&r.arm));
+    }
+    let plain = AggregateSection {
+        target_partitions: 2,
+        ..AggregateSection::default()
+    };
+    let conds = |v: &[String]| v.iter().map(|c| cond(c)).collect::<Vec<_>>();
+    let named = AggregateSection {
+        protocol_conditions: conds(&plain.protocol_conditions),
+        secondary_protocol_conditions: conds(&plain.secondary_protocol_conditions),
+        shift_from: conds(&plain.shift_from),
+        shift_to: conds(&plain.shift_to),
+        separate_arms: plain.separate_arms.iter().map(|a| arm(a)).collect(),
+        ..plain.clone()
+    };
+    assert!(named.protocol_conditions.iter().any(|c| c == COND));
+    let (_d1, want) = run_configured(plain, &scores, &answers);
+    let (_d2, got) = run_configured(named, &renamed, &renamed_answers);
+    assert_eq!(
+        want.keys().collect::<Vec<_>>(),
+        got.keys().collect::<Vec<_>>()
+    );
+    // Each text with the old names put back.
+    let back = |b: &RecordBatch| {
+        let cols: Vec<arrow::array::ArrayRef> = b
+            .columns()
+            .iter()
+            .map(|c| match c.as_any().downcast_ref::<StringArray>() {
+                Some(t) => Arc::new(
+                    t.iter()
+                        .map(|v| v.map(|v| v.replace(COND, "SP").replace(ARM, "cli")))
+                        .collect::<StringArray>(),
+                ) as arrow::array::ArrayRef,
+                None => c.clone(),
+            })
+            .collect();
+        RecordBatch::try_new(b.schema(), cols).unwrap()
+    };
+    for (name, table) in &got {
+        assert_eq!(back(table), want[name], "table {name}");
+    }
+    // The new names are in the tables, as themselves.
+    assert!(
+        s(&got["dropped_cells"], "reason").contains(&format!("incomplete administrations: {COND}")),
+        "{:?}",
+        s(&got["dropped_cells"], "reason")
+    );
+    assert_eq!(s(&got["separate_arms"], "arm"), vec![ARM]);
+    assert!(s(&got["protocol_vs_sampling"], "group").contains(&format!("arm={ARM}")));
+    assert!(s(&got["requests"], "condition").iter().any(|c| c == COND));
 }
 
 #[test]

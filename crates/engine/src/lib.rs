@@ -17,6 +17,7 @@ pub use texts::Texts;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
+use datafusion::common::{ParamValues, ScalarValue};
 use datafusion::datasource::MemTable;
 use datafusion::error::DataFusionError;
 use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
@@ -316,6 +317,26 @@ impl Engine {
     /// Plan `sql` (statements such as `CREATE VIEW` and `SET` take effect here).
     pub fn sql(&self, sql: &str) -> Result<DataFrame, DataFusionError> {
         self.rt.block_on(self.ctx.sql(sql))
+    }
+
+    /// Plan `sql` with `params` bound to its placeholders: `params[0]` is `$1`, `params[1]`
+    /// is `$2`, and so on. Values that come from outside the program (names in the
+    /// configuration or the data) enter a plan this way, as values, never as SQL text, so no
+    /// name can change what a statement does. Each placeholder becomes a literal of its value
+    /// before the plan runs (also in a `CREATE VIEW`, which takes effect here), so the plan is
+    /// the one the same statement with literals would give. A placeholder whose type the
+    /// statement does not imply takes its value's type.
+    pub fn sql_with_params(
+        &self,
+        sql: &str,
+        params: Vec<ScalarValue>,
+    ) -> Result<DataFrame, DataFusionError> {
+        self.rt.block_on(async {
+            // `SessionContext::sql` would run a `CREATE VIEW` before the values are bound.
+            let plan = self.ctx.state().create_logical_plan(sql).await?;
+            let plan = plan.with_param_values(ParamValues::from(params))?;
+            self.ctx.execute_logical_plan(plan).await
+        })
     }
 
     /// Run a plan and return all its batches.

@@ -94,6 +94,81 @@ fn runs_a_plan_within_the_pool() {
     assert_eq!(streamed, 20000);
 }
 
+/// A bound value is a value wherever it stands: a name holding quotes, a backslash and SQL
+/// matches itself and injects nothing, in a comparison, an `IN` list, a `CASE x WHEN`, a
+/// `CREATE VIEW` and a select list in a `UNION ALL`, and the executed plan holds literals.
+#[test]
+fn bound_values_are_values_in_every_position() {
+    use datafusion::arrow::array::{Int64Array, StringArray};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::common::ScalarValue;
+    let engine = Engine::new(&EngineOptions::default()).unwrap();
+    let nasty = "x' OR '1'='1\\'; DROP VIEW w; --";
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("name", DataType::Utf8, false),
+        Field::new("v", DataType::Int64, false),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(StringArray::from(vec!["a", nasty, "b", "x"])),
+            Arc::new(Int64Array::from(vec![1, 2, 3, 4])),
+        ],
+    )
+    .unwrap();
+    engine.register_batches("t", schema, vec![batch]).unwrap();
+    let text = |v: &str| ScalarValue::Utf8(Some(v.to_string()));
+    let rows = |sql: &str, params: Vec<ScalarValue>| -> Vec<String> {
+        let df = engine.sql_with_params(sql, params).unwrap();
+        let mut out = Vec::new();
+        for b in engine.collect(df).unwrap() {
+            let b = datafusion::arrow::compute::cast(b.column(0), &DataType::Utf8).unwrap();
+            let b = b.as_any().downcast_ref::<StringArray>().unwrap();
+            out.extend(b.iter().map(|x| x.unwrap_or("NULL").to_string()));
+        }
+        out
+    };
+    let v = "SELECT CAST(v AS VARCHAR) AS s FROM t WHERE";
+    assert_eq!(rows(&format!("{v} name = $1"), vec![text(nasty)]), ["2"]);
+    assert_eq!(
+        rows(
+            &format!("{v} name IN ($1, $2) ORDER BY v"),
+            vec![text(nasty), text("b")]
+        ),
+        ["2", "3"]
+    );
+    assert_eq!(
+        rows(
+            "SELECT CAST(CASE name WHEN $1 THEN 10 WHEN $2 THEN 20 END AS VARCHAR) AS s FROM t ORDER BY v",
+            vec![text("a"), text(nasty)]
+        ),
+        ["10", "20", "NULL", "NULL"]
+    );
+    engine
+        .collect(
+            engine
+                .sql_with_params(
+                    "CREATE VIEW w AS SELECT arrow_cast($1, 'Utf8') AS tag, v FROM t WHERE name = $1 \
+                     UNION ALL SELECT name, v FROM t WHERE v = 1",
+                    vec![text(nasty)],
+                )
+                .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(rows("SELECT tag FROM w ORDER BY v", vec![]), ["a", nasty]);
+    // The plan that runs has the values as literals, no placeholder.
+    let plan = rows(
+        &format!("EXPLAIN {v} name IN ($1, $2)"),
+        vec![text("a"), text("b")],
+    )
+    .join("\n");
+    assert!(!plan.contains('$'), "{plan}");
+    let missing = engine
+        .sql_with_params(&format!("{v} name = $2"), vec![text("a")])
+        .expect_err("no value for $2");
+    assert!(missing.to_string().contains("$2"), "{missing}");
+}
+
 /// Every partition of a sort spills many files under a small pool (each partition also holds
 /// back `sort_spill_reservation_bytes`, 10 MB, for its merge), then all partitions merge their
 /// files at once. Those merge reservations cannot spill; without a fan-in limit

@@ -113,9 +113,61 @@ impl AnswersSummary {
     }
 }
 
-/// A SQL string literal.
-fn lit(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
+/// The values of one plan's placeholders, collected while its text is built: the source's
+/// name and label, the tests, the rules' names and the rerun pairs' conditions enter a plan
+/// through [`Binds::bind`] as values, never as quoted SQL text, so no name can change what a
+/// plan does.
+#[derive(Debug, Default)]
+struct Binds(std::cell::RefCell<Vec<String>>);
+
+impl Binds {
+    /// The SQL that stands for the text `value`: its placeholder (a value bound twice has
+    /// one), cast to plain UTF-8 so that it has a type where the plan is built (a select list
+    /// in a `UNION ALL`, a function's argument); bound, it is folded into the literal.
+    fn bind(&self, value: &str) -> String {
+        let mut values = self.0.borrow_mut();
+        let i = values.iter().position(|v| v == value).unwrap_or_else(|| {
+            values.push(value.to_string());
+            values.len() - 1
+        });
+        format!("arrow_cast(${}, 'Utf8')", i + 1)
+    }
+
+    /// The plan of `text`, whose placeholders are the ones bound here.
+    fn plan(self, text: String) -> Plan {
+        Plan {
+            text,
+            params: self.0.into_inner(),
+        }
+    }
+}
+
+/// A plan's SQL and the values of its placeholders (`params[0]` is `$1`).
+#[derive(Debug)]
+struct Plan {
+    text: String,
+    params: Vec<String>,
+}
+
+impl Plan {
+    /// The plan in `engine`, its values bound.
+    fn frame(&self, engine: &Engine) -> Result<DataFrame, datafusion::error::DataFusionError> {
+        let params = self
+            .params
+            .iter()
+            .map(|v| datafusion::common::ScalarValue::Utf8(Some(v.clone())))
+            .collect();
+        engine.sql_with_params(&self.text, params)
+    }
+}
+
+/// The SQL of the source and label columns of a source's rows (a record's own label, else
+/// the input's), their values bound in `q`.
+fn source_columns(q: &Binds, source: &str, input_label: Option<&str>) -> (String, String) {
+    (
+        q.bind(source),
+        format!("COALESCE(label, {})", q.bind(input_label.unwrap_or(""))),
+    )
 }
 
 fn df_err(what: &str, e: datafusion::error::DataFusionError) -> ScoreError {
@@ -238,12 +290,12 @@ fn readings_sql(rule: ReplyRule) -> String {
 /// The plans of one source as SQL, over its stored answers registered as table `raw`: each is
 /// planned by the thread that runs it (on small studies planning is most of the stage).
 struct SourcePlans {
-    parsed: String,
-    scales: String,
+    parsed: Plan,
+    scales: Plan,
     /// The scale scores under each configured rule but the strict one, in the configured order.
-    by_rule: Vec<String>,
-    reruns: Option<String>,
-    rules: String,
+    by_rule: Vec<Plan>,
+    reruns: Option<Plan>,
+    rules: Plan,
     records: usize,
 }
 
@@ -259,7 +311,11 @@ fn check_source(
 ) -> Result<usize, ScoreError> {
     let what = format!("source {source}");
     let e = |x| df_err(&what, x);
-    let first_row = |q: String| engine.first_row(&q);
+    // Each query ends in LIMIT 1.
+    let first_row = |q: Plan| -> Result<Option<RecordBatch>, datafusion::error::DataFusionError> {
+        let batches = engine.collect(q.frame(engine)?)?;
+        Ok(batches.into_iter().find(|b| b.num_rows() > 0))
+    };
     let text = |b: &RecordBatch, i: usize| -> String {
         let c = arrow::compute::cast(b.column(i), &arrow::datatypes::DataType::Utf8)
             .expect("any column casts to text");
@@ -267,11 +323,12 @@ fn check_source(
     };
 
     if let Some(lab) = input_label {
-        let q = format!(
+        let q = Binds::default();
+        let sql = format!(
             "SELECT label FROM raw WHERE label IS NOT NULL AND label <> {} ORDER BY {ADMIN_ORDER} LIMIT 1",
-            lit(lab)
+            q.bind(lab)
         );
-        if let Some(b) = first_row(q).map_err(e)? {
+        if let Some(b) = first_row(q.plan(sql)).map_err(e)? {
             return Err(ScoreError::Score {
                 test: what.clone(),
                 message: format!(
@@ -295,11 +352,12 @@ fn check_source(
                     .map(|x| x.to_string()),
             };
             if let Some(message) = problem {
-                let q = format!(
+                let q = Binds::default();
+                let sql = format!(
                     "SELECT model, condition, sample FROM raw WHERE test = {} ORDER BY {ADMIN_ORDER} LIMIT 1",
-                    lit(t)
+                    q.bind(t)
                 );
-                let b = first_row(q).map_err(e)?.expect("the test occurs");
+                let b = first_row(q.plan(sql)).map_err(e)?.expect("the test occurs");
                 return Err(ScoreError::Score {
                     test: format!(
                         "{source}: {} {} sample {} {t}",
@@ -355,12 +413,12 @@ fn plan_source(job: Job<'_>) -> Result<SourcePlans, ScoreError> {
     let records = check_source(engine, source, input_label, vocab, key)?;
     // One row per item, read by the study's strict rule (`parsed_answers`).
     let readings = readings_sql(ReplyRule::Strict);
-    let label = format!("COALESCE(label, {})", lit(input_label.unwrap_or("")));
-    let src = lit(source);
-    let parsed = format!(
+    let q = Binds::default();
+    let (src, label) = source_columns(&q, source, input_label);
+    let parsed = q.plan(format!(
         "SELECT {} FROM ({readings}) ORDER BY {ADMIN_ORDER}",
         PARSED_ANSWERS.projection(&[("source", &src), ("label", &label)])
-    );
+    ));
     // One pass over the stored answers, and no sort: the requests arrive in administration
     // order, and the grouping by administration streams (its input is sorted by its keys).
     // Each request's readings are scored with the key where they are read and summed per
@@ -370,16 +428,16 @@ fn plan_source(job: Job<'_>) -> Result<SourcePlans, ScoreError> {
     // out as one array of (ix, answered, points) in slot order, unnested and joined to `key_dims`: every
     // dimension of the test gets its row, also one with no answered item (incomplete), in
     // dimension order. The constant-answer flag is the administration's own aggregate.
-    let scales = scales_plan(&src, &label, ReplyRule::Strict, false);
+    let scales = scales_plan(source, input_label, ReplyRule::Strict, false);
     // The strict rule's rows of `scale_scores_by_rule` are `scale_scores` itself, written from
     // the same stream (see `score_registered`); only the other rules need a plan.
     let by_rule = rules
         .iter()
         .filter(|r| **r != ReplyRule::Strict)
-        .map(|r| scales_plan(&src, &label, *r, true))
+        .map(|r| scales_plan(source, input_label, *r, true))
         .collect();
-    let reruns = reruns_plan(&src, input_label, pairs);
-    let rules = rule_counts_plan(&src, &label, rules);
+    let reruns = reruns_plan(source, input_label, pairs);
+    let rules = rule_counts_plan(source, input_label, rules);
     Ok(SourcePlans {
         parsed,
         scales,
@@ -390,9 +448,12 @@ fn plan_source(job: Job<'_>) -> Result<SourcePlans, ScoreError> {
     })
 }
 
-/// The plan of `scale_scores` (of `scale_scores_by_rule` when `by_rule`) under `rule`; `src`
-/// and `label` are the SQL of the source and label columns.
-fn scales_plan(src: &str, label: &str, rule: ReplyRule, by_rule: bool) -> String {
+/// The plan of `scale_scores` (of `scale_scores_by_rule` when `by_rule`) under `rule`, for
+/// the rows of `source`.
+fn scales_plan(source: &str, input_label: Option<&str>, rule: ReplyRule, by_rule: bool) -> Plan {
+    let q = Binds::default();
+    let (src, label) = source_columns(&q, source, input_label);
+    let (src, label) = (src.as_str(), label.as_str());
     let administration = match rule {
         ReplyRule::Strict => "strict_administration",
         ReplyRule::Lenient => "lenient_administration",
@@ -403,7 +464,7 @@ fn scales_plan(src: &str, label: &str, rule: ReplyRule, by_rule: bool) -> String
         ("z", "norm_z(test, dimension, score)"),
         ("percentile", "norm_percentile(test, dimension, score)"),
     ];
-    let rule_name = lit(rule.as_str());
+    let rule_name = q.bind(rule.as_str());
     let projection = if by_rule {
         let mut with_rule = exprs.to_vec();
         with_rule.push(("rule", &rule_name));
@@ -411,7 +472,7 @@ fn scales_plan(src: &str, label: &str, rule: ReplyRule, by_rule: bool) -> String
     } else {
         SCALE_SCORES.projection(&exprs)
     };
-    format!(
+    q.plan(format!(
         "WITH admins AS (SELECT model, condition, sample, test, min(study) AS study, min(arm) AS arm, \
                     min(cohort) AS cohort, min(label) AS label, min(temperature) AS temperature, \
                     {administration}(test, mode, item, reply, error IS NOT NULL, option_order, \
@@ -432,15 +493,16 @@ fn scales_plan(src: &str, label: &str, rule: ReplyRule, by_rule: bool) -> String
          valued AS (SELECT *, CASE WHEN complete THEN scale_value(points, max_points, raw_unit) END \
                     AS score FROM scored) \
          SELECT {projection} FROM valued ORDER BY {ADMIN_ORDER}",
-        )
+    ))
 }
 
-/// The plan of `reply_reruns`: per pair of conditions (first, rerun), whether the replies at
-/// temperature 0 come back the same; `src` is the SQL of the source column.
-fn reruns_plan(src: &str, input_label: Option<&str>, pairs: &[[String; 2]]) -> Option<String> {
+/// The plan of `reply_reruns` of `source`: per pair of conditions (first, rerun), whether the
+/// replies at temperature 0 come back the same.
+fn reruns_plan(source: &str, input_label: Option<&str>, pairs: &[[String; 2]]) -> Option<Plan> {
     if pairs.is_empty() {
         return None;
     }
+    let q = Binds::default();
     // One grouping per pair over the two conditions' rows (keys are unique within a
     // condition), not a full outer join: the grouping spills, a join's build side would not.
     let one = |a: &str, b: &str| {
@@ -456,8 +518,8 @@ fn reruns_plan(src: &str, input_label: Option<&str>, pairs: &[[String; 2]]) -> O
                          min(CASE WHEN condition = {lb} THEN reply END) AS ry \
                        FROM raw WHERE condition IN ({la}, {lb}) \
                        GROUP BY model, test, sample, COALESCE(item, 0))",
-                la = lit(a),
-                lb = lit(b)
+                la = q.bind(a),
+                lb = q.bind(b)
             )
     };
     let union = pairs
@@ -466,14 +528,14 @@ fn reruns_plan(src: &str, input_label: Option<&str>, pairs: &[[String; 2]]) -> O
         .collect::<Vec<_>>()
         .join(" UNION ALL ");
     let projection = REPLY_RERUNS.projection(&[
-        ("source", src),
-        ("label", &lit(input_label.unwrap_or(""))),
+        ("source", &q.bind(source)),
+        ("label", &q.bind(input_label.unwrap_or(""))),
         (
             "temperature0_honoured",
             "compared > 0 AND identical = compared",
         ),
     ]);
-    Some(format!(
+    Some(q.plan(format!(
                 "SELECT {projection} \
                  FROM (SELECT model, test, \"first\", rerun, \
                        CAST(sum(CASE WHEN both_ok THEN 1 ELSE 0 END) AS INT) AS compared, \
@@ -481,12 +543,13 @@ fn reruns_plan(src: &str, input_label: Option<&str>, pairs: &[[String; 2]]) -> O
                        CAST(sum(CASE WHEN both_ok THEN 0 ELSE 1 END) AS INT) AS unmatched \
                        FROM ({union}) GROUP BY model, test, \"first\", rerun) \
                  ORDER BY model, test, \"first\", rerun"
-        ))
+        )))
 }
 
-/// The plan of `reply_rule_counts`; `src` and `label` are the SQL of the source and label
-/// columns.
-fn rule_counts_plan(src: &str, label: &str, rules: &[ReplyRule]) -> String {
+/// The plan of `reply_rule_counts` of `source`.
+fn rule_counts_plan(source: &str, input_label: Option<&str>, rules: &[ReplyRule]) -> Plan {
+    let q = Binds::default();
+    let (src, label) = source_columns(&q, source, input_label);
     // Every request read by every configured rule; a whole-test reply is readable when each
     // shown position is read `ok`. `ord` keeps the configured order (strict first). Each
     // rule's requests are grouped on their own and the rule's name and position added after:
@@ -510,16 +573,16 @@ fn rule_counts_plan(src: &str, label: &str, rules: &[ReplyRule]) -> String {
                        FROM (SELECT {label} AS label, model, arm, cohort, condition, mode, \
                                request_counts({name}, reply, error IS NOT NULL, item_order) AS c \
                              FROM raw GROUP BY {label}, model, arm, cohort, condition, mode))",
-                name = lit(r.as_str())
+                name = q.bind(r.as_str())
             )
         })
         .collect::<Vec<_>>()
         .join(" UNION ALL ");
-    format!(
+    q.plan(format!(
         "SELECT {} \
          FROM ({per_rule}) ORDER BY model, arm, condition, mode, ord, label, cohort NULLS FIRST",
-        REPLY_RULE_COUNTS.projection(&[("source", src)])
-    )
+        REPLY_RULE_COUNTS.projection(&[("source", &src)])
+    ))
 }
 
 /// A plan's rows, re-cut and conformed for writing ([`Engine::stream_for_writing`]; with
@@ -914,9 +977,8 @@ fn score_registered(job: Job<'_>, sinks: Sinks<'_>) -> Result<AnswerSourceSummar
     // the last two), and on
     // small studies planning is most of each chain. The summary's counts are split between
     // the chains the same way.
-    let plan = |sql: &str| {
-        engine
-            .sql(sql)
+    let plan = |sql: &Plan| {
+        sql.frame(engine)
             .map_err(|x| df_err(&format!("source {source}"), x))
     };
     let mut chains: Vec<Chain<'_>> = Vec::with_capacity(4);
@@ -993,11 +1055,11 @@ fn score_registered(job: Job<'_>, sinks: Sinks<'_>) -> Result<AnswerSourceSummar
 /// into `scale_scores_by_rule`; its part of the summary.
 fn scales_chain(
     engine: &Engine,
-    plan: &impl Fn(&str) -> Result<DataFrame, ScoreError>,
+    plan: &impl Fn(&Plan) -> Result<DataFrame, ScoreError>,
     rules: &[ReplyRule],
     [scales, by_rule]: [&mut Sink; 2],
-    scales_sql: &str,
-    by_rule_sql: &[String],
+    scales_sql: &Plan,
+    by_rule_sql: &[Plan],
 ) -> Result<AnswerSourceSummary, ScoreError> {
     let mut part = AnswerSourceSummary::default();
     let schema = scales.schema.clone();
