@@ -227,6 +227,104 @@ pub const NORMS: TableContract = TableContract::new(
     &["test", "dimension"],
 );
 
+/// `out/score/norm_values.parquet`: the human values behind [`NORMS`], one row per distinct
+/// value of a test's dimension with the rows that have it (docs/norms.md); the score stage's
+/// `Norms::load` rebuilds the norms from it.
+pub const NORM_VALUES: TableContract = TableContract::new(
+    "norm_values",
+    "score",
+    1,
+    &[&[
+        req("test", Text),
+        req("dimension", Text),
+        req("value", Float64),
+        req("count", Int64),
+    ]],
+    &["test", "dimension", "value"],
+);
+
+/// The human row a scorer-parity row is about: its instrument and its `id` in the human data.
+const HUMAN_ROW: &[Column] = &[req("instrument", Text), req("id", Int64)];
+
+/// `out/score/parity_summary.parquet`: per instrument, the human rows of each category
+/// (`reproduced`, `set_aside`, `unexplained`) and reason (docs/scoring-key.md); `reproduced`
+/// and `unexplained` have a row also when they count none.
+pub const PARITY_SUMMARY: TableContract = TableContract::new(
+    "parity_summary",
+    "score",
+    1,
+    &[&[
+        req("instrument", Text),
+        req("category", Text),
+        req("reason", Text),
+        req("rows", Int64),
+    ]],
+    &["instrument", "category", "reason"],
+);
+
+/// `out/score/parity_rows.parquet`: every human row with its category, reason and evidence
+/// (`detail`, empty when there is none), the stored and the current key's top result, whether
+/// every stored score is the current key's, and the allow-list note of an allow-listed
+/// unexplained row (null for every other row). A human row answers every item, so the current
+/// key always gives it a top result.
+pub const PARITY_ROWS: TableContract = TableContract::new(
+    "parity_rows",
+    "score",
+    1,
+    &[
+        HUMAN_ROW,
+        &[
+            req("category", Text),
+            req("reason", Text),
+            req("detail", Text),
+            req("top_result_stored", Text),
+            req("top_result_computed", Text),
+            req("scores_equal", Boolean),
+            opt("allowlist_note", Text),
+        ],
+    ],
+    &["instrument", "id"],
+);
+
+/// `out/score/human_scores.parquet`: every stored score of every human row, one row per
+/// dimension, with the current key's value (never null: a human row answers every item) and
+/// whether the two are equal.
+pub const HUMAN_SCORES: TableContract = TableContract::new(
+    "human_scores",
+    "score",
+    1,
+    &[
+        HUMAN_ROW,
+        &[
+            req("dimension", Text),
+            req("stored", Float64),
+            req("computed", Float64),
+            req("equal", Boolean),
+        ],
+    ],
+    &["instrument", "id", "dimension"],
+);
+
+/// `out/score/mutation_sweep.parquet`: per item of the key, the rows of its test the current
+/// key reproduces, and how many of them no longer are when the item's weight is doubled or
+/// its reverse flag flipped, with their shares (NaN when the test reproduces no row).
+pub const MUTATION_SWEEP: TableContract = TableContract::new(
+    "mutation_sweep",
+    "score",
+    1,
+    &[&[
+        req("test", Text),
+        req("item", Int64),
+        req("dimension", Text),
+        req("reproduced_rows", Int64),
+        req("weight_broken", Int64),
+        req("weight_broken_share", Float64),
+        req("reverse_broken", Int64),
+        req("reverse_broken_share", Float64),
+    ]],
+    &["test", "item"],
+);
+
 /// The keys of a cell in the aggregate stage's per-cell tables after [`SOURCE`]: the model,
 /// its arm and cohort, then the scale.
 const CELL: &[Column] = &[
@@ -593,7 +691,7 @@ pub const SWEEP_RANKING: TableContract = TableContract::new(
 );
 
 /// Every contract of this module, in pipeline order.
-pub const CONTRACTS: [&TableContract; 37] = [
+pub const CONTRACTS: [&TableContract; 42] = [
     &STORED_ANSWERS,
     &SWEEP_SAMPLES,
     &PARSED_ANSWERS,
@@ -601,7 +699,12 @@ pub const CONTRACTS: [&TableContract; 37] = [
     &SCALE_SCORES_BY_RULE,
     &REPLY_RULE_COUNTS,
     &REPLY_RERUNS,
+    &PARITY_SUMMARY,
+    &PARITY_ROWS,
+    &HUMAN_SCORES,
+    &MUTATION_SWEEP,
     &NORMS,
+    &NORM_VALUES,
     &CELL_TESTS,
     &CELL_TESTS_BY_GROUP,
     &HEADLINE_INTERVAL,
