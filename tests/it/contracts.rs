@@ -87,8 +87,8 @@ fn check_sorted(path: &Path, table: &TableContract, batch: &RecordBatch) -> Resu
     }
 }
 
-#[test]
-fn every_table_between_stages_is_exactly_its_contract() {
+/// A finished run of the pipeline on the embedded data: its temporary folder and output folder.
+fn run_pipeline() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let o = Command::new(env!("CARGO_BIN_EXE_protospread"))
@@ -97,6 +97,12 @@ fn every_table_between_stages_is_exactly_its_contract() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (dir, out)
+}
+
+#[test]
+fn every_table_between_stages_is_exactly_its_contract() {
+    let (_dir, out) = run_pipeline();
     for table in CONTRACTS {
         let files = files_of(&out, table);
         assert!(!files.is_empty(), "no file of table {}", table.name);
@@ -128,6 +134,31 @@ fn every_table_between_stages_is_exactly_its_contract() {
                 );
             }
         }
+    }
+}
+
+/// Every table the score and aggregate stages write is declared: a Parquet file in their
+/// folders that no contract of the stage names fails here.
+#[test]
+fn every_table_of_the_score_and_aggregate_stages_is_declared() {
+    let (_dir, out) = run_pipeline();
+    for stage in ["score", "aggregate"] {
+        let mut written: Vec<String> = fs_err::read_dir(out.join(stage))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".parquet"))
+            .collect();
+        written.sort();
+        let mut declared: Vec<String> = CONTRACTS
+            .iter()
+            .filter(|c| c.stage == stage)
+            .map(|c| c.file_name())
+            .collect();
+        declared.sort();
+        assert_eq!(
+            written, declared,
+            "the {stage} stage's tables and contracts"
+        );
     }
 }
 

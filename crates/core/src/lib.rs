@@ -35,7 +35,8 @@
 //!   [`TableContract`] (name, columns with type and nullability, sort key), from which its
 //!   schema, plan projection and input check derive ([`STORED_ANSWERS`], [`PARSED_ANSWERS`],
 //!   [`SCALE_SCORES`], [`SCALE_SCORES_BY_RULE`], [`REPLY_RULE_COUNTS`], [`REPLY_RERUNS`],
-//!   [`NORMS`]; the aggregate stage's inference tables [`CELL_TESTS`],
+//!   [`NORMS`]; the scorer-parity tables [`PARITY_SUMMARY`], [`PARITY_ROWS`],
+//!   [`HUMAN_SCORES`], [`MUTATION_SWEEP`] and the norms' values [`NORM_VALUES`]; the aggregate stage's inference tables [`CELL_TESTS`],
 //!   [`CELL_TESTS_BY_GROUP`], [`HEADLINE_INTERVAL`], [`ERROR_BARS`], [`RANKING`], the
 //!   delimiter sweep's documents [`SWEEP_SAMPLES`] (fetch -> aggregate) and its tables
 //!   [`SWEEP_ACCURACY`], [`SWEEP_SPREAD`], [`SWEEP_RANK`], [`SWEEP_LEAD`],
@@ -100,7 +101,8 @@ pub use scratch::{clean_up_on_signals, remove_dead_scratch, Scratch};
 pub use table_writer::TableWriter;
 pub use tables::{
     BY_TEST, CELLS, CELLS_BY_RULE, CELL_TESTS, CELL_TESTS_BY_GROUP, CONSTANT_RUNS, CONTRACTS,
-    DROPPED_CELLS, ERROR_BARS, HEADLINE_INTERVAL, NORMS, PARSED_ANSWERS, PROTOCOL_VS_SAMPLING,
+    DROPPED_CELLS, ERROR_BARS, HEADLINE_INTERVAL, HUMAN_SCORES, MUTATION_SWEEP, NORMS, NORM_VALUES,
+    PARITY_ROWS, PARITY_SUMMARY, PARSED_ANSWERS, PROTOCOL_VS_SAMPLING,
     PROTOCOL_VS_SAMPLING_BY_RULE, RANGE, RANKING, READABLE_REPLIES, REPLY_RERUNS,
     REPLY_RULE_COUNTS, REQUESTS, RERUNS, SCALE_SCORES, SCALE_SCORES_BY_RULE, SEPARATE_ARMS,
     STORED_ANSWERS, SWEEP_ACCURACY, SWEEP_DELIMITER_GAIN, SWEEP_DELIMITER_GAIN_MEAN, SWEEP_LEAD,

@@ -69,10 +69,11 @@ pub use verify::{
 
 use protospread_core::{
     ReportSection, BY_TEST, CELLS, CELLS_BY_RULE, CELL_TESTS, CELL_TESTS_BY_GROUP, CONSTANT_RUNS,
-    DROPPED_CELLS, ERROR_BARS, HEADLINE_INTERVAL, NORMS, PROTOCOL_VS_SAMPLING,
-    PROTOCOL_VS_SAMPLING_BY_RULE, RANGE, RANKING, READABLE_REPLIES, REPLY_RERUNS, REQUESTS, RERUNS,
-    SEPARATE_ARMS, SWEEP_ACCURACY, SWEEP_DELIMITER_GAIN, SWEEP_DELIMITER_GAIN_MEAN, SWEEP_LEAD,
-    SWEEP_NAMED_GAIN, SWEEP_NAMED_GAIN_MEAN, SWEEP_RANK, SWEEP_SPREAD, VERDICT, VERDICT_BY_RULE,
+    DROPPED_CELLS, ERROR_BARS, HEADLINE_INTERVAL, MUTATION_SWEEP, NORMS, PARITY_SUMMARY,
+    PROTOCOL_VS_SAMPLING, PROTOCOL_VS_SAMPLING_BY_RULE, RANGE, RANKING, READABLE_REPLIES,
+    REPLY_RERUNS, REQUESTS, RERUNS, SEPARATE_ARMS, SWEEP_ACCURACY, SWEEP_DELIMITER_GAIN,
+    SWEEP_DELIMITER_GAIN_MEAN, SWEEP_LEAD, SWEEP_NAMED_GAIN, SWEEP_NAMED_GAIN_MEAN, SWEEP_RANK,
+    SWEEP_SPREAD, VERDICT, VERDICT_BY_RULE,
 };
 use std::path::{Path, PathBuf};
 
@@ -158,8 +159,8 @@ pub const CATALOG: &[(&str, &str, &str)] = &[
     (CONSTANT_RUNS.name, "Constant-answer administrations", "Every administration whose answers were all the same option."),
     (DROPPED_CELLS.name, "Dropped cells", "Every cell left out of the tables, with the reason."),
     (CELLS.name, "Per-cell detail", "Every cell (model x scale) with its statistics; SDs and ranges in human SDs."),
-    ("parity_summary", "Scorer parity on the human data", "Per instrument: human rows reproduced exactly by the key and scorer, or set aside with a reason (score stage)."),
-    ("mutation_sweep", "Mutation sweep", "For each item of the key: rows that disagree after changing its weight or flipping its reverse flag (score stage)."),
+    (PARITY_SUMMARY.name, "Scorer parity on the human data", "Per instrument: human rows reproduced exactly by the key and scorer, or set aside with a reason (score stage)."),
+    (MUTATION_SWEEP.name, "Mutation sweep", "For each item of the key: rows that disagree after changing its weight or flipping its reverse flag (score stage)."),
     (NORMS.name, "Human norms", "Mean and SD of the human scores per instrument and dimension (score stage)."),
     (REPLY_RERUNS.name, "Is temperature 0 honoured?", "Raw replies of a condition and its rerun (S0 vs S0r, B0 vs B0r) compared byte for byte, per model and test (score stage)."),
     (SWEEP_ACCURACY.name, "Delimiter sweep: accuracy", "Accuracy per model, benchmark, delimiter and variant (plain / named), with an exact Clopper-Pearson 95% interval (docs/sweep.md). Every sweep table starts with the run it comes from (source) and its label (recorded, ...)."),

@@ -131,6 +131,21 @@ fn check_int(inst: &Instrument) -> Result<(), ScoreError> {
     Ok(())
 }
 
+/// Column `name` of `b` (read from `origin`) as an array of type `T`; an error names the file
+/// and the column that is missing or of another type.
+pub(crate) fn column<'a, T: 'static>(
+    b: &'a RecordBatch,
+    origin: &Path,
+    name: &str,
+) -> Result<&'a T, ScoreError> {
+    let a = b
+        .column_by_name(name)
+        .ok_or_else(|| ScoreError::file(origin, format!("missing column {name}")))?;
+    a.as_any().downcast_ref::<T>().ok_or_else(|| {
+        ScoreError::file(origin, format!("column {name} has type {}", a.data_type()))
+    })
+}
+
 /// The rows of one batch; `before` rows of the same file precede it (for line numbers).
 fn rows_of_batch(
     inst: &Instrument,
@@ -139,78 +154,75 @@ fn rows_of_batch(
     before: usize,
 ) -> Result<Vec<HumanRow>, ScoreError> {
     let mut out = Vec::with_capacity(b.num_rows());
-    {
-        let col = |name: &str| {
-            b.column_by_name(name)
-                .ok_or_else(|| ScoreError::file(origin, format!("missing column {name}")))
-        };
-        fn typed<'a, T: 'static>(
-            a: &'a dyn Array,
-            origin: &Path,
-            name: &str,
-        ) -> Result<&'a T, ScoreError> {
-            a.as_any().downcast_ref::<T>().ok_or_else(|| {
-                ScoreError::file(origin, format!("column {name} has type {}", a.data_type()))
-            })
+    let ids = column::<Int64Array>(b, origin, "id")?;
+    let tops = column::<StringArray>(b, origin, "top_result")?;
+    let mut scores = Vec::new();
+    for d in inst.dimensions {
+        let n = format!("score_{d}");
+        scores.push((column::<Int32Array>(b, origin, &n)?, n));
+    }
+    let pct = match inst.text_scores.contains(&"percentiles") {
+        true => Some(column::<StringArray>(b, origin, "score_percentiles")?),
+        false => None,
+    };
+    let mut qs = Vec::new();
+    for i in 1..=inst.items {
+        let n = format!("q{i}");
+        qs.push((column::<Int8Array>(b, origin, &n)?, n));
+    }
+    for r in 0..b.num_rows() {
+        let line = before + out.len() + 2;
+        let null = |c: &str| ScoreError::cell(origin, line, c, "empty cell");
+        if ids.is_null(r) {
+            return Err(null("id"));
         }
-        let ids = typed::<Int64Array>(col("id")?.as_ref(), origin, "id")?;
-        let tops = typed::<StringArray>(col("top_result")?.as_ref(), origin, "top_result")?;
-        let mut scores = Vec::new();
-        for d in inst.dimensions {
-            let n = format!("score_{d}");
-            scores.push((typed::<Int32Array>(col(&n)?.as_ref(), origin, &n)?, n));
+        if tops.is_null(r) {
+            return Err(null("top_result"));
         }
-        let pct = match inst.text_scores.contains(&"percentiles") {
-            true => Some(typed::<StringArray>(
-                col("score_percentiles")?.as_ref(),
-                origin,
-                "score_percentiles",
-            )?),
-            false => None,
-        };
-        let mut qs = Vec::new();
-        for i in 1..=inst.items {
-            let n = format!("q{i}");
-            qs.push((typed::<Int8Array>(col(&n)?.as_ref(), origin, &n)?, n));
+        let mut sc = Vec::new();
+        for (a, n) in &scores {
+            if a.is_null(r) {
+                return Err(null(n));
+            }
+            sc.push(a.value(r));
         }
-        for r in 0..b.num_rows() {
-            let line = before + out.len() + 2;
-            let null = |c: &str| ScoreError::cell(origin, line, c, "empty cell");
-            if ids.is_null(r) {
-                return Err(null("id"));
+        let mut ans = Vec::new();
+        for (a, n) in &qs {
+            if a.is_null(r) {
+                return Err(null(n));
             }
-            if tops.is_null(r) {
-                return Err(null("top_result"));
-            }
-            let mut sc = Vec::new();
-            for (a, n) in &scores {
-                if a.is_null(r) {
-                    return Err(null(n));
-                }
-                sc.push(a.value(r));
-            }
-            let mut ans = Vec::new();
-            for (a, n) in &qs {
-                if a.is_null(r) {
-                    return Err(null(n));
-                }
-                let v = a.value(r);
-                ans.push(u8::try_from(v).map_err(|_| {
+            let v = a.value(r);
+            ans.push(
+                u8::try_from(v).map_err(|_| {
                     ScoreError::cell(origin, line, n, format!("negative answer {v}"))
-                })?);
-            }
-            out.push(HumanRow {
-                id: ids.value(r),
-                top_result: tops.value(r).to_string(),
-                scores: sc,
-                percentiles: pct
-                    .filter(|p| !p.is_null(r))
-                    .map(|p| p.value(r).to_string()),
-                answers: ans,
-            });
+                })?,
+            );
         }
+        out.push(HumanRow {
+            id: ids.value(r),
+            top_result: tops.value(r).to_string(),
+            scores: sc,
+            percentiles: pct
+                .filter(|p| !p.is_null(r))
+                .map(|p| p.value(r).to_string()),
+            answers: ans,
+        });
     }
     Ok(out)
+}
+
+/// A reader of a CSV file read whole.
+pub(crate) type CsvReader = csv::Reader<std::io::Cursor<Vec<u8>>>;
+
+/// A reader of the CSV file `path`, read whole, and its header row.
+pub(crate) fn open_csv(path: &Path) -> Result<(CsvReader, csv::StringRecord), ScoreError> {
+    let bytes = fs_err::read(path)?;
+    let mut rdr = csv::ReaderBuilder::new().from_reader(std::io::Cursor::new(bytes));
+    let header = rdr
+        .headers()
+        .map_err(|e| ScoreError::file(path, format!("header: {e}")))?
+        .clone();
+    Ok((rdr, header))
 }
 
 /// The records `rdr` reads from the CSV file `path`, each with its line (the header is line
@@ -233,12 +245,7 @@ pub(crate) fn csv_rows<'r, R: std::io::Read + 'r>(
 /// names file, line and column.
 pub fn read_human_csv(inst: &Instrument, path: &Path) -> Result<Vec<HumanRow>, ScoreError> {
     check_int(inst)?;
-    let bytes = fs_err::read(path)?;
-    let mut rdr = csv::ReaderBuilder::new().from_reader(bytes.as_slice());
-    let header = rdr
-        .headers()
-        .map_err(|e| ScoreError::file(path, format!("header: {e}")))?
-        .clone();
+    let (mut rdr, header) = open_csv(path)?;
     let expected = inst.columns();
     let got: Vec<&str> = header.iter().collect();
     if got != expected.iter().map(|s| s.as_str()).collect::<Vec<_>>() {

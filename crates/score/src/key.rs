@@ -20,7 +20,7 @@
 //! The main key ([`ScoringKey::load`]) must hold exactly the 168 items of the four study
 //! instruments, each once. Every malformed cell is an error naming file, line and column.
 
-use crate::human::csv_rows;
+use crate::human::{csv_rows, open_csv};
 use crate::ScoreError;
 use protospread_core::{Instrument, ItemKind};
 use std::collections::BTreeMap;
@@ -200,15 +200,8 @@ struct Row {
 }
 
 fn load_versions_inner(path: &Path) -> Result<Vec<ScoringKey>, ScoreError> {
-    let bytes = fs_err::read(path)?;
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .flexible(false)
-        .from_reader(bytes.as_slice());
-    let header = rdr
-        .headers()
-        .map_err(|e| ScoreError::file(path, format!("header: {e}")))?
-        .clone();
+    // A header row and every row as long as it (the reader's defaults).
+    let (mut rdr, header) = open_csv(path)?;
     let col = columns(path, &header)?;
     let mut rows = Vec::new();
     for rec in csv_rows(path, &mut rdr) {

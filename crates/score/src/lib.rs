@@ -11,7 +11,8 @@
 //!   reproduced / set aside / unexplained), the reviewed [`Allowlist`], and the mutation check
 //!   ([`MutationSweep`] over every item; [`mutate_item`] for one item, `score --mutate`).
 //!   [`run_parity`] does all of it for every instrument and builds the norms ([`ParityRun`]);
-//!   [`parity_tables`] and [`ParityRowTables`] are the Arrow tables it writes.
+//!   [`parity_tables`] and [`ParityRowTables`] are the Arrow tables it writes, each of its
+//!   contract's schema (`protospread_core::PARITY_SUMMARY` .. `NORM_VALUES`).
 //! - Norms: human norms ([`Norms`]: mean, SD with n-1, mid-rank percentiles).
 //! - Evidence: alternative scoring rules the data rejects, counted row by row
 //!   ([`evidence_table`], [`ScoringRule`], [`alternative_rules`]; `score --evidence`).
@@ -51,7 +52,7 @@ pub use evidence::{
 };
 pub use human::{read_human_csv, HumanRow, HumanSource, HUMAN_CHUNK_ROWS};
 pub use key::{DimRule, KeyItem, Mutation, ScoringKey, TestKey, Unit};
-pub use norms::{Norm, Norms, ValueCounts, NORM_VALUES_FILE};
+pub use norms::{Norm, Norms, ValueCounts};
 pub use parity::{
     classify, Allowlist, Category, MutationResult, MutationSweep, ParitySummary, RowClass,
     MUTATION_WEIGHT_FACTOR, REASON_CURRENT, REASON_INCONSISTENT, REASON_UNKNOWN,
@@ -126,6 +127,15 @@ pub enum ScoreError {
     /// A stored-answer record is invalid (names file, row and column).
     #[error(transparent)]
     Format(#[from] protospread_format::FormatError),
+    /// A file the score stage reads back breaks its table's contract.
+    #[error("{}: {source}", path.display())]
+    Contract {
+        /// The file.
+        path: PathBuf,
+        /// The column missing or of another type.
+        #[source]
+        source: protospread_core::ContractError,
+    },
 }
 
 impl ScoreError {

@@ -8,8 +8,10 @@
 //! - Percentile: mid-rank, `100 * (below + 0.5 * equal) / n`.
 //! - z: `(value - mean) / sd`; infinite or NaN when sd is 0.
 
+use crate::human::column;
 use crate::ScoreError;
 use arrow::array::{Array, Float64Array, Int64Array, StringArray};
+use protospread_core::NORM_VALUES;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -168,9 +170,6 @@ pub struct Norms {
     pub norms: BTreeMap<(String, String), Norm>,
 }
 
-/// File name of the per-value table `Norms::load` reads.
-pub const NORM_VALUES_FILE: &str = "norm_values.parquet";
-
 impl Norms {
     /// Build from (test, dimension, value) triples of the norm rows.
     pub fn from_scores<'a>(scores: impl IntoIterator<Item = (&'a str, &'a str, f64)>) -> Norms {
@@ -211,41 +210,23 @@ impl Norms {
     }
 
     /// Load from the score stage's output folder (`out/score`), reading `norm_values.parquet`
-    /// (columns test, dimension, value, count) and recomputing mean and SD exactly as
+    /// ([`NORM_VALUES`]: test, dimension, value, count) and recomputing mean and SD exactly as
     /// [`Norm::from_values`] does.
     pub fn load(dir: &Path) -> Result<Norms, ScoreError> {
-        let path = dir.join(NORM_VALUES_FILE);
-        let (_, batches) = protospread_core::read_parquet(&path)?;
+        let path = dir.join(NORM_VALUES.file_name());
+        let (schema, batches) = protospread_core::read_parquet(&path)?;
+        NORM_VALUES
+            .check_schema(&schema)
+            .map_err(|source| ScoreError::Contract {
+                path: path.clone(),
+                source,
+            })?;
         let mut by: BTreeMap<(String, String), ValueCounts> = BTreeMap::new();
         for b in &batches {
-            let col = |n: &str| {
-                b.column_by_name(n)
-                    .cloned()
-                    .ok_or_else(|| ScoreError::file(&path, format!("missing column {n}")))
-            };
-            let (t, d, v, c) = (
-                col("test")?,
-                col("dimension")?,
-                col("value")?,
-                col("count")?,
-            );
-            let wrong = |n: &str| ScoreError::file(&path, format!("column {n} has the wrong type"));
-            let t = t
-                .as_any()
-                .downcast_ref::<StringArray>()
-                .ok_or_else(|| wrong("test"))?;
-            let d = d
-                .as_any()
-                .downcast_ref::<StringArray>()
-                .ok_or_else(|| wrong("dimension"))?;
-            let v = v
-                .as_any()
-                .downcast_ref::<Float64Array>()
-                .ok_or_else(|| wrong("value"))?;
-            let c = c
-                .as_any()
-                .downcast_ref::<Int64Array>()
-                .ok_or_else(|| wrong("count"))?;
+            let t = column::<StringArray>(b, &path, "test")?;
+            let d = column::<StringArray>(b, &path, "dimension")?;
+            let v = column::<Float64Array>(b, &path, "value")?;
+            let c = column::<Int64Array>(b, &path, "count")?;
             for i in 0..b.num_rows() {
                 if t.is_null(i) || d.is_null(i) || v.is_null(i) || c.is_null(i) || c.value(i) < 1 {
                     return Err(ScoreError::file(

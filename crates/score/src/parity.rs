@@ -14,8 +14,7 @@
 //! 3. *unexplained* ("mismatch, reason unknown"): counted, and allowed only if listed in the
 //!    reviewed allow-list.
 
-use crate::human::csv_rows;
-use crate::human::HumanRow;
+use crate::human::{csv_rows, open_csv, HumanRow};
 use crate::key::{Mutation, ScoringKey};
 use crate::scorer::{score, score_dim, ScaleScores};
 use crate::ScoreError;
@@ -357,12 +356,7 @@ impl Allowlist {
     /// Load the allow-list; every row needs a known study instrument, an integer id and a
     /// non-empty note.
     pub fn load(path: &Path) -> Result<Allowlist, ScoreError> {
-        let bytes = fs_err::read(path)?;
-        let mut rdr = csv::ReaderBuilder::new().from_reader(bytes.as_slice());
-        let h = rdr
-            .headers()
-            .map_err(|e| ScoreError::file(path, format!("header: {e}")))?
-            .clone();
+        let (mut rdr, h) = open_csv(path)?;
         if h.iter().collect::<Vec<_>>() != ["instrument", "id", "note"] {
             return Err(ScoreError::cell(
                 path,

@@ -204,13 +204,9 @@ pub fn run_stage(
     let parity = parity_in_chunks(key, legacy, allowlist, inputs, sweep, Some(&mut rows))?;
     rows.finish()?;
     for t in parity_tables(&parity)? {
-        let p = out_dir.join(t.file);
-        let meta = prov.stage_table(
-            "score",
-            t.file.trim_end_matches(".parquet"),
-            protospread_core::UNDECLARED_VERSION,
-        );
-        let bytes = protospread_core::encode_parquet(&p, t.schema, &[t.batch], &meta)?;
+        let p = out_dir.join(t.contract.file_name());
+        let meta = prov.table(t.contract);
+        let bytes = protospread_core::encode_parquet(&p, t.contract.schema(), &[t.batch], &meta)?;
         staged.put(&p, &bytes)?;
     }
     let answers = run_answers(

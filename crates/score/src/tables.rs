@@ -1,13 +1,7 @@
-//! The Arrow tables of the parity part of the score stage (all sorted by their key columns).
-//!
-//! | file | columns |
-//! |---|---|
-//! | `parity_summary.parquet` | instrument, category, reason, rows |
-//! | `parity_rows.parquet` | instrument, id, category, reason, detail, top_result_stored, top_result_computed, scores_equal, allowlist_note |
-//! | `human_scores.parquet` | instrument, id, dimension, stored, computed, equal |
-//! | `mutation_sweep.parquet` | test, item, dimension, reproduced_rows, weight_broken, weight_broken_share, reverse_broken, reverse_broken_share |
-//! | `norms.parquet` | test, dimension, n, mean, sd, min, median, max, rows_reproduced, rows_duplicate |
-//! | `norm_values.parquet` | test, dimension, value, count |
+//! The Arrow tables of the parity part of the score stage: [`PARITY_SUMMARY`],
+//! [`PARITY_ROWS`], [`HUMAN_SCORES`], [`MUTATION_SWEEP`], [`NORMS`] and [`NORM_VALUES`], each
+//! written with exactly the schema of its contract (whatever values a run holds) and sorted by
+//! its key.
 //!
 //! `computed` is the current key's value; it is the number the product stores when the row is
 //! reproduced. Floats are f64.
@@ -17,24 +11,25 @@ use crate::parity::RowClass;
 use crate::parity_run::ParityRun;
 use crate::ScoreError;
 use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use parquet::arrow::ArrowWriter;
-use protospread_core::{Provenance, Staged};
+use protospread_core::{
+    ColumnType, Provenance, Staged, TableContract, HUMAN_SCORES, MUTATION_SWEEP, NORMS,
+    NORM_VALUES, PARITY_ROWS, PARITY_SUMMARY,
+};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// One output table.
 pub struct ParityTable {
-    /// File name in the score folder.
-    pub file: &'static str,
-    /// Its schema.
-    pub schema: SchemaRef,
-    /// Its rows.
+    /// The table's contract: its file name (in the score folder) and schema.
+    pub contract: &'static TableContract,
+    /// Its rows, of the contract's schema.
     pub batch: RecordBatch,
 }
 
+/// The values of one column, of its contract type.
 enum Col {
     S(Vec<Option<String>>),
     I(Vec<i64>),
@@ -42,21 +37,84 @@ enum Col {
     B(Vec<bool>),
 }
 
+/// One value of a row, given in the order of its contract's columns. A null (`None`) is
+/// refused by a column its contract declares never null when the batch is made.
+enum Value {
+    S(Option<String>),
+    I(i64),
+    F(Option<f64>),
+    B(bool),
+}
+
+impl From<&str> for Value {
+    fn from(v: &str) -> Value {
+        Value::S(Some(v.to_string()))
+    }
+}
+
+impl From<&String> for Value {
+    fn from(v: &String) -> Value {
+        Value::S(Some(v.clone()))
+    }
+}
+
+impl From<Option<String>> for Value {
+    fn from(v: Option<String>) -> Value {
+        Value::S(v)
+    }
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Value {
+        Value::I(v)
+    }
+}
+
+impl From<usize> for Value {
+    fn from(v: usize) -> Value {
+        Value::I(v as i64)
+    }
+}
+
+impl From<f64> for Value {
+    fn from(v: f64) -> Value {
+        Value::F(Some(v))
+    }
+}
+
+impl From<Option<f64>> for Value {
+    fn from(v: Option<f64>) -> Value {
+        Value::F(v)
+    }
+}
+
+impl From<bool> for Value {
+    fn from(v: bool) -> Value {
+        Value::B(v)
+    }
+}
+
 impl Col {
-    fn has_null(&self) -> bool {
-        match self {
-            Col::S(v) => v.iter().any(|x| x.is_none()),
-            Col::F(v) => v.iter().any(|x| x.is_none()),
-            Col::I(_) | Col::B(_) => false,
+    /// An empty column of type `ty`. The parity tables hold text, 64-bit integers, floats and
+    /// booleans; a contract column of another type is a programming error every run hits.
+    fn new(table: &str, ty: ColumnType) -> Col {
+        match ty {
+            ColumnType::Text => Col::S(Vec::new()),
+            ColumnType::Int64 => Col::I(Vec::new()),
+            ColumnType::Float64 => Col::F(Vec::new()),
+            ColumnType::Boolean => Col::B(Vec::new()),
+            ty => panic!("table {table}: the score stage writes no {ty:?} column"),
         }
     }
 
-    fn data_type(&self) -> DataType {
-        match self {
-            Col::S(_) => DataType::Utf8,
-            Col::I(_) => DataType::Int64,
-            Col::F(_) => DataType::Float64,
-            Col::B(_) => DataType::Boolean,
+    /// Append `v`; a value of another type than the column's is a programming error.
+    fn push(&mut self, table: &str, column: &str, v: Value) {
+        match (self, v) {
+            (Col::S(c), Value::S(v)) => c.push(v),
+            (Col::I(c), Value::I(v)) => c.push(v),
+            (Col::F(c), Value::F(v)) => c.push(v),
+            (Col::B(c), Value::B(v)) => c.push(v),
+            _ => panic!("table {table}: a value of another type for column {column}"),
         }
     }
 
@@ -69,55 +127,80 @@ impl Col {
         }
     }
 
-    fn array(self) -> ArrayRef {
-        match self {
-            Col::S(v) => Arc::new(StringArray::from(v)),
-            Col::I(v) => Arc::new(Int64Array::from(v)),
-            Col::F(v) => Arc::new(Float64Array::from(v)),
-            Col::B(v) => Arc::new(BooleanArray::from(v)),
-        }
-    }
-
-    /// The first `n` values, leaving the rest.
-    fn split_front(&mut self, n: usize) -> Col {
+    /// The first `n` values as an array, leaving the rest.
+    fn split_front(&mut self, n: usize) -> ArrayRef {
         fn front<T>(v: &mut Vec<T>, n: usize) -> Vec<T> {
             let rest = v.split_off(n);
             std::mem::replace(v, rest)
         }
         match self {
-            Col::S(v) => Col::S(front(v, n)),
-            Col::I(v) => Col::I(front(v, n)),
-            Col::F(v) => Col::F(front(v, n)),
-            Col::B(v) => Col::B(front(v, n)),
+            Col::S(v) => Arc::new(StringArray::from(front(v, n))),
+            Col::I(v) => Arc::new(Int64Array::from(front(v, n))),
+            Col::F(v) => Arc::new(Float64Array::from(front(v, n))),
+            Col::B(v) => Arc::new(BooleanArray::from(front(v, n))),
         }
     }
 }
 
-fn table(file: &'static str, cols: Vec<(&str, Col)>) -> Result<ParityTable, ScoreError> {
-    let mut fields = Vec::new();
-    let mut arrays: Vec<ArrayRef> = Vec::new();
-    for (name, c) in cols {
-        fields.push(Field::new(name, c.data_type(), c.has_null()));
-        arrays.push(c.array());
-    }
-    let schema = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new(schema.clone(), arrays)?;
-    Ok(ParityTable {
-        file,
-        schema,
-        batch,
-    })
+/// Rows of one contract's table, buffered column by column.
+struct Rows {
+    contract: &'static TableContract,
+    cols: Vec<Col>,
 }
 
-/// The per-row tables of the parity part (`parity_rows.parquet`, `human_scores.parquet`),
-/// written to their staged files as the rows are classified, so that memory does not grow
-/// with the number of human rows.
+impl Rows {
+    fn new(contract: &'static TableContract) -> Rows {
+        let cols = contract
+            .columns()
+            .iter()
+            .map(|c| Col::new(contract.name, c.ty))
+            .collect();
+        Rows { contract, cols }
+    }
+
+    /// Append a row: one value per column of the contract, in its order. Another number of
+    /// values is a programming error (a column declared but not produced, or the reverse)
+    /// that every run hits.
+    fn push<const N: usize>(&mut self, row: [Value; N]) {
+        let names = self.contract.names();
+        assert_eq!(
+            N,
+            names.len(),
+            "table {}: a row of {N} values for the contract's columns {names:?}",
+            self.contract.name
+        );
+        for ((c, v), name) in self.cols.iter_mut().zip(row).zip(names) {
+            c.push(self.contract.name, name, v);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.cols.first().map_or(0, Col::len)
+    }
+
+    /// The first `n` rows as a batch of the contract's schema, leaving the rest; a null in a
+    /// column the contract declares never null is an error naming the column.
+    fn split_front(&mut self, n: usize) -> Result<RecordBatch, ScoreError> {
+        let arrays = self.cols.iter_mut().map(|c| c.split_front(n)).collect();
+        Ok(RecordBatch::try_new(self.contract.schema(), arrays)?)
+    }
+
+    fn table(mut self) -> Result<ParityTable, ScoreError> {
+        let batch = self.split_front(self.len())?;
+        Ok(ParityTable {
+            contract: self.contract,
+            batch,
+        })
+    }
+}
+
+/// The per-row tables of the parity part ([`PARITY_ROWS`], [`HUMAN_SCORES`]), written to their
+/// staged files as the rows are classified, so that memory does not grow with the number of
+/// human rows.
 ///
 /// The bytes are those of writing each table as one record batch: the Parquet writer cuts its
 /// input into mini-batches of `write_batch_size` (1024) rows per call, so every write but the
-/// last holds a multiple of 1024 rows. A column is nullable when it holds a null, as for the
-/// in-memory tables: `allowlist_note` is null for every row but allow-listed unexplained ones,
-/// so its writer starts at the first null (or at the end, if there is none).
+/// last holds a multiple of 1024 rows.
 pub struct ParityRowTables {
     parity: Stream,
     scores: Stream,
@@ -127,137 +210,67 @@ pub struct ParityRowTables {
 const FLUSH_ROWS: usize = 64 * 1024;
 
 struct Stream {
-    /// The output's final path (for errors) and its staged file.
+    /// The output's final path (for errors).
     dest: PathBuf,
-    tmp: PathBuf,
-    names: Vec<&'static str>,
-    cols: Vec<Col>,
-    /// Columns that may hold nulls; the writer waits for the first null of each (or the end).
-    lazy: Vec<usize>,
-    writer: Option<(ArrowWriter<BufWriter<fs_err::File>>, SchemaRef)>,
+    rows: Rows,
+    writer: ArrowWriter<BufWriter<fs_err::File>>,
     written: usize,
-    /// The file's key-value metadata.
-    meta: protospread_core::FileMeta,
 }
 
 impl Stream {
+    /// The writer of `contract`'s table in `dir`, to its staged file.
     fn new(
         dir: &Path,
-        file: &str,
+        contract: &'static TableContract,
         staged: &mut Staged,
-        cols: Vec<(&'static str, Col)>,
-        lazy: Vec<usize>,
         prov: &Provenance,
     ) -> Result<Stream, ScoreError> {
-        let dest = dir.join(file);
-        let meta = prov.stage_table(
-            "score",
-            file.trim_end_matches(".parquet"),
-            protospread_core::UNDECLARED_VERSION,
-        );
-        let tmp = staged.file(&dest)?;
-        let (names, cols) = cols.into_iter().unzip();
+        let dest = dir.join(contract.file_name());
+        let file = fs_err::File::create(staged.file(&dest)?)?;
+        let props = protospread_core::parquet_writer_properties(&prov.table(contract));
+        let writer = ArrowWriter::try_new(BufWriter::new(file), contract.schema(), Some(props))
+            .map_err(|e| perr(&dest, e))?;
         Ok(Stream {
             dest,
-            tmp,
-            names,
-            cols,
-            lazy,
-            writer: None,
+            rows: Rows::new(contract),
+            writer,
             written: 0,
-            meta,
         })
     }
 
-    fn perr(&self, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> ScoreError {
-        ScoreError::Core(protospread_core::CoreError::parquet(&self.dest, e))
-    }
-
-    fn rows(&self) -> usize {
-        self.cols.first().map(Col::len).unwrap_or(0)
-    }
-
-    fn start(&mut self) -> Result<(), ScoreError> {
-        let fields: Vec<Field> = self
-            .names
-            .iter()
-            .zip(&self.cols)
-            .enumerate()
-            .map(|(i, (n, c))| {
-                Field::new(*n, c.data_type(), self.lazy.contains(&i) && c.has_null())
-            })
-            .collect();
-        let file = fs_err::File::create(&self.tmp)?;
-        let schema = Arc::new(Schema::new(fields));
-        let w = ArrowWriter::try_new(
-            BufWriter::new(file),
-            schema.clone(),
-            Some(protospread_core::parquet_writer_properties(&self.meta)),
-        )
-        .map_err(|e| self.perr(e))?;
-        self.writer = Some((w, schema));
-        Ok(())
-    }
-
-    /// Write the first `n` buffered rows (or none, before the writer starts).
+    /// Write the first `n` buffered rows.
     fn write(&mut self, n: usize) -> Result<(), ScoreError> {
-        let Some((w, schema)) = &mut self.writer else {
-            return Ok(());
-        };
-        let arrays: Vec<ArrayRef> = self
-            .cols
-            .iter_mut()
-            .map(|c| c.split_front(n).array())
-            .collect();
-        let batch = RecordBatch::try_new(schema.clone(), arrays)?;
-        let r = w.write(&batch);
-        r.map_err(|e| self.perr(e))?;
+        let batch = self.rows.split_front(n)?;
+        self.writer.write(&batch).map_err(|e| perr(&self.dest, e))?;
         self.written += n;
         Ok(())
     }
 
-    /// After each row: start the writer once every lazy column has a null, and write whole
-    /// multiples of the mini-batch.
-    fn pushed(&mut self) -> Result<(), ScoreError> {
-        if self.writer.is_none() && self.lazy.iter().all(|&i| self.cols[i].has_null_fast()) {
-            self.start()?;
-        }
-        let n = self.rows();
-        if self.writer.is_some() && n >= FLUSH_ROWS {
+    /// Append a row, and write whole multiples of the mini-batch once enough are buffered.
+    fn push<const N: usize>(&mut self, row: [Value; N]) -> Result<(), ScoreError> {
+        self.rows.push(row);
+        let n = self.rows.len();
+        if n >= FLUSH_ROWS {
             self.write(n - n % 1024)?;
         }
         Ok(())
     }
 
     fn finish(mut self) -> Result<(), ScoreError> {
-        if self.writer.is_none() {
-            self.start()?;
-        }
-        let n = self.rows();
+        let n = self.rows.len();
         if n > 0 || self.written == 0 {
             self.write(n)?;
         }
-        let (w, _) = self.writer.take().expect("started");
-        let buf = w.into_inner().map_err(|e| self.perr(e))?;
-        let file = buf.into_inner().map_err(|e| self.perr(e.into_error()))?;
+        let buf = self.writer.into_inner().map_err(|e| perr(&self.dest, e))?;
+        let file = buf
+            .into_inner()
+            .map_err(|e| perr(&self.dest, e.into_error()))?;
         Ok(file.sync_all()?)
     }
 }
 
-impl Col {
-    /// `has_null` for the last value only (cheap, called after each push; a null seen once
-    /// starts the writer, so earlier values need no second look).
-    fn has_null_fast(&self) -> bool {
-        match self {
-            Col::S(v) => matches!(v.last(), Some(None)),
-            Col::F(v) => matches!(v.last(), Some(None)),
-            Col::I(_) | Col::B(_) => false,
-        }
-    }
-}
-
-fn s(x: &str) -> Option<String> {
-    Some(x.to_string())
+fn perr(dest: &Path, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> ScoreError {
+    ScoreError::Core(protospread_core::CoreError::parquet(dest, e))
 }
 
 impl ParityRowTables {
@@ -268,82 +281,39 @@ impl ParityRowTables {
         staged: &mut Staged,
         prov: &Provenance,
     ) -> Result<ParityRowTables, ScoreError> {
-        let parity = Stream::new(
-            dir,
-            "parity_rows.parquet",
-            staged,
-            vec![
-                ("instrument", Col::S(vec![])),
-                ("id", Col::I(vec![])),
-                ("category", Col::S(vec![])),
-                ("reason", Col::S(vec![])),
-                ("detail", Col::S(vec![])),
-                ("top_result_stored", Col::S(vec![])),
-                ("top_result_computed", Col::S(vec![])),
-                ("scores_equal", Col::B(vec![])),
-                ("allowlist_note", Col::S(vec![])),
-            ],
-            vec![8],
-            prov,
-        )?;
-        // human_scores: dimension order within a row is the instrument's column order, which
-        // is alphabetical for the four study instruments; sorted explicitly anyway.
-        let scores = Stream::new(
-            dir,
-            "human_scores.parquet",
-            staged,
-            vec![
-                ("instrument", Col::S(vec![])),
-                ("id", Col::I(vec![])),
-                ("dimension", Col::S(vec![])),
-                ("stored", Col::F(vec![])),
-                ("computed", Col::F(vec![])),
-                ("equal", Col::B(vec![])),
-            ],
-            vec![],
-            prov,
-        )?;
-        Ok(ParityRowTables { parity, scores })
+        Ok(ParityRowTables {
+            parity: Stream::new(dir, &PARITY_ROWS, staged, prov)?,
+            scores: Stream::new(dir, &HUMAN_SCORES, staged, prov)?,
+        })
     }
 
     /// Add one classified row; rows come in (instrument, id) order.
     pub fn push(&mut self, row: &HumanRow, cl: &RowClass) -> Result<(), ScoreError> {
-        let p = &mut self.parity.cols;
-        let push_s = |c: &mut Col, v: Option<String>| {
-            if let Col::S(x) = c {
-                x.push(v);
-            }
-        };
-        push_s(&mut p[0], s(&cl.instrument));
-        if let Col::I(x) = &mut p[1] {
-            x.push(cl.id);
-        }
-        push_s(&mut p[2], s(cl.category.as_str()));
-        push_s(&mut p[3], s(&cl.reason));
-        push_s(&mut p[4], s(&cl.detail));
-        push_s(&mut p[5], s(&row.top_result));
-        push_s(&mut p[6], cl.computed.top_result.clone());
-        if let Col::B(x) = &mut p[7] {
-            x.push(cl.scores_equal);
-        }
-        push_s(&mut p[8], cl.allowlisted.clone());
-        self.parity.pushed()?;
-
+        self.parity.push([
+            (&cl.instrument).into(),
+            cl.id.into(),
+            cl.category.as_str().into(),
+            (&cl.reason).into(),
+            (&cl.detail).into(),
+            (&row.top_result).into(),
+            cl.computed.top_result.clone().into(),
+            cl.scores_equal.into(),
+            cl.allowlisted.clone().into(),
+        ])?;
+        // Dimension order within a row is the instrument's column order, which is
+        // alphabetical for the four study instruments; sorted explicitly anyway.
         let mut dims: Vec<_> = cl.computed.dims.iter().zip(&row.scores).collect();
         dims.sort_by(|a, b| a.0.dimension.cmp(&b.0.dimension));
         for (dsc, &st) in dims {
-            let c = &mut self.scores.cols;
-            push_s(&mut c[0], s(&cl.instrument));
-            if let Col::I(x) = &mut c[1] {
-                x.push(cl.id);
-            }
-            push_s(&mut c[2], s(&dsc.dimension));
-            if let [Col::F(a), Col::F(b), Col::B(e)] = &mut c[3..6] {
-                a.push(Some(f64::from(st)));
-                b.push(dsc.value);
-                e.push(dsc.value == Some(f64::from(st)));
-            }
-            self.scores.pushed()?;
+            let stored = f64::from(st);
+            self.scores.push([
+                (&cl.instrument).into(),
+                cl.id.into(),
+                (&dsc.dimension).into(),
+                stored.into(),
+                dsc.value.into(),
+                (dsc.value == Some(stored)).into(),
+            ])?;
         }
         Ok(())
     }
@@ -355,124 +325,83 @@ impl ParityRowTables {
     }
 }
 
+/// `k` of `n` reproduced rows as a share; NaN when the test reproduces no row.
+fn share(k: usize, n: usize) -> f64 {
+    if n == 0 {
+        f64::NAN
+    } else {
+        k as f64 / n as f64
+    }
+}
+
 /// The tables of the parity part that do not grow with the number of rows.
 pub fn parity_tables(run: &ParityRun) -> Result<Vec<ParityTable>, ScoreError> {
-    let mut out = Vec::new();
-
-    let (mut a, mut b, mut c, mut d) = (vec![], vec![], vec![], vec![]);
+    let mut summary = Rows::new(&PARITY_SUMMARY);
     for (inst, m) in &run.summary {
         for ((cat, reason), n) in m {
-            a.push(s(inst));
-            b.push(s(cat.as_str()));
-            c.push(s(reason));
-            d.push(*n as i64);
+            summary.push([inst.into(), cat.as_str().into(), reason.into(), (*n).into()]);
         }
     }
-    out.push(table(
-        "parity_summary.parquet",
-        vec![
-            ("instrument", Col::S(a)),
-            ("category", Col::S(b)),
-            ("reason", Col::S(c)),
-            ("rows", Col::I(d)),
-        ],
-    )?);
 
-    let sw = &run.sweep;
-    let share = |k: usize, n: usize| {
-        Some(if n == 0 {
-            f64::NAN
-        } else {
-            k as f64 / n as f64
-        })
-    };
-    out.push(table(
-        "mutation_sweep.parquet",
-        vec![
-            ("test", Col::S(sw.iter().map(|m| s(&m.test)).collect())),
-            ("item", Col::I(sw.iter().map(|m| m.item as i64).collect())),
-            (
-                "dimension",
-                Col::S(sw.iter().map(|m| s(&m.dimension)).collect()),
-            ),
-            (
-                "reproduced_rows",
-                Col::I(sw.iter().map(|m| m.reproduced as i64).collect()),
-            ),
-            (
-                "weight_broken",
-                Col::I(sw.iter().map(|m| m.weight_broken as i64).collect()),
-            ),
-            (
-                "weight_broken_share",
-                Col::F(
-                    sw.iter()
-                        .map(|m| share(m.weight_broken, m.reproduced))
-                        .collect(),
-                ),
-            ),
-            (
-                "reverse_broken",
-                Col::I(sw.iter().map(|m| m.reverse_broken as i64).collect()),
-            ),
-            (
-                "reverse_broken_share",
-                Col::F(
-                    sw.iter()
-                        .map(|m| share(m.reverse_broken, m.reproduced))
-                        .collect(),
-                ),
-            ),
-        ],
-    )?);
+    let mut sweep = Rows::new(&MUTATION_SWEEP);
+    for m in &run.sweep {
+        sweep.push([
+            (&m.test).into(),
+            m.item.into(),
+            (&m.dimension).into(),
+            m.reproduced.into(),
+            m.weight_broken.into(),
+            share(m.weight_broken, m.reproduced).into(),
+            m.reverse_broken.into(),
+            share(m.reverse_broken, m.reproduced).into(),
+        ]);
+    }
 
-    let ns: Vec<_> = run.norms.norms.values().collect();
-    let nr = |t: &str| run.norm_rows.get(t).copied().unwrap_or_default();
-    out.push(table(
-        "norms.parquet",
-        vec![
-            ("test", Col::S(ns.iter().map(|n| s(&n.test)).collect())),
-            (
-                "dimension",
-                Col::S(ns.iter().map(|n| s(&n.dimension)).collect()),
-            ),
-            ("n", Col::I(ns.iter().map(|n| n.n as i64).collect())),
-            ("mean", Col::F(ns.iter().map(|n| Some(n.mean)).collect())),
-            ("sd", Col::F(ns.iter().map(|n| Some(n.sd)).collect())),
-            ("min", Col::F(ns.iter().map(|n| Some(n.min())).collect())),
-            (
-                "median",
-                Col::F(ns.iter().map(|n| Some(n.median())).collect()),
-            ),
-            ("max", Col::F(ns.iter().map(|n| Some(n.max())).collect())),
-            (
-                "rows_reproduced",
-                Col::I(ns.iter().map(|n| nr(&n.test).reproduced as i64).collect()),
-            ),
-            (
-                "rows_duplicate",
-                Col::I(ns.iter().map(|n| nr(&n.test).duplicates as i64).collect()),
-            ),
-        ],
-    )?);
-
-    let (mut t, mut d, mut v, mut c) = (vec![], vec![], vec![], vec![]);
-    for n in &ns {
+    let (mut norms, mut values) = (Rows::new(&NORMS), Rows::new(&NORM_VALUES));
+    for n in run.norms.norms.values() {
+        let rows = run.norm_rows.get(&n.test).copied().unwrap_or_default();
+        norms.push([
+            (&n.test).into(),
+            (&n.dimension).into(),
+            n.n.into(),
+            n.mean.into(),
+            n.sd.into(),
+            n.min().into(),
+            n.median().into(),
+            n.max().into(),
+            rows.reproduced.into(),
+            rows.duplicates.into(),
+        ]);
         for &(value, count) in &n.values {
-            t.push(s(&n.test));
-            d.push(s(&n.dimension));
-            v.push(Some(value));
-            c.push(count as i64);
+            values.push([
+                (&n.test).into(),
+                (&n.dimension).into(),
+                value.into(),
+                count.into(),
+            ]);
         }
     }
-    out.push(table(
-        crate::norms::NORM_VALUES_FILE,
-        vec![
-            ("test", Col::S(t)),
-            ("dimension", Col::S(d)),
-            ("value", Col::F(v)),
-            ("count", Col::I(c)),
-        ],
-    )?);
-    Ok(out)
+    [summary, sweep, norms, values]
+        .into_iter()
+        .map(Rows::table)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[should_panic(expected = "a row of 3 values")]
+    fn a_row_without_a_declared_column_is_refused() {
+        Rows::new(&PARITY_SUMMARY).push(["big_five".into(), "reproduced".into(), 1usize.into()]);
+    }
+
+    #[test]
+    fn a_null_in_a_column_declared_never_null_is_an_error() {
+        let mut rows = Rows::new(&NORM_VALUES);
+        rows.push(["t".into(), "d".into(), None::<f64>.into(), 1usize.into()]);
+        let e = rows.table().err().expect("a null value").to_string();
+        assert!(e.contains("value"), "{e}");
+    }
 }

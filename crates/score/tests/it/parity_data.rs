@@ -150,8 +150,8 @@ fn parity_counts_sweep_and_norms() {
     let dir = tempfile::tempdir().unwrap();
     for t in parity_tables(&run).unwrap() {
         protospread_core::write_parquet(
-            &dir.path().join(t.file),
-            t.schema,
+            &dir.path().join(t.contract.file_name()),
+            t.contract.schema(),
             &[t.batch],
             &protospread_core::FileMeta::default(),
         )
@@ -294,10 +294,10 @@ fn parity_files(
     .unwrap();
     rows.finish().unwrap();
     for t in parity_tables(&run).unwrap() {
-        let p = out.join(t.file);
+        let p = out.join(t.contract.file_name());
         let bytes = protospread_core::encode_parquet(
             &p,
-            t.schema,
+            t.contract.schema(),
             &[t.batch],
             &protospread_core::FileMeta::default(),
         )
