@@ -339,6 +339,26 @@ mod tests {
 
     const MIN: &str = "[study]\nname = \"t\"\n";
 
+    /// A file that does not parse or check keeps the parser's or the bound's error as its
+    /// cause, and says what it says.
+    #[test]
+    fn config_errors_keep_their_cause() {
+        use std::error::Error;
+        let e = Config::parse("[study\n", Path::new("p.toml"), Path::new(".")).unwrap_err();
+        assert!(e.source().is_some_and(|s| s.is::<toml::de::Error>()), "{e}");
+        let text = format!("{MIN}[fetch]\nretries = 1000\n");
+        let e = Config::parse(&text, Path::new("p.toml"), Path::new(".")).unwrap_err();
+        let range = e
+            .source()
+            .and_then(|s| s.downcast_ref::<crate::limits::OutOfRange>());
+        assert_eq!(range.map(|r| r.value), Some(1000), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("p.toml: [fetch] retries = 1000 is out of range"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn minimal_parses() {
         Config::parse(MIN, Path::new("p.toml"), Path::new(".")).unwrap();

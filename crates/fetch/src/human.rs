@@ -695,6 +695,27 @@ mod tests {
         )
     }
 
+    /// A cell over the input limit is refused naming its row and column, with the limit's own
+    /// error as the cause.
+    #[test]
+    fn a_cell_over_the_limit_keeps_the_limit_as_its_cause() {
+        let big = "x".repeat(protospread_core::MAX_CELL_BYTES + 1);
+        let text = format!("{}\n{}\n", header(&DARK_TRIAD), row(1, &big, &items("3")));
+        let e = import_human_csv(Path::new("dt.csv"), text.as_bytes(), &DARK_TRIAD).unwrap_err();
+        let cause = std::error::Error::source(&e)
+            .and_then(|s| s.downcast_ref::<protospread_core::TooLarge>());
+        assert_eq!(
+            cause.map(|t| t.what),
+            Some(protospread_core::Limited::Cell),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .starts_with("dt.csv: row 1 (line 2), column 2 `created_at`: cell"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn a_row_of_json_object_answers_is_excluded_and_reported() {
         let inst = instrument_by_name("career_match").unwrap();
