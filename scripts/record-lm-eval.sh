@@ -11,12 +11,10 @@
 #
 # Environment: LLAMA_PORT (default 8088), LM_EVAL_API_VENV (default
 # <repo>/target/lm-eval-api-venv), PYTHON (default python3).
-set -euo pipefail
-repo="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=scripts/lib-venv.sh
+. "$(dirname "$0")/lib-venv.sh"
 venv="${LM_EVAL_API_VENV:-$repo/target/lm-eval-api-venv}"
 port="${LLAMA_PORT:-8088}"
-py="${PYTHON:-python3}"
-LM_EVAL_VERSION="0.4.13"
 out="${1:?usage: $0 OUT_DIR}"
 if [[ -e "$out" ]]; then
     echo "record-lm-eval: $out exists; give a new folder" >&2
@@ -24,13 +22,8 @@ if [[ -e "$out" ]]; then
 fi
 out="$(cd "$(dirname "$out")" && pwd)/$(basename "$out")"
 
-if [[ ! -x "$venv/bin/python" ]]; then
-    "$py" -m venv "$venv"
-fi
-if ! "$venv/bin/python" -c "import importlib.metadata as m, sys, aiohttp, tenacity; sys.exit(0 if m.version('lm_eval') == '$LM_EVAL_VERSION' else 1)" 2>/dev/null; then
-    # The `api` extra holds the HTTP client of the API model types (no torch).
-    nice "$venv/bin/python" -m pip install --quiet "lm-eval[api]==$LM_EVAL_VERSION"
-fi
+# The `api` extra holds the HTTP client of the API model types (no torch).
+pinned_venv "$venv" "lm-eval[api]" 0.4.13
 
 tasks_dir="$repo/tests/fixtures/lm_eval/real/tasks"
 tasks="$(cd "$tasks_dir" && ls addq_*.yaml | sed 's/\.yaml$//' | paste -sd, -)"

@@ -154,7 +154,7 @@ fn score_place(cause: Cause<'_>) -> Option<Place> {
 fn core_place(cause: Cause<'_>) -> Option<Place> {
     use protospread_core::CoreError as C;
     match cause.downcast_ref::<C>()? {
-        C::Config { path, message } => {
+        C::Config { path, message, .. } => {
             let (row, column) = toml_position(message);
             Some((show(path), row, column.map(|c| json!(c))))
         }

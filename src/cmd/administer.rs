@@ -24,12 +24,8 @@ use std::process::ExitCode;
 /// --model SmolLM2-135M-Instruct.Q4_1 --to data/recorded/smollm2.jsonl
 #[derive(clap::Args, Debug, Default)]
 pub(crate) struct Args {
-    /// Base URL of the OpenAI-compatible API, up to and including /v1.
-    #[arg(long, required = true)]
-    pub(crate) base_url: String,
-    /// Model id exactly as it is sent in every request (and recorded).
-    #[arg(long, required = true)]
-    pub(crate) model: String,
+    #[command(flatten)]
+    pub(crate) endpoint: crate::cmd::Endpoint,
     /// The record file (JSONL) the replies are appended to; default:
     /// OUT/administer/<model>.jsonl under the global --out folder.
     #[arg(long, value_name = "FILE.jsonl")]
@@ -92,7 +88,7 @@ fn record_file(ctx: &Ctx, args: &Args) -> anyhow::Result<PathBuf> {
     crate::cmd::out_is_a_folder(ctx, "administer")?;
     Ok(match &args.to {
         Some(f) => f.clone(),
-        None => default_output(&ctx.out, &args.model),
+        None => default_output(&ctx.out, &args.endpoint.model),
     })
 }
 
@@ -111,16 +107,16 @@ pub(crate) fn run(ctx: &Ctx, args: Args) -> anyhow::Result<ExitCode> {
         conditions: args.conditions.clone(),
         items: args.items.clone(),
     };
-    let plan = selection.plan(&args.model, &sec, &base)?;
+    let plan = selection.plan(&args.endpoint.model, &sec, &base)?;
     let settings = ClientSettings::resolve(&sec, args.timeout, args.retries, args.concurrency)?;
-    let client = settings.client(&args.base_url, api_key)?;
+    let client = settings.client(&args.endpoint.base_url, api_key)?;
     if args.dry_run {
         dry_run(ctx, &plan, &client, &out);
         return Ok(ExitCode::SUCCESS);
     }
     let labels = RunLabels {
         study: args.study.clone().unwrap_or(study),
-        model: args.model.clone(),
+        model: args.endpoint.model.clone(),
         arm: args.arm.as_str().to_string(),
         cohort: args.cohort.clone(),
         label: args.label,

@@ -32,6 +32,18 @@ pub(crate) fn dispatch(ctx: &Ctx, command: Command) -> anyhow::Result<ExitCode> 
 
 type Stage = fn(&Ctx) -> anyhow::Result<ExitCode>;
 
+/// The OpenAI-compatible endpoint a command sends its requests to, and the model it asks.
+#[derive(clap::Args, Debug, Default)]
+pub(crate) struct Endpoint {
+    /// Base URL of the OpenAI-compatible API, up to and including /v1 (e.g.
+    /// http://127.0.0.1:8088/v1).
+    #[arg(long)]
+    pub(crate) base_url: String,
+    /// Model id exactly as it is sent in every request (and recorded).
+    #[arg(long)]
+    pub(crate) model: String,
+}
+
 /// `--arm` by the stored-answer format's spellings of [`protospread_format::Arm`].
 pub(crate) fn arm_parser() -> impl clap::builder::TypedValueParser<Value = protospread_format::Arm>
 {

@@ -41,12 +41,8 @@ pub(crate) enum SweepCommand {
 
 #[derive(clap::Args, Debug)]
 pub(crate) struct DictionaryArgs {
-    /// API base up to and including `/v1`, e.g. http://127.0.0.1:8088/v1.
-    #[arg(long)]
-    pub(crate) base_url: String,
-    /// Model id exactly as sent.
-    #[arg(long)]
-    pub(crate) model: String,
+    #[command(flatten)]
+    pub(crate) endpoint: crate::cmd::Endpoint,
     /// The record file (JSONL) every request and reply is appended to.
     #[arg(long, value_name = "FILE.jsonl")]
     pub(crate) to: PathBuf,
@@ -389,7 +385,7 @@ fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
         .select_delimiters(&a.delimiters)
         .context("--delimiters")?;
     let planned = plan_dictionary(
-        &a.model,
+        &a.endpoint.model,
         a.seed,
         a.n_docs,
         &delimiters,
@@ -405,12 +401,12 @@ fn dictionary_cmd(ctx: &Ctx, a: DictionaryArgs) -> anyhow::Result<ExitCode> {
         ctx.say(&planned[0].body);
         return Ok(ExitCode::SUCCESS);
     }
-    let client = dictionary_client(&a.base_url, a.timeout, a.retries)?;
+    let client = dictionary_client(&a.endpoint.base_url, a.timeout, a.retries)?;
     let chatty = !ctx.quiet && !ctx.json;
     let summary = record_dictionary(
         &client,
         &planned,
-        &a.model,
+        &a.endpoint.model,
         a.seed,
         &a.to,
         |r, sent, failed| {

@@ -119,6 +119,22 @@ fn second_line_len(path: &Path) -> usize {
     buf.len() - 1
 }
 
+/// The import's refusal of `path` over a limit, which keeps the limit's own error among its
+/// causes.
+fn limit_err(path: &Path) -> String {
+    let Err(e) = import_file(path) else {
+        panic!("{} was imported", path.display())
+    };
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(c) = cause {
+        if c.is::<protospread_core::TooLarge>() {
+            return e.to_string();
+        }
+        cause = c.source();
+    }
+    panic!("{e}: no TooLarge among its causes")
+}
+
 fn import_err(path: &Path) -> String {
     match import_file(path) {
         Ok(_) => panic!("{} was imported", path.display()),
@@ -135,7 +151,7 @@ fn csv_cells_over_the_limit_are_refused_naming_row_and_column() {
     assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 3);
     let bad = d.path().join("bad.csv");
     csv_with_reply(&bad, MAX_CELL_BYTES + 1);
-    let e = import_err(&bad);
+    let e = limit_err(&bad);
     assert!(e.contains("bad.csv: row 2 (line 3), column reply: cell over the limit of 16 MiB (16,777,216 bytes) per cell"), "{e}");
     assert!(e.contains("shorten the cell"), "{e}");
 }
@@ -154,14 +170,14 @@ fn jsonl_lines_and_cells_over_the_limits_are_refused() {
 
     let long = d.path().join("long.jsonl");
     jsonl_with(&long, MAX_CELL_BYTES, pad + 1);
-    let e = import_err(&long);
+    let e = limit_err(&long);
     assert!(
         e.contains("long.jsonl: row 2 (line 2), column -: record over the limit of 64 MiB (67,108,864 bytes) per record"),
         "{e}"
     );
     let cell = d.path().join("cell.jsonl");
     jsonl_with(&cell, MAX_CELL_BYTES + 1, 0);
-    let e = import_err(&cell);
+    let e = limit_err(&cell);
     assert!(
         e.contains("cell.jsonl: row 2 (line 2), column reply: cell of 16,777,217 bytes over the limit of 16 MiB"),
         "{e}"
@@ -217,7 +233,7 @@ fn parquet_cells_and_pages_over_the_limits_are_refused() {
 
     let cell = d.path().join("cell.parquet");
     answers_parquet(&cell, 3, Some(MAX_CELL_BYTES + 1), plain().build());
-    let e = import_err(&cell);
+    let e = limit_err(&cell);
     assert!(
         e.contains(
             "cell.parquet: row 2, column reply: cell of 16,777,217 bytes over the limit of 16 MiB"

@@ -72,6 +72,9 @@ pub enum AdministerError {
     /// Settings that cannot be administered.
     #[error("{0}")]
     Config(String),
+    /// A number outside its bound (a command-line flag).
+    #[error(transparent)]
+    OutOfRange(#[from] protospread_core::OutOfRange),
     /// A base URL that is not http(s).
     #[error("base URL '{0}' must start with http:// or https:// (e.g. http://127.0.0.1:8088/v1)")]
     BaseUrl(String),

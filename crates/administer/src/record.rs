@@ -295,16 +295,8 @@ pub(crate) fn check_output_path(path: &Path) -> Result<(), AdministerError> {
 /// Lock `path` (created empty if missing) for this process; a second run on the same file is
 /// refused instead of interleaving records.
 pub(crate) fn lock_output(path: &Path) -> Result<OutputLock, AdministerError> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs_err::create_dir_all(dir)?;
-    }
     // Not through a link that appears after the check.
-    let file = fs_err::OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)?;
+    let file = open_append(path)?;
     check_output_path(path)?;
     match file.try_lock() {
         Ok(()) => Ok(OutputLock { _file: file }),
@@ -314,6 +306,20 @@ pub(crate) fn lock_output(path: &Path) -> Result<OutputLock, AdministerError> {
         // std's lock error does not name the file.
         Err(std::fs::TryLockError::Error(e)) => Err(protospread_core::IoError::new(path, e).into()),
     }
+}
+
+/// `path` opened to read and append, created (with its folder) when missing; never through a
+/// symbolic link.
+fn open_append(path: &Path) -> Result<fs_err::File, AdministerError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs_err::create_dir_all(dir)?;
+    }
+    Ok(fs_err::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?)
 }
 
 /// One record per request key: the first answered record, else the last failure.
@@ -338,15 +344,9 @@ pub(crate) struct Appender {
 impl Appender {
     /// Open (create) `path` for appending.
     pub(crate) fn open(path: &Path) -> Result<Self, AdministerError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fs_err::create_dir_all(dir)?;
-        }
-        let file = fs_err::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)?;
-        Ok(Appender { file })
+        Ok(Appender {
+            file: open_append(path)?,
+        })
     }
 
     /// Append one record as one line (a single write call) and sync it to disk.

@@ -60,7 +60,7 @@ impl ClientSettings {
             ("--concurrency", concurrency as u64, &CONCURRENCY_RANGE),
         ];
         for (flag, value, range) in checks {
-            check_range(flag, value, range).map_err(AdministerError::Config)?;
+            check_range(flag, value, range)?;
         }
         Ok(ClientSettings {
             timeout: Duration::from_secs(timeout),

@@ -166,10 +166,7 @@ impl SweepConfig {
     /// any other file is loaded and checked whole, as [`Config::load`] does.
     pub fn load(path: &Path) -> Result<Self> {
         let text = fs_err::read_to_string(path).map_err(CoreError::Fs)?;
-        let bad = |e: toml::de::Error| CoreError::Config {
-            path: path.to_path_buf(),
-            message: e.to_string().trim_end().to_string(),
-        };
+        let bad = |e| toml_error(path, e);
         let table: toml::Table = toml::from_str(&text).map_err(bad)?;
         let base_dir = path
             .parent()
@@ -214,14 +211,17 @@ impl SweepConfig {
 impl Config {
     /// Parse configuration text. `origin` names the file in errors; `base_dir` resolves paths.
     pub fn parse(text: &str, origin: &Path, base_dir: &Path) -> Result<Self> {
-        let mut cfg: Config = toml::from_str(text).map_err(|e| CoreError::Config {
-            path: origin.to_path_buf(),
-            message: e.to_string().trim_end().to_string(),
-        })?;
+        let mut cfg: Config = toml::from_str(text).map_err(|e| toml_error(origin, e))?;
         cfg.base_dir = base_dir.to_path_buf();
         cfg.validate().map_err(|message| CoreError::Config {
             path: origin.to_path_buf(),
             message,
+            source: None,
+        })?;
+        bounds::check_config(&cfg).map_err(|e| CoreError::Config {
+            path: origin.to_path_buf(),
+            message: e.to_string(),
+            source: Some(Box::new(e)),
         })?;
         Ok(cfg)
     }
@@ -306,8 +306,25 @@ impl Config {
                 }
             }
         }
-        self.score.validate()?;
-        bounds::check_config(self)
+        // Not a bounded integer of `bounds`: a float, whose range is the API's.
+        let a = &self.administer;
+        if !(a.sampled_temperature.is_finite() && (0.0..=2.0).contains(&a.sampled_temperature)) {
+            return Err(format!(
+                "[administer] sampled_temperature = {} is out of range: it must be between 0 and 2",
+                a.sampled_temperature
+            ));
+        }
+        self.score.validate()
+    }
+}
+
+/// A configuration file that is not TOML of the expected shape.
+fn toml_error(path: &Path, e: toml::de::Error) -> CoreError {
+    CoreError::Config {
+        path: path.to_path_buf(),
+        // The parser ends its message with a newline.
+        message: e.to_string().trim_end().to_string(),
+        source: Some(Box::new(e)),
     }
 }
 
@@ -321,6 +338,26 @@ mod tests {
     use super::*;
 
     const MIN: &str = "[study]\nname = \"t\"\n";
+
+    /// A file that does not parse or check keeps the parser's or the bound's error as its
+    /// cause, and says what it says.
+    #[test]
+    fn config_errors_keep_their_cause() {
+        use std::error::Error;
+        let e = Config::parse("[study\n", Path::new("p.toml"), Path::new(".")).unwrap_err();
+        assert!(e.source().is_some_and(|s| s.is::<toml::de::Error>()), "{e}");
+        let text = format!("{MIN}[fetch]\nretries = 1000\n");
+        let e = Config::parse(&text, Path::new("p.toml"), Path::new(".")).unwrap_err();
+        let range = e
+            .source()
+            .and_then(|s| s.downcast_ref::<crate::limits::OutOfRange>());
+        assert_eq!(range.map(|r| r.value), Some(1000), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("p.toml: [fetch] retries = 1000 is out of range"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn minimal_parses() {

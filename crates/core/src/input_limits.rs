@@ -243,26 +243,21 @@ impl<R: Read> CsvLimiter<R> {
             input = &input[nin..];
             self.field_bytes += nout;
             self.record_bytes += nout;
-            let place = || Place::Record {
-                record: self.record,
-                line: self.record_line,
-                field: Some(self.field),
+            let over = |what: Limited, size: usize| {
+                (size as u64 > what.limit()).then_some(TooLarge {
+                    what,
+                    size: size as u64,
+                    exact: false,
+                    place: Place::Record {
+                        record: self.record,
+                        line: self.record_line,
+                        field: Some(self.field),
+                    },
+                })
             };
-            if self.field_bytes > MAX_CELL_BYTES {
-                return Err(TooLarge {
-                    what: Limited::Cell,
-                    size: self.field_bytes as u64,
-                    exact: false,
-                    place: place(),
-                });
-            }
-            if self.record_bytes > MAX_RECORD_BYTES {
-                return Err(TooLarge {
-                    what: Limited::Record,
-                    size: self.record_bytes as u64,
-                    exact: false,
-                    place: place(),
-                });
+            let cell = over(Limited::Cell, self.field_bytes);
+            if let Some(t) = cell.or_else(|| over(Limited::Record, self.record_bytes)) {
+                return Err(t);
             }
             match res {
                 csv_core::ReadFieldResult::InputEmpty | csv_core::ReadFieldResult::End => {

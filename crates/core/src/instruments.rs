@@ -31,6 +31,32 @@ pub struct Instrument {
 }
 
 impl Instrument {
+    /// An instrument outside the questionnaire study whose items are small integers (as are
+    /// all nine's).
+    const fn ints(
+        name: &'static str,
+        dimensions: &'static [&'static str],
+        text_scores: &'static [&'static str],
+        items: usize,
+    ) -> Self {
+        Instrument {
+            name,
+            dimensions,
+            text_scores,
+            items,
+            item_kind: ItemKind::Int,
+            in_study: false,
+        }
+    }
+
+    /// The same instrument, one of the questionnaire study's.
+    const fn in_study(self) -> Self {
+        Instrument {
+            in_study: true,
+            ..self
+        }
+    }
+
     /// Column names in CSV order.
     pub fn columns(&self) -> Vec<String> {
         let mut c: Vec<String> = [
@@ -55,40 +81,30 @@ impl Instrument {
     }
 }
 
+/// The Holland codes: RIASEC's dimensions, which career match scores too.
+const HOLLAND: &[&str] = &["A", "C", "E", "I", "R", "S"];
+
 /// Big Five personality test.
-pub(crate) const BIG_FIVE: Instrument = Instrument {
-    name: "big_five",
-    dimensions: &["A", "C", "E", "N", "O"],
-    text_scores: &[],
-    items: 50,
-    item_kind: ItemKind::Int,
-    in_study: true,
-};
+pub(crate) const BIG_FIVE: Instrument =
+    Instrument::ints("big_five", &["A", "C", "E", "N", "O"], &[], 50).in_study();
 
 /// RIASEC (Holland codes) test.
-pub(crate) const RIASEC: Instrument = Instrument {
-    name: "riasec",
-    dimensions: &["A", "C", "E", "I", "R", "S"],
-    text_scores: &["percentiles"],
-    items: 60,
-    item_kind: ItemKind::Int,
-    in_study: true,
-};
+pub(crate) const RIASEC: Instrument =
+    Instrument::ints("riasec", HOLLAND, &["percentiles"], 60).in_study();
 
 /// Dark Triad test.
-pub const DARK_TRIAD: Instrument = Instrument {
-    name: "dark_triad",
-    dimensions: &["machiavellianism", "narcissism", "psychopathy"],
-    text_scores: &[],
-    items: 18,
-    item_kind: ItemKind::Int,
-    in_study: true,
-};
+pub const DARK_TRIAD: Instrument = Instrument::ints(
+    "dark_triad",
+    &["machiavellianism", "narcissism", "psychopathy"],
+    &[],
+    18,
+)
+.in_study();
 
 /// Multiple intelligences test.
-pub(crate) const MULTIPLE_INTELLIGENCES: Instrument = Instrument {
-    name: "multiple_intelligences",
-    dimensions: &[
+pub(crate) const MULTIPLE_INTELLIGENCES: Instrument = Instrument::ints(
+    "multiple_intelligences",
+    &[
         "bodily",
         "interpersonal",
         "intrapersonal",
@@ -98,66 +114,45 @@ pub(crate) const MULTIPLE_INTELLIGENCES: Instrument = Instrument {
         "naturalist",
         "spatial",
     ],
-    text_scores: &[],
-    items: 40,
-    item_kind: ItemKind::Int,
-    in_study: true,
-};
+    &[],
+    40,
+)
+.in_study();
 
 /// Career match test.
-pub(crate) const CAREER_MATCH: Instrument = Instrument {
-    name: "career_match",
-    dimensions: &["A", "C", "E", "I", "R", "S"],
-    text_scores: &[],
-    items: 12,
-    item_kind: ItemKind::Int,
-    in_study: false,
-};
+pub(crate) const CAREER_MATCH: Instrument = Instrument::ints("career_match", HOLLAND, &[], 12);
 
 /// DISC test.
-pub(crate) const DISC: Instrument = Instrument {
-    name: "disc",
-    dimensions: &["C", "D", "I", "S"],
-    text_scores: &[],
-    items: 12,
-    item_kind: ItemKind::Int,
-    in_study: false,
-};
+pub(crate) const DISC: Instrument = Instrument::ints("disc", &["C", "D", "I", "S"], &[], 12);
 
 /// Enneagram test.
-pub(crate) const ENNEAGRAM: Instrument = Instrument {
-    name: "enneagram",
-    dimensions: &["1", "2", "3", "4", "5", "6", "7", "8", "9"],
-    text_scores: &[],
-    items: 36,
-    item_kind: ItemKind::Int,
-    in_study: false,
-};
+pub(crate) const ENNEAGRAM: Instrument = Instrument::ints(
+    "enneagram",
+    &["1", "2", "3", "4", "5", "6", "7", "8", "9"],
+    &[],
+    36,
+);
 
 /// Emotional intelligence (EQ) test.
-pub(crate) const EQ: Instrument = Instrument {
-    name: "eq",
-    dimensions: &[
+pub(crate) const EQ: Instrument = Instrument::ints(
+    "eq",
+    &[
         "empathy",
         "self_awareness",
         "self_regulation",
         "social_skills",
     ],
-    text_scores: &[],
-    items: 10,
-    item_kind: ItemKind::Int,
-    in_study: false,
-};
+    &[],
+    10,
+);
 
 /// MBTI-style type test.
-pub(crate) const MBTI: Instrument = Instrument {
-    name: "mbti",
-    dimensions: &["AT", "EI", "JP", "SN", "TF"],
-    text_scores: &["fullType", "identity"],
-    items: 60,
-    item_kind: ItemKind::Int,
-    in_study: false,
-};
+pub(crate) const MBTI: Instrument = Instrument::ints(
+    "mbti",
+    &["AT", "EI", "JP", "SN", "TF"],
+    &["fullType", "identity"],
+    60,
+);
 
 /// All nine, study instruments first (in the study's order), then the rest alphabetically.
 pub const ALL_INSTRUMENTS: &[Instrument] = &[

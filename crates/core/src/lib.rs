@@ -86,7 +86,9 @@ pub use instruments::{
     instrument_by_name, instrument_schema, study_instruments, Instrument, ItemKind,
     ALL_INSTRUMENTS, DARK_TRIAD,
 };
-pub use limits::{check_range, CONCURRENCY_RANGE, RETRIES_RANGE, TIMEOUT_SECONDS_RANGE};
+pub use limits::{
+    check_range, OutOfRange, CONCURRENCY_RANGE, RETRIES_RANGE, TIMEOUT_SECONDS_RANGE,
+};
 pub use outdir::{
     cache_top, check_out_location, claim_out_dir, remove_dead_temporaries, OutLock, RunStaging,
     TopManifest, STAGE_DIRS,
@@ -126,6 +128,9 @@ pub enum CoreError {
         path: PathBuf,
         /// What is wrong, for the user.
         message: String,
+        /// The parser's or check's error, when one found the problem.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// A Parquet file that cannot be read or written.
     #[error("{path}: parquet: {source}")]

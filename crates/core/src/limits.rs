@@ -26,16 +26,28 @@ pub(crate) const PARTITIONS_RANGE: RangeInclusive<u64> = 0..=16;
 /// Few-shot examples (`[sweep] num_fewshot`).
 pub(crate) const FEWSHOT_RANGE: RangeInclusive<u64> = 0..=1_000;
 
+/// A bounded number outside its bound.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what} = {value} is out of range: it must be between {} and {}", range.start(), range.end())]
+pub struct OutOfRange {
+    /// The key or flag that set it.
+    pub what: String,
+    /// The value given.
+    pub value: u64,
+    /// Its bound.
+    pub range: RangeInclusive<u64>,
+}
+
 /// `Err` naming `what` when `value` is outside `range`.
-pub fn check_range(what: &str, value: u64, range: &RangeInclusive<u64>) -> Result<(), String> {
+pub fn check_range(what: &str, value: u64, range: &RangeInclusive<u64>) -> Result<(), OutOfRange> {
     if range.contains(&value) {
         Ok(())
     } else {
-        Err(format!(
-            "{what} = {value} is out of range: it must be between {} and {}",
-            range.start(),
-            range.end()
-        ))
+        Err(OutOfRange {
+            what: what.to_string(),
+            value,
+            range: range.clone(),
+        })
     }
 }
 
@@ -44,7 +56,10 @@ mod tests {
     #[test]
     fn out_of_range_names_key_and_bounds() {
         let e = super::check_range("[x] y", 0, &super::CONCURRENCY_RANGE).unwrap_err();
-        assert_eq!(e, "[x] y = 0 is out of range: it must be between 1 and 256");
+        assert_eq!(
+            e.to_string(),
+            "[x] y = 0 is out of range: it must be between 1 and 256"
+        );
         super::check_range("[x] y", 256, &super::CONCURRENCY_RANGE).unwrap();
     }
 }

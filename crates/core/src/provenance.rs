@@ -78,18 +78,10 @@ impl Provenance {
     /// The provenance of a run of `cfg` (loaded from a file whose bytes have sha256
     /// `config_sha256`) by `command`.
     pub fn new(cfg: &Config, config_sha256: &str, version: &str, command: &str) -> Self {
-        let runs: Vec<PathBuf> = cfg
-            .sweep
-            .dictionary_runs
-            .iter()
-            .map(|p| cfg.resolve(p))
-            .collect();
-        let run_dirs: Vec<PathBuf> = cfg
-            .sweep
-            .lm_eval_runs
-            .iter()
-            .map(|p| cfg.resolve(p))
-            .collect();
+        let resolved =
+            |paths: &[PathBuf]| -> Vec<PathBuf> { paths.iter().map(|p| cfg.resolve(p)).collect() };
+        let runs = resolved(&cfg.sweep.dictionary_runs);
+        let run_dirs = resolved(&cfg.sweep.lm_eval_runs);
         let inputs = cfg
             .inputs
             .iter()

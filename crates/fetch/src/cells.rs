@@ -34,6 +34,8 @@ impl fmt::Display for IntError {
     }
 }
 
+impl std::error::Error for IntError {}
+
 /// Parse a canonical decimal integer: `0`, or an optional `-` followed by a non-zero digit
 /// and more digits. No spaces, no `+`, no leading zeros. The value must fit `T`.
 ///

@@ -42,7 +42,7 @@ pub enum CsvPlace {
 }
 
 /// A CSV import error naming file, row (and line) and column.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct CsvError {
     /// The CSV file.
     pub file: PathBuf,
@@ -50,7 +50,19 @@ pub struct CsvError {
     pub place: CsvPlace,
     /// What is wrong, for the user.
     pub message: String,
+    /// The reader's, parser's or limit's error behind `message`, when one found the problem.
+    pub source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
+
+/// Errors are equal when they say the same of the same place; `message` holds the text of
+/// `source`.
+impl PartialEq for CsvError {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.file, &self.place, &self.message) == (&other.file, &other.place, &other.message)
+    }
+}
+
+impl Eq for CsvError {}
 
 impl fmt::Display for CsvError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -75,7 +87,13 @@ impl fmt::Display for CsvError {
     }
 }
 
-impl std::error::Error for CsvError {}
+impl std::error::Error for CsvError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// A data row left out of an import, with where and why; reported, never silent.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -219,6 +237,7 @@ pub fn import_human_csv_reporting(
         file: file.to_path_buf(),
         place: CsvPlace::File,
         message: format!("arrow: {e}"),
+        source: Some(Arc::new(e)),
     };
     let batch =
         arrow::compute::concat_batches(&instrument_schema(inst), &batches).map_err(arrow_err)?;
@@ -335,19 +354,34 @@ impl<R: std::io::Read> HumanParser<R> {
             file: self.file.clone(),
             place,
             message,
+            source: None,
+        }
+    }
+
+    /// [`Self::err`] with the error that found the problem, whose text ends `message`.
+    fn err_from(
+        &self,
+        place: CsvPlace,
+        message: String,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> CsvError {
+        CsvError {
+            source: Some(Arc::new(source)),
+            ..self.err(place, message)
         }
     }
 
     fn read(&mut self) -> Result<bool, CsvError> {
-        self.rdr
-            .read_byte_record(&mut self.rec)
-            .map_err(|e| match e.kind() {
-                csv::ErrorKind::Io(io) => match protospread_core::TooLarge::in_io(io) {
-                    Some(t) => self.too_large(t),
-                    None => self.err(CsvPlace::File, format!("CSV: {e}")),
-                },
-                _ => self.err(CsvPlace::File, format!("CSV: {e}")),
-            })
+        self.rdr.read_byte_record(&mut self.rec).map_err(|e| {
+            let too_large = match e.kind() {
+                csv::ErrorKind::Io(io) => protospread_core::TooLarge::in_io(io),
+                _ => None,
+            };
+            match too_large {
+                Some(t) => self.too_large(t),
+                None => self.err_from(CsvPlace::File, format!("CSV: {e}"), e),
+            }
+        })
     }
 
     /// A cell or row over the input size limits (`protospread_core::MAX_CELL_BYTES`), named
@@ -359,7 +393,7 @@ impl<R: std::io::Read> HumanParser<R> {
             field,
         } = t.place
         else {
-            return self.err(CsvPlace::File, t.to_string());
+            return self.err_from(CsvPlace::File, t.to_string(), t.clone());
         };
         let column = field.unwrap_or(0) + 1;
         let name = self.expected.get(column - 1).cloned();
@@ -373,7 +407,7 @@ impl<R: std::io::Read> HumanParser<R> {
                 name: name.unwrap_or_else(|| "(none)".to_string()),
             }
         };
-        self.err(place, t.to_string())
+        self.err_from(place, t.to_string(), t.clone())
     }
 
     /// Open `reader` and check its header against `inst`'s columns.
@@ -384,6 +418,7 @@ impl<R: std::io::Read> HumanParser<R> {
             file: file.to_path_buf(),
             place: CsvPlace::File,
             message: format!("reading: {e}"),
+            source: Some(Arc::new(e)),
         })?;
         let empty = first.is_empty();
         let expected = inst.columns();
@@ -530,21 +565,17 @@ impl<R: std::io::Read> HumanParser<R> {
                 .cloned()
                 .unwrap_or_else(|| "(none)".to_string()),
         };
-        if rec.len() < expected.len() {
+        if rec.len() != expected.len() {
+            // The first column one of them lacks.
+            let (what, column) = if rec.len() < expected.len() {
+                ("missing", rec.len() + 1)
+            } else {
+                ("extra column", expected.len() + 1)
+            };
             return Err(self.err(
-                place(rec.len() + 1),
+                place(column),
                 format!(
-                    "missing: the row has {} columns, the header {}",
-                    rec.len(),
-                    expected.len()
-                ),
-            ));
-        }
-        if rec.len() > expected.len() {
-            return Err(self.err(
-                place(expected.len() + 1),
-                format!(
-                    "extra column: the row has {} columns, the header {}",
+                    "{what}: the row has {} columns, the header {}",
                     rec.len(),
                     expected.len()
                 ),
@@ -604,8 +635,8 @@ impl<R: std::io::Read> HumanParser<R> {
             if Some(i) == self.id_col {
                 // The id column is Int64: the cell just parsed as one. Compared as numbers,
                 // so `7` and `07` are the same id.
-                let value =
-                    parse_int::<i64>(cell).map_err(|e| self.err(place(i + 1), e.to_string()))?;
+                let value = parse_int::<i64>(cell)
+                    .map_err(|e| self.err_from(place(i + 1), e.to_string(), e))?;
                 if let Err(first) = self.ids.insert(value, row) {
                     return Err(self.err(
                         place(i + 1),
@@ -662,6 +693,27 @@ mod tests {
             row(1, "2026-03-10T15:48:45.624832+00:00", &items("3")),
             row(2, "2026-04-03T20:50:20.089+00:00", &items("0"))
         )
+    }
+
+    /// A cell over the input limit is refused naming its row and column, with the limit's own
+    /// error as the cause.
+    #[test]
+    fn a_cell_over_the_limit_keeps_the_limit_as_its_cause() {
+        let big = "x".repeat(protospread_core::MAX_CELL_BYTES + 1);
+        let text = format!("{}\n{}\n", header(&DARK_TRIAD), row(1, &big, &items("3")));
+        let e = import_human_csv(Path::new("dt.csv"), text.as_bytes(), &DARK_TRIAD).unwrap_err();
+        let cause = std::error::Error::source(&e)
+            .and_then(|s| s.downcast_ref::<protospread_core::TooLarge>());
+        assert_eq!(
+            cause.map(|t| t.what),
+            Some(protospread_core::Limited::Cell),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .starts_with("dt.csv: row 1 (line 2), column 2 `created_at`: cell"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -135,9 +135,9 @@ pub enum FetchError {
     Csv {
         /// Input name.
         input: String,
-        /// Where and why the import failed.
+        /// Where and why the import failed (boxed: the error is large, and rare).
         #[source]
-        error: CsvError,
+        error: Box<CsvError>,
     },
     /// The stored-answer importer refused the file (names file, row and column).
     #[error("input '{input}': {error}")]
@@ -547,7 +547,7 @@ fn import_human_input(
             .map_err(|e| match e {
                 HumanStreamError::Csv(error) => FetchError::Csv {
                     input: input.name.clone(),
-                    error,
+                    error: Box::new(error),
                 },
                 HumanStreamError::Sink(e) => perr(e),
             })?;

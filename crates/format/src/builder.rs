@@ -51,28 +51,55 @@ pub struct RecordValues<'a> {
     pub label: Option<&'a str>,
 }
 
-/// Column builders of a batch of stored answers, in the order of [`STORED_ANSWERS`].
-#[derive(Debug, Default)]
-pub struct RecordBuilder {
-    format_version: Int32Builder,
-    study: StringBuilder,
-    model: StringBuilder,
-    arm: StringBuilder,
-    cohort: StringBuilder,
-    condition: StringBuilder,
-    sample: Int32Builder,
-    test: StringBuilder,
-    mode: StringBuilder,
-    item: Int32Builder,
-    item_order: StringBuilder,
-    order_seed: Int64Builder,
-    option_order: StringBuilder,
-    instruction: StringBuilder,
-    temperature: Float64Builder,
-    reply: StringBuilder,
-    error: StringBuilder,
-    label: StringBuilder,
-    len: usize,
+/// Declares [`RecordBuilder`] from one list of the columns of [`STORED_ANSWERS`], in its order:
+/// each column's builder, and how the [`RecordValues`] field of the same name is appended (a
+/// function applied to it first, when given).
+macro_rules! record_builder {
+    ($($col:ident: $builder:ty => $append:ident $(($conv:path))?;)*) => {
+        /// Column builders of a batch of stored answers, in the order of [`STORED_ANSWERS`].
+        #[derive(Debug, Default)]
+        pub struct RecordBuilder {
+            $($col: $builder,)*
+            len: usize,
+        }
+
+        impl RecordBuilder {
+            /// Append one record.
+            pub fn append(&mut self, r: &RecordValues<'_>) {
+                $(self.$col.$append($($conv)?(r.$col));)*
+                self.len += 1;
+            }
+
+            /// The columns so far, in the order of [`STORED_ANSWERS`]; the builders start over.
+            pub fn finish_columns(&mut self) -> Vec<ArrayRef> {
+                self.len = 0;
+                let cols: Vec<ArrayRef> = vec![$(Arc::new(self.$col.finish()),)*];
+                debug_assert_eq!(cols.len(), STORED_ANSWERS.len());
+                cols
+            }
+        }
+    };
+}
+
+record_builder! {
+    format_version: Int32Builder => append_value;
+    study: StringBuilder => append_value;
+    model: StringBuilder => append_value;
+    arm: StringBuilder => append_value(Arm::as_str);
+    cohort: StringBuilder => append_option;
+    condition: StringBuilder => append_value;
+    sample: Int32Builder => append_value;
+    test: StringBuilder => append_value;
+    mode: StringBuilder => append_value(Mode::as_str);
+    item: Int32Builder => append_option;
+    item_order: StringBuilder => append_option;
+    order_seed: Int64Builder => append_option;
+    option_order: StringBuilder => append_value(OptionOrder::as_str);
+    instruction: StringBuilder => append_value;
+    temperature: Float64Builder => append_option;
+    reply: StringBuilder => append_value;
+    error: StringBuilder => append_option;
+    label: StringBuilder => append_option;
 }
 
 impl RecordBuilder {
@@ -89,56 +116,6 @@ impl RecordBuilder {
     /// Whether no record was appended since the last [`Self::finish`].
     pub fn is_empty(&self) -> bool {
         self.len == 0
-    }
-
-    /// Append one record.
-    pub fn append(&mut self, r: &RecordValues<'_>) {
-        self.format_version.append_value(r.format_version);
-        self.study.append_value(r.study);
-        self.model.append_value(r.model);
-        self.arm.append_value(r.arm.as_str());
-        self.cohort.append_option(r.cohort);
-        self.condition.append_value(r.condition);
-        self.sample.append_value(r.sample);
-        self.test.append_value(r.test);
-        self.mode.append_value(r.mode.as_str());
-        self.item.append_option(r.item);
-        self.item_order.append_option(r.item_order);
-        self.order_seed.append_option(r.order_seed);
-        self.option_order.append_value(r.option_order.as_str());
-        self.instruction.append_value(r.instruction);
-        self.temperature.append_option(r.temperature);
-        self.reply.append_value(r.reply);
-        self.error.append_option(r.error);
-        self.label.append_option(r.label);
-        self.len += 1;
-    }
-
-    /// The columns so far, in the order of [`STORED_ANSWERS`]; the builders start over.
-    pub fn finish_columns(&mut self) -> Vec<ArrayRef> {
-        self.len = 0;
-        let cols: Vec<ArrayRef> = vec![
-            Arc::new(self.format_version.finish()),
-            Arc::new(self.study.finish()),
-            Arc::new(self.model.finish()),
-            Arc::new(self.arm.finish()),
-            Arc::new(self.cohort.finish()),
-            Arc::new(self.condition.finish()),
-            Arc::new(self.sample.finish()),
-            Arc::new(self.test.finish()),
-            Arc::new(self.mode.finish()),
-            Arc::new(self.item.finish()),
-            Arc::new(self.item_order.finish()),
-            Arc::new(self.order_seed.finish()),
-            Arc::new(self.option_order.finish()),
-            Arc::new(self.instruction.finish()),
-            Arc::new(self.temperature.finish()),
-            Arc::new(self.reply.finish()),
-            Arc::new(self.error.finish()),
-            Arc::new(self.label.finish()),
-        ];
-        debug_assert_eq!(cols.len(), STORED_ANSWERS.len());
-        cols
     }
 
     /// The batch so far in the schema of [`STORED_ANSWERS`]; the builders start over.

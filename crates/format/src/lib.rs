@@ -42,6 +42,9 @@ pub enum FormatError {
         column: String,
         /// What is wrong, for the user.
         message: String,
+        /// The parser's or limit's error behind `message`, when one found the problem.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// The file as a whole is unusable (unknown extension, missing column, not UTF-8...).
     #[error("{}: {message}", file.display())]

@@ -319,6 +319,7 @@ pub fn from_batches(
                 line: None,
                 column: col.to_string(),
                 message: "invalid value in normalized stored answers".to_string(),
+                source: None,
             };
             let io = opt_s(item_order, i);
             out.push(StoredRecord {

@@ -1,12 +1,12 @@
 //! The bounds of `crate::limits` applied to every bounded number of a configuration.
 
 use crate::limits::{
-    check_range, CONCURRENCY_RANGE, FEWSHOT_RANGE, ITEMS_RANGE, MAX_TOKENS_RANGE, PARTITIONS_RANGE,
-    RETRIES_RANGE, RETRY_BACKOFF_MS_RANGE, SAMPLES_RANGE, TIMEOUT_SECONDS_RANGE,
+    check_range, OutOfRange, CONCURRENCY_RANGE, FEWSHOT_RANGE, ITEMS_RANGE, MAX_TOKENS_RANGE,
+    PARTITIONS_RANGE, RETRIES_RANGE, RETRY_BACKOFF_MS_RANGE, SAMPLES_RANGE, TIMEOUT_SECONDS_RANGE,
 };
 
 /// Every bounded number of a configuration.
-pub(super) fn check_config(cfg: &super::Config) -> Result<(), String> {
+pub(super) fn check_config(cfg: &super::Config) -> Result<(), OutOfRange> {
     check_range(
         "[fetch] timeout_seconds",
         cfg.fetch.timeout_seconds,
@@ -57,12 +57,6 @@ pub(super) fn check_config(cfg: &super::Config) -> Result<(), String> {
         a.st1_samples.into(),
         &SAMPLES_RANGE,
     )?;
-    if !(a.sampled_temperature.is_finite() && (0.0..=2.0).contains(&a.sampled_temperature)) {
-        return Err(format!(
-            "[administer] sampled_temperature = {} is out of range: it must be between 0 and 2",
-            a.sampled_temperature
-        ));
-    }
     check_range(
         "[sweep] num_fewshot",
         cfg.sweep.num_fewshot.into(),

@@ -36,23 +36,25 @@ pub(super) fn csv(path: &Path, t: &TooLarge, headers: &[String]) -> ImportError 
         line: Some(line as usize),
         column,
         message: t.to_string(),
+        source: Some(Box::new(t.clone())),
     })
 }
 
 /// The error of a JSON line over the record limit.
 pub(super) fn json_line(path: &Path, row: usize, line: usize) -> ImportError {
+    let t = TooLarge {
+        what: Limited::Record,
+        size: protospread_core::MAX_RECORD_BYTES as u64 + 1,
+        exact: false,
+        place: Place::File,
+    };
     ImportError::from(FormatError::Record {
         file: path.to_path_buf(),
         row,
         line: Some(line),
         column: "-".into(),
-        message: TooLarge {
-            what: Limited::Record,
-            size: protospread_core::MAX_RECORD_BYTES as u64 + 1,
-            exact: false,
-            place: Place::File,
-        }
-        .to_string(),
+        message: t.to_string(),
+        source: Some(Box::new(t)),
     })
 }
 
@@ -91,6 +93,7 @@ pub(super) fn parquet_layout(
             row_group + 1,
             metadata.num_row_groups()
         ),
+        source: Some(Box::new(t)),
     }))
 }
 
@@ -122,6 +125,7 @@ pub(super) fn parquet_cells(
                     .cloned()
                     .unwrap_or_else(|| format!("{}", j + 1)),
                 message: t.to_string(),
+                source: Some(Box::new(t)),
             }));
         }
     }

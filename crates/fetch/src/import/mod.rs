@@ -518,6 +518,7 @@ fn read_csv(path: &Path, f: &mut RowSink) -> Result<bool, ImportError> {
                     }
                     _ => e.to_string(),
                 },
+                source: Some(Box::new(e)),
             })
         })?;
         let mut cells = empty_cells();
@@ -615,15 +616,20 @@ fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<bool, ImportError> {
         }
         rows += 1;
         let row = rows;
-        let err = |column: &str, message: String| {
-            ImportError::from(FormatError::Record {
-                file: path.to_path_buf(),
-                row,
-                line: Some(lineno),
-                column: column.to_string(),
-                message,
-            })
-        };
+        let err_from =
+            |column: &str,
+             message: String,
+             source: Option<Box<dyn std::error::Error + Send + Sync>>| {
+                ImportError::from(FormatError::Record {
+                    file: path.to_path_buf(),
+                    row,
+                    line: Some(lineno),
+                    column: column.to_string(),
+                    message,
+                    source,
+                })
+            };
+        let err = |column: &str, message: String| err_from(column, message, None);
         let line = std::str::from_utf8(bytes).map_err(|e| {
             err(
                 "-",
@@ -633,8 +639,8 @@ fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<bool, ImportError> {
                 ),
             )
         })?;
-        let JsonLine(obj) =
-            serde_json::from_str(line).map_err(|e| err("-", format!("not valid JSON: {e}")))?;
+        let JsonLine(obj) = serde_json::from_str(line)
+            .map_err(|e| err_from("-", format!("not valid JSON: {e}"), Some(Box::new(e))))?;
         let obj = obj.ok_or_else(|| err("-", "a line must be one JSON object".into()))?;
         let mut cells = empty_cells();
         for (i, (k, v)) in obj.iter().enumerate() {
@@ -655,7 +661,7 @@ fn read_jsonl(path: &Path, f: &mut RowSink) -> Result<bool, ImportError> {
                 serde_json::Value::String(s) if s.is_empty() => None,
                 serde_json::Value::String(s) => {
                     protospread_core::TooLarge::check_cell(s.len(), protospread_core::Place::File)
-                        .map_err(|t| err(k, t.to_string()))?;
+                        .map_err(|t| err_from(k, t.to_string(), Some(Box::new(t))))?;
                     Some(Cow::Borrowed(s.as_str()))
                 }
                 serde_json::Value::Number(n) => Some(Cow::Owned(n.to_string())),
@@ -972,6 +978,7 @@ fn validate(
             line: r.line,
             column: column.to_string(),
             message,
+            source: None,
         })
     };
     let cell = |i: usize| r.cells[i].as_deref();
@@ -1268,6 +1275,7 @@ fn check_across_records(engine: &Engine, path: &Path) -> Result<(), ImportError>
             line,
             column: column.to_string(),
             message,
+            source: None,
         })
     };
     let order = format!("{}, _row", STORED_ANSWERS.order_by());

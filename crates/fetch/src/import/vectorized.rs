@@ -204,6 +204,9 @@ pub(crate) fn accept(
     }
     let col = |name: &str| cols[slot(name)];
     let required = |name: &str| text(col(name)).flatten().filter(all_present);
+    // A required column whose every value passes `ok`.
+    let checked =
+        |name: &str, ok: &dyn Fn(&str) -> bool| required(name).filter(|a| every_value(a, ok));
 
     let fv = integers(col("format_version"))??;
     if fv.null_count() > 0 || fv.values().iter().any(|v| *v != i64::from(FORMAT_VERSION)) {
@@ -211,14 +214,8 @@ pub(crate) fn accept(
     }
     let study = required("study")?;
     let model = required("model")?;
-    let arm = required("arm")?;
-    if !every_value(&arm, |v| Arm::parse(v).is_some()) {
-        return None;
-    }
-    let condition = required("condition")?;
-    if !every_value(&condition, |v| vocab.has_condition(v)) {
-        return None;
-    }
+    let arm = checked("arm", &|v| Arm::parse(v).is_some())?;
+    let condition = checked("condition", &|v| vocab.has_condition(v))?;
     let sample = integers(col("sample"))??;
     if sample.null_count() > 0
         || sample
@@ -228,25 +225,13 @@ pub(crate) fn accept(
     {
         return None;
     }
-    let test = required("test")?;
-    if !every_value(&test, |v| vocab.items(v).is_some()) {
-        return None;
-    }
-    let mode = required("mode")?;
-    if !every_value(&mode, |v| Mode::parse(v).is_some()) {
-        return None;
-    }
+    let test = checked("test", &|v| vocab.items(v).is_some())?;
+    let mode = checked("mode", &|v| Mode::parse(v).is_some())?;
     let item = integers(col("item"))?;
     let order_seed = integers(col("order_seed"))?;
     let item_order = text(col("item_order"))?;
-    let option_order = required("option_order")?;
-    if !every_value(&option_order, |v| OptionOrder::parse(v).is_some()) {
-        return None;
-    }
-    let instruction = required("instruction")?;
-    if !every_value(&instruction, |v| vocab.has_instruction(v)) {
-        return None;
-    }
+    let option_order = checked("option_order", &|v| OptionOrder::parse(v).is_some())?;
+    let instruction = checked("instruction", &|v| vocab.has_instruction(v))?;
     let temperature = temperatures(col("temperature"))?;
     let reply = text(col("reply"))??;
 
