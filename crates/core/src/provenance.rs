@@ -10,8 +10,8 @@ use crate::contract::TableContract;
 use parquet::file::metadata::KeyValue;
 use std::path::PathBuf;
 
-/// The layout version of a table declared by no [`TableContract`] (the human rows, the parity
-/// and mutation tables, the aggregate and sweep tables): each has had one layout.
+/// The layout version of a table declared by no [`TableContract`]: the fetch stage's human
+/// rows, whose columns are their instrument's items. Each has had one layout.
 pub const UNDECLARED_VERSION: u32 = 1;
 
 /// What the files of one stage run have in common: protospread's version, the configuration's
