@@ -12,18 +12,15 @@
 
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int64Array, ListArray};
 use arrow::buffer::OffsetBuffer;
-use arrow::datatypes::{DataType, Field, FieldRef, Int64Type};
-use datafusion::common::{exec_err, Result, ScalarValue};
-use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::utils::format_state_name;
-use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, Signature, Volatility,
-};
+use arrow::datatypes::{DataType, Field, Int64Type};
+use datafusion::common::{exec_err, Result};
+use datafusion::logical_expr::{AggregateUDF, EmitTo, GroupsAccumulator, Signature, Volatility};
+use protospread_engine::{counted, each_row_a_group, groups_udaf, GroupsFunction, Grow};
 use std::sync::Arc;
 
 /// The function, ready to register.
-pub(crate) fn udaf() -> AggregateUDF {
-    AggregateUDF::from(Ints {
+pub(super) fn udaf() -> AggregateUDF {
+    groups_udaf(Ints {
         signature: Signature::exact(vec![DataType::Int64], Volatility::Immutable),
     })
 }
@@ -37,34 +34,25 @@ struct Ints {
     signature: Signature,
 }
 
-impl AggregateUDFImpl for Ints {
+impl GroupsFunction for Ints {
+    type Groups = Groups;
     fn name(&self) -> &str {
         "ps_ints"
     }
     fn signature(&self) -> &Signature {
         &self.signature
     }
-    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(list_type())
+    fn return_type(&self) -> DataType {
+        list_type()
     }
     fn is_nullable(&self) -> bool {
         false
     }
-    fn accumulator(&self, _: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        Ok(Box::new(OneGroup(Groups::default())))
+    fn state_fields(&self) -> Vec<Field> {
+        vec![Field::new("values", list_type(), false)]
     }
-    fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
-        Ok(vec![Arc::new(Field::new(
-            format_state_name(args.name, "values"),
-            list_type(),
-            false,
-        ))])
-    }
-    fn groups_accumulator_supported(&self, _: AccumulatorArgs) -> bool {
-        true
-    }
-    fn create_groups_accumulator(&self, _: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
-        Ok(Box::new(Groups::default()))
+    fn groups(&self) -> Groups {
+        Groups::default()
     }
 }
 
@@ -76,13 +64,15 @@ struct Groups {
     held: usize,
 }
 
-impl Groups {
+impl Grow for Groups {
     fn grow(&mut self, groups: usize) {
         if self.values.len() < groups {
             self.values.resize_with(groups, Vec::new);
         }
     }
+}
 
+impl Groups {
     /// The emitted groups' values as one list array.
     fn take(&mut self, emit_to: EmitTo) -> ArrayRef {
         let taken = emit_to.take_needed(&mut self.values);
@@ -123,8 +113,7 @@ impl GroupsAccumulator for Groups {
         let x = ints(values)?;
         self.grow(total_num_groups);
         for (i, &g) in group_indices.iter().enumerate() {
-            let passes = opt_filter.is_none_or(|f| f.is_valid(i) && f.value(i));
-            if passes && x.is_valid(i) {
+            if counted(opt_filter, i) && x.is_valid(i) {
                 self.values[g].push(x.value(i));
                 self.held += 1;
             }
@@ -170,39 +159,11 @@ impl GroupsAccumulator for Groups {
         values: &[ArrayRef],
         opt_filter: Option<&BooleanArray>,
     ) -> Result<Vec<ArrayRef>> {
-        let n = values.first().map_or(0, |v| v.len());
-        let mut each = Groups::default();
-        each.update_batch(values, &(0..n).collect::<Vec<_>>(), opt_filter, n)?;
-        each.state(EmitTo::All)
+        each_row_a_group(&mut Groups::default(), values, opt_filter)
     }
 
     fn size(&self) -> usize {
         self.values.capacity() * std::mem::size_of::<Vec<i64>>() + self.held * 8
-    }
-}
-
-/// The groups accumulator as the plain accumulator of one group (a query without GROUP BY).
-#[derive(Debug)]
-struct OneGroup(Groups);
-
-impl Accumulator for OneGroup {
-    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        let n = values.first().map_or(0, |v| v.len());
-        self.0.update_batch(values, &vec![0; n], None, 1)
-    }
-    fn evaluate(&mut self) -> Result<ScalarValue> {
-        self.0.grow(1);
-        ScalarValue::try_from_array(&self.0.take(EmitTo::All), 0)
-    }
-    fn size(&self) -> usize {
-        self.0.size()
-    }
-    fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        Ok(vec![self.evaluate()?])
-    }
-    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
-        let n = states.first().map_or(0, |v| v.len());
-        self.0.merge_batch(states, &vec![0; n], 1)
     }
 }
 
