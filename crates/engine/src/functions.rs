@@ -149,60 +149,70 @@ impl<T> std::ops::Deref for ByAddress<T> {
     }
 }
 
-/// An aggregate function whose work a groups accumulator does: the one path DataFusion takes
-/// for a grouping, and, as the plain accumulator of one group, for a query without GROUP BY.
+/// An aggregate function whose work a [`Groups`] state does: as DataFusion's groups
+/// accumulator, the one path it takes for a grouping, and as the plain accumulator of one
+/// group, for a query without GROUP BY.
 ///
 /// Equality and hashing mean what they mean for an [`ArrayFunction`].
 pub trait GroupsFunction:
     std::fmt::Debug + PartialEq + Eq + std::hash::Hash + Send + Sync + 'static
 {
-    /// The accumulator of every group.
-    type Groups: Grow + 'static;
-    /// The name SQL calls it by.
-    fn name(&self) -> &str;
-    /// The arguments it accepts.
-    fn signature(&self) -> &Signature;
+    /// The state of every group.
+    type Groups: Groups;
     /// The type of its result, whatever the arguments' types.
     fn return_type(&self) -> DataType;
     /// Whether its result can be null; DataFusion's default is that it can.
     fn is_nullable(&self) -> bool {
         true
     }
-    /// The columns of a partial state, in the order the accumulator's `state` gives them,
-    /// each named by its suffix alone: the state of an aggregate expression prefixes them with
-    /// the expression's name.
+    /// The columns of a partial state, in the order [`Groups::state`] gives them, each named
+    /// by its suffix alone: the state of an aggregate expression prefixes them with the
+    /// expression's name.
     fn state_fields(&self) -> Vec<Field>;
-    /// An accumulator with no groups yet.
+    /// The state of no groups.
     fn groups(&self) -> Self::Groups;
 }
 
-/// `function` as an aggregate function.
-pub fn groups_udaf<F: GroupsFunction>(function: F) -> AggregateUDF {
-    AggregateUDF::from(GroupsUdaf(function))
+/// `function` as an aggregate function under `name`, accepting the arguments `signature`
+/// describes.
+pub fn groups_udaf<F: GroupsFunction>(
+    name: &'static str,
+    signature: Signature,
+    function: F,
+) -> AggregateUDF {
+    AggregateUDF::from(GroupsUdaf {
+        name,
+        signature,
+        function,
+    })
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
-struct GroupsUdaf<F>(F);
+struct GroupsUdaf<F> {
+    name: &'static str,
+    signature: Signature,
+    function: F,
+}
 
 impl<F: GroupsFunction> AggregateUDFImpl for GroupsUdaf<F> {
     fn name(&self) -> &str {
-        self.0.name()
+        self.name
     }
     fn signature(&self) -> &Signature {
-        self.0.signature()
+        &self.signature
     }
     fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(self.0.return_type())
+        Ok(self.function.return_type())
     }
     fn is_nullable(&self) -> bool {
-        self.0.is_nullable()
+        self.function.is_nullable()
     }
     fn accumulator(&self, _: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        Ok(Box::new(OneGroup(self.0.groups())))
+        Ok(Box::new(OneGroup(self.function.groups())))
     }
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
         Ok(self
-            .0
+            .function
             .state_fields()
             .into_iter()
             .map(|f| {
@@ -215,31 +225,127 @@ impl<F: GroupsFunction> AggregateUDFImpl for GroupsUdaf<F> {
         true
     }
     fn create_groups_accumulator(&self, _: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
-        Ok(Box::new(self.0.groups()))
+        Ok(Box::new(Accumulate(self.function.groups())))
     }
 }
 
-/// A groups accumulator that can make room for groups with no rows yet: a query without
-/// GROUP BY has its one group even when no row reached it.
-pub trait Grow: GroupsAccumulator + Sync {
-    /// Make room for `groups` groups, a new group's state that of no rows.
-    fn grow(&mut self, groups: usize);
+/// The rows of a batch, each with its group.
+#[derive(Debug, Clone, Copy)]
+pub struct Rows<'a> {
+    /// The arguments (or the partial states) as arrays of one length.
+    pub values: &'a [ArrayRef],
+    /// The group of each row.
+    pub groups: &'a [usize],
+    /// An aggregate's `FILTER (WHERE ...)`: only the rows it keeps count ([`Rows::counted`]).
+    pub filter: Option<&'a BooleanArray>,
 }
 
-/// A groups accumulator as the plain accumulator of one group (a query without GROUP BY).
-/// Evaluating or taking the state hands the group's state out.
-struct OneGroup<G: Grow>(G);
+impl<'a> Rows<'a> {
+    fn new(values: &'a [ArrayRef], groups: &'a [usize], filter: Option<&'a BooleanArray>) -> Self {
+        Rows {
+            values,
+            groups,
+            filter,
+        }
+    }
 
-impl<G: Grow> std::fmt::Debug for OneGroup<G> {
+    /// Whether row `i` counts: every row does, unless the filter drops it; a null filter
+    /// value drops the row, as SQL's WHERE does.
+    pub fn counted(&self, i: usize) -> bool {
+        self.filter.is_none_or(|f| f.is_valid(i) && f.value(i))
+    }
+}
+
+/// The state of every group of a [`GroupsFunction`]: a groups accumulator less what is the
+/// same for every function (making room for the groups first, a row's own partial state, the
+/// plain accumulator of one group), which [`Accumulate`] adds.
+pub trait Groups: Send + Sync + 'static {
+    /// The state of no groups, for the same function.
+    fn empty(&self) -> Self
+    where
+        Self: Sized;
+    /// Make room for `groups` groups, a new group's state that of no rows.
+    fn grow(&mut self, groups: usize);
+    /// Add every row `rows` counts to its group (there is room for every group).
+    fn update(&mut self, rows: Rows<'_>) -> Result<()>;
+    /// Add partial states (`rows.values`, one row a state; no filter) to their groups.
+    fn merge(&mut self, rows: Rows<'_>) -> Result<()>;
+    /// The result of the emitted groups, which are taken out.
+    fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef>;
+    /// The partial state of the emitted groups, which are taken out.
+    fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>>;
+    /// Bytes held.
+    fn size(&self) -> usize;
+}
+
+/// A [`Groups`] state as DataFusion's groups accumulator.
+#[derive(Debug)]
+pub struct Accumulate<G>(pub G);
+
+impl<G: Groups> GroupsAccumulator for Accumulate<G> {
+    fn update_batch(
+        &mut self,
+        values: &[ArrayRef],
+        group_indices: &[usize],
+        opt_filter: Option<&BooleanArray>,
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.0.grow(total_num_groups);
+        self.0.update(Rows::new(values, group_indices, opt_filter))
+    }
+
+    fn evaluate(&mut self, emit_to: EmitTo) -> Result<ArrayRef> {
+        self.0.evaluate(emit_to)
+    }
+
+    fn state(&mut self, emit_to: EmitTo) -> Result<Vec<ArrayRef>> {
+        self.0.state(emit_to)
+    }
+
+    fn merge_batch(
+        &mut self,
+        values: &[ArrayRef],
+        group_indices: &[usize],
+        total_num_groups: usize,
+    ) -> Result<()> {
+        self.0.grow(total_num_groups);
+        self.0.merge(Rows::new(values, group_indices, None))
+    }
+
+    /// Each row a group of its own, from an empty state: a row the filter drops is a group
+    /// with no rows.
+    fn convert_to_state(
+        &self,
+        values: &[ArrayRef],
+        opt_filter: Option<&BooleanArray>,
+    ) -> Result<Vec<ArrayRef>> {
+        let mut each = Accumulate(self.0.empty());
+        let n = values.first().map_or(0, |v| v.len());
+        let groups: Vec<usize> = (0..n).collect();
+        each.update_batch(values, &groups, opt_filter, n)?;
+        each.state(EmitTo::All)
+    }
+
+    fn size(&self) -> usize {
+        self.0.size()
+    }
+}
+
+/// A [`Groups`] state as the plain accumulator of one group (a query without GROUP BY).
+/// Evaluating or taking the state hands the group's state out.
+struct OneGroup<G>(G);
+
+impl<G> std::fmt::Debug for OneGroup<G> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("OneGroup")
     }
 }
 
-impl<G: Grow> Accumulator for OneGroup<G> {
+impl<G: Groups> Accumulator for OneGroup<G> {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
         let n = values.first().map_or(0, |v| v.len());
-        self.0.update_batch(values, &vec![0; n], None, 1)
+        self.0.grow(1);
+        self.0.update(Rows::new(values, &vec![0; n], None))
     }
     fn evaluate(&mut self) -> Result<ScalarValue> {
         self.0.grow(1);
@@ -258,26 +364,7 @@ impl<G: Grow> Accumulator for OneGroup<G> {
     }
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
         let n = states.first().map_or(0, |v| v.len());
-        self.0.merge_batch(states, &vec![0; n], 1)
+        self.0.grow(1);
+        self.0.merge(Rows::new(states, &vec![0; n], None))
     }
-}
-
-/// Whether row `i` of a batch counts: every row does, unless `opt_filter` (an aggregate's
-/// `FILTER (WHERE ...)`) drops it; a null filter value drops the row, as SQL's WHERE does.
-pub fn counted(opt_filter: Option<&BooleanArray>, i: usize) -> bool {
-    opt_filter.is_none_or(|f| f.is_valid(i) && f.value(i))
-}
-
-/// The partial state of each row as a group of its own (a groups accumulator's
-/// `convert_to_state`), from an empty accumulator `each`: a row the filter drops is a group
-/// with no rows.
-pub fn each_row_a_group<G: GroupsAccumulator>(
-    each: &mut G,
-    values: &[ArrayRef],
-    opt_filter: Option<&BooleanArray>,
-) -> Result<Vec<ArrayRef>> {
-    let n = values.first().map_or(0, |v| v.len());
-    let groups: Vec<usize> = (0..n).collect();
-    each.update_batch(values, &groups, opt_filter, n)?;
-    each.state(EmitTo::All)
 }

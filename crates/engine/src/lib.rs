@@ -13,8 +13,8 @@ mod order;
 mod texts;
 
 pub use functions::{
-    array_udf, counted, each_row_a_group, groups_udaf, plain_udf, ArrayFunction, ByAddress,
-    GroupsFunction, Grow,
+    array_udf, groups_udaf, plain_udf, Accumulate, ArrayFunction, ByAddress, Groups,
+    GroupsFunction, Rows,
 };
 pub use memory::is_out_of_memory;
 pub use order::{key_greater, KeyOrder};

@@ -21,13 +21,22 @@ use datafusion::arrow::array::{
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::datatypes::{DataType, Field, Fields, Float64Type, Int32Type, Int64Type};
 use datafusion::common::{exec_err, Result};
-use datafusion::logical_expr::{AggregateUDF, EmitTo, GroupsAccumulator, Signature, Volatility};
-use protospread_engine::{counted, each_row_a_group, groups_udaf, ByAddress, GroupsFunction, Grow};
+use datafusion::logical_expr::{AggregateUDF, EmitTo, Signature, Volatility};
+use protospread_engine::{groups_udaf, ByAddress, Groups, GroupsFunction, Rows};
 use std::sync::Arc;
 
 /// The function of `rule`, reading `key`, ready to register.
 pub(super) fn udaf(rule: ReplyRule, key: Arc<KeyPoints>) -> AggregateUDF {
-    groups_udaf(Administration::new(rule, key))
+    let signature = Signature::any(7, Volatility::Immutable);
+    groups_udaf(name(rule), signature, Administration::new(rule, key))
+}
+
+/// The function's name under `rule`.
+fn name(rule: ReplyRule) -> &'static str {
+    match rule {
+        ReplyRule::Strict => "strict_administration",
+        ReplyRule::Lenient => "lenient_administration",
+    }
 }
 
 /// The fields of the administration's struct.
@@ -47,7 +56,6 @@ fn administration_fields() -> Fields {
 struct Administration {
     rule: ReplyRule,
     key: ByAddress<KeyPoints>,
-    signature: Signature,
 }
 
 impl Administration {
@@ -55,22 +63,12 @@ impl Administration {
         Administration {
             rule,
             key: ByAddress(key),
-            signature: Signature::any(7, Volatility::Immutable),
         }
     }
 }
 
 impl GroupsFunction for Administration {
     type Groups = AdministrationGroups;
-    fn name(&self) -> &str {
-        match self.rule {
-            ReplyRule::Strict => "strict_administration",
-            ReplyRule::Lenient => "lenient_administration",
-        }
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
     fn return_type(&self) -> DataType {
         DataType::Struct(administration_fields())
     }
@@ -87,7 +85,7 @@ impl GroupsFunction for Administration {
         f
     }
     fn groups(&self) -> AdministrationGroups {
-        AdministrationGroups::new(self.rule, self.name(), self.key.0.clone())
+        AdministrationGroups::new(self.rule, name(self.rule), self.key.0.clone())
     }
 }
 
@@ -156,24 +154,25 @@ impl AdministrationGroups {
     }
 }
 
-impl GroupsAccumulator for AdministrationGroups {
-    fn update_batch(
-        &mut self,
-        values: &[ArrayRef],
-        group_indices: &[usize],
-        opt_filter: Option<&BooleanArray>,
-        total_num_groups: usize,
-    ) -> Result<()> {
+impl Groups for AdministrationGroups {
+    fn empty(&self) -> Self {
+        AdministrationGroups::new(self.rule, &self.name, self.key.clone())
+    }
+
+    fn grow(&mut self, groups: usize) {
+        self.resize(groups);
+    }
+
+    fn update(&mut self, rows: Rows<'_>) -> Result<()> {
         let mut types = vec![DataType::Utf8];
         types.extend(reply_arg_types());
-        let a = cast_args(values, &types, &self.name)?;
+        let a = cast_args(rows.values, &types, &self.name)?;
         let (test, request) = (Texts::new(&a[0]), ReplyArgs::of(&a[1..]));
-        self.resize(total_num_groups);
         let key = self.key.clone();
         let mut shown: Vec<(i32, Option<i32>, Reading)> = Vec::new();
         let mut keyed: Option<(&str, &ItemPoints)> = None;
-        for (i, &g) in group_indices.iter().enumerate() {
-            if !counted(opt_filter, i) {
+        for (i, &g) in rows.groups.iter().enumerate() {
+            if !rows.counted(i) {
                 continue;
             }
             let oo = request_readings(self.rule, &self.name, i, &request, &mut shown)?;
@@ -283,22 +282,17 @@ impl GroupsAccumulator for AdministrationGroups {
         Ok(out)
     }
 
-    fn merge_batch(
-        &mut self,
-        values: &[ArrayRef],
-        group_indices: &[usize],
-        total_num_groups: usize,
-    ) -> Result<()> {
+    fn merge(&mut self, rows: Rows<'_>) -> Result<()> {
+        let values = rows.values;
         if values.len() != 3 + 2 * self.slots {
             return exec_err!("{}: a partial state of {} columns", self.name, values.len());
         }
-        self.resize(total_num_groups);
         let on = values[0].as_primitive::<Int64Type>();
         let (omin, omax) = (
             values[1].as_primitive::<Int32Type>(),
             values[2].as_primitive::<Int32Type>(),
         );
-        for (i, &g) in group_indices.iter().enumerate() {
+        for (i, &g) in rows.groups.iter().enumerate() {
             let opt = |a: &Int32Array| a.is_valid(i).then(|| a.value(i));
             self.add_option(g, on.value(i), opt(omin), opt(omax));
             for s in 0..self.slots {
@@ -311,15 +305,6 @@ impl GroupsAccumulator for AdministrationGroups {
         Ok(())
     }
 
-    fn convert_to_state(
-        &self,
-        values: &[ArrayRef],
-        opt_filter: Option<&BooleanArray>,
-    ) -> Result<Vec<ArrayRef>> {
-        let mut each = AdministrationGroups::new(self.rule, &self.name, self.key.clone());
-        each_row_a_group(&mut each, values, opt_filter)
-    }
-
     fn size(&self) -> usize {
         self.opt_n.capacity() * 8
             + self.opt_min.capacity() * 8
@@ -329,21 +314,17 @@ impl GroupsAccumulator for AdministrationGroups {
     }
 }
 
-impl Grow for AdministrationGroups {
-    fn grow(&mut self, groups: usize) {
-        self.resize(groups);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::{key, requests, rows, same_by_every_path};
     use super::*;
     use datafusion::arrow::array::AsArray;
     use datafusion::arrow::datatypes::Int64Type;
+    use datafusion::logical_expr::GroupsAccumulator;
+    use protospread_engine::Accumulate;
 
-    fn administration() -> AdministrationGroups {
-        Administration::new(ReplyRule::Strict, key()).groups()
+    fn administration() -> Accumulate<AdministrationGroups> {
+        Accumulate(Administration::new(ReplyRule::Strict, key()).groups())
     }
 
     #[test]

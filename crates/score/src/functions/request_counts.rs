@@ -8,16 +8,20 @@
 
 use crate::kernels::{cast_args, reading, shown_items, Texts};
 use crate::rules::{ReplyRule, Status};
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int64Array, StructArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, StructArray};
 use datafusion::arrow::datatypes::{DataType, Field, Fields};
 use datafusion::common::{exec_err, Result};
-use datafusion::logical_expr::{AggregateUDF, EmitTo, GroupsAccumulator, Signature, Volatility};
-use protospread_engine::{counted, each_row_a_group, groups_udaf, GroupsFunction, Grow};
+use datafusion::logical_expr::{AggregateUDF, EmitTo, Signature, Volatility};
+use protospread_engine::{groups_udaf, Groups, GroupsFunction, Rows};
 use std::sync::Arc;
 
 /// The function, ready to register.
 pub(super) fn udaf() -> AggregateUDF {
-    groups_udaf(RequestCounts::new())
+    groups_udaf(
+        "request_counts",
+        Signature::any(4, Volatility::Immutable),
+        RequestCounts,
+    )
 }
 
 /// The fields of `request_counts`.
@@ -38,26 +42,10 @@ fn count_fields() -> Fields {
 
 /// `request_counts(rule, reply, failed, item_order)`: see the module doc.
 #[derive(Debug, PartialEq, Eq, Hash)]
-struct RequestCounts {
-    signature: Signature,
-}
-
-impl RequestCounts {
-    fn new() -> Self {
-        RequestCounts {
-            signature: Signature::any(4, Volatility::Immutable),
-        }
-    }
-}
+struct RequestCounts;
 
 impl GroupsFunction for RequestCounts {
     type Groups = CountGroups;
-    fn name(&self) -> &str {
-        "request_counts"
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
     fn return_type(&self) -> DataType {
         DataType::Struct(count_fields())
     }
@@ -101,31 +89,32 @@ impl CountGroups {
     }
 }
 
-impl GroupsAccumulator for CountGroups {
-    fn update_batch(
-        &mut self,
-        values: &[ArrayRef],
-        group_indices: &[usize],
-        opt_filter: Option<&BooleanArray>,
-        total_num_groups: usize,
-    ) -> Result<()> {
+impl Groups for CountGroups {
+    fn empty(&self) -> Self {
+        CountGroups::default()
+    }
+
+    fn grow(&mut self, groups: usize) {
+        self.counts.resize(groups * COUNTS, 0);
+    }
+
+    fn update(&mut self, rows: Rows<'_>) -> Result<()> {
         let types = [
             DataType::Utf8,
             DataType::Utf8,
             DataType::Boolean,
             DataType::Utf8,
         ];
-        let a = cast_args(values, &types, "request_counts")?;
+        let a = cast_args(rows.values, &types, "request_counts")?;
         let (rule, reply, failed, item_order) = (
             Texts::new(&a[0]),
             Texts::new(&a[1]),
             a[2].as_boolean(),
             Texts::new(&a[3]),
         );
-        self.counts.resize(total_num_groups * COUNTS, 0);
         let mut last_rule: Option<(&str, ReplyRule)> = None;
-        for (i, &g) in group_indices.iter().enumerate() {
-            if !counted(opt_filter, i) {
+        for (i, &g) in rows.groups.iter().enumerate() {
+            if !rows.counted(i) {
                 continue;
             }
             if rule.is_null(i) || reply.is_null(i) || failed.is_null(i) {
@@ -188,21 +177,16 @@ impl GroupsAccumulator for CountGroups {
         Ok(self.columns(emit_to))
     }
 
-    fn merge_batch(
-        &mut self,
-        values: &[ArrayRef],
-        group_indices: &[usize],
-        total_num_groups: usize,
-    ) -> Result<()> {
+    fn merge(&mut self, rows: Rows<'_>) -> Result<()> {
+        let values = rows.values;
         if values.len() != COUNTS {
             return exec_err!(
                 "request_counts: a partial state of {} columns",
                 values.len()
             );
         }
-        self.counts.resize(total_num_groups * COUNTS, 0);
         let cols: Vec<&Int64Array> = values.iter().map(|v| v.as_primitive()).collect();
-        for (i, &g) in group_indices.iter().enumerate() {
+        for (i, &g) in rows.groups.iter().enumerate() {
             for (c, col) in cols.iter().enumerate() {
                 self.counts[g * COUNTS + c] += col.value(i);
             }
@@ -210,22 +194,8 @@ impl GroupsAccumulator for CountGroups {
         Ok(())
     }
 
-    fn convert_to_state(
-        &self,
-        values: &[ArrayRef],
-        opt_filter: Option<&BooleanArray>,
-    ) -> Result<Vec<ArrayRef>> {
-        each_row_a_group(&mut CountGroups::default(), values, opt_filter)
-    }
-
     fn size(&self) -> usize {
         self.counts.capacity() * 8
-    }
-}
-
-impl Grow for CountGroups {
-    fn grow(&mut self, groups: usize) {
-        self.counts.resize(groups * COUNTS, 0);
     }
 }
 
@@ -236,6 +206,8 @@ mod tests {
     use crate::rules::ReplyRule;
     use datafusion::arrow::array::{AsArray, StringArray};
     use datafusion::arrow::datatypes::Int64Type;
+    use datafusion::logical_expr::GroupsAccumulator;
+    use protospread_engine::Accumulate;
 
     #[test]
     fn request_counts_partial_states_merge_to_the_same_result() {
@@ -248,9 +220,9 @@ mod tests {
         ));
         let args = vec![rule, r[3].clone(), r[4].clone(), r[6].clone()];
         let groups: Vec<usize> = (0..n).map(|i| i % 4).collect();
-        same_by_every_path(CountGroups::default, &args, &groups, 4);
+        same_by_every_path(|| Accumulate(CountGroups::default()), &args, &groups, 4);
 
-        let mut all = CountGroups::default();
+        let mut all = Accumulate(CountGroups::default());
         all.update_batch(&args, &vec![0; n], None, 1).unwrap();
         let out = all.evaluate(EmitTo::All).unwrap();
         let counts: Vec<i64> = (0..COUNTS)
