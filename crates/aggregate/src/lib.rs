@@ -15,9 +15,7 @@
 //! the output bytes are the same for any number of DataFusion partitions or threads (tested in
 //! `tests/tables.rs`).
 
-mod admins;
-mod infer;
-mod ints;
+mod functions;
 mod plan;
 mod stage;
 mod stats;
@@ -98,31 +96,20 @@ pub enum AggregateError {
     },
 }
 
+/// The library error behind a failed read or plan.
+type Cause = Box<dyn std::error::Error + Send + Sync>;
+
 impl AggregateError {
     /// The input `path` does not read: `what` was being done ("" when `source` says it).
-    pub(crate) fn read(
-        path: &Path,
-        what: impl Into<String>,
-        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
-    ) -> Self {
-        AggregateError::Read {
-            path: path.to_path_buf(),
-            what: what.into(),
-            source: source.into(),
-        }
+    pub(crate) fn read(path: &Path, what: impl Into<String>, source: impl Into<Cause>) -> Self {
+        let (path, what, source) = (path.to_path_buf(), what.into(), source.into());
+        AggregateError::Read { path, what, source }
     }
 
     /// A failed plan on `path`: `what` names the plan or table ("" when the path says it).
-    pub(crate) fn engine(
-        path: &Path,
-        what: impl Into<String>,
-        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
-    ) -> Self {
-        AggregateError::Engine {
-            path: path.to_path_buf(),
-            what: what.into(),
-            source: source.into(),
-        }
+    pub(crate) fn engine(path: &Path, what: impl Into<String>, source: impl Into<Cause>) -> Self {
+        let (path, what, source) = (path.to_path_buf(), what.into(), source.into());
+        AggregateError::Engine { path, what, source }
     }
 }
 

@@ -338,7 +338,7 @@ fn cm_view(p: &Params, k: &str, width: usize, setups: Option<&[String]>) -> Sql 
             }
             format!(
                 ", ps_ints(({position}END) * {pack} + v) FILTER (WHERE has_z) AS inf_v",
-                pack = crate::infer::SETUP_PACK
+                pack = crate::functions::SETUP_PACK
             )
         }
         None => String::new(),

@@ -746,7 +746,7 @@ impl Run<'_> {
         if tests {
             self.engine
                 .context()
-                .register_udf(crate::infer::cell_udf(&cut.branches[0].protocol));
+                .register_udf(crate::functions::cell_udf(&cut.branches[0].protocol));
         }
         for (name, sql) in plan::views(a, cut, tests) {
             if MATERIALIZED_VIEWS.contains(&name) {

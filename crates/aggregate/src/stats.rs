@@ -1,5 +1,5 @@
-//! Every formula of the stage, computed from exact integer moments and registered as DataFusion
-//! scalar functions, so the plans in `plan` call them by name.
+//! Every formula of the stage, computed from exact integer moments (`crate::functions` makes
+//! them DataFusion scalar functions).
 //!
 //! A scale score is an integer 0..100, so a cell's statistics come from integer moments of its
 //! scores (count `n`, sum `s`, sum of squares `q`, all `i64`) summed by DataFusion in any order
@@ -7,15 +7,9 @@
 //! converted to human SDs with the scale's human mean and SD. The conventions are stated in
 //! docs/statistics.md and must stay in sync with it.
 
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Float64Array, StringArray};
-use arrow::datatypes::{DataType, Float64Type, Int64Type};
-use datafusion::error::{DataFusionError, Result as DfResult};
-use datafusion::logical_expr::{create_udf, ColumnarValue, ScalarUDF, Volatility};
-use datafusion::prelude::SessionContext;
 // One exact fraction comparison for the cell tables and the permutation test, so both call a
 // tie the same way.
 use protospread_inference::fraction_gt as frac_gt;
-use std::sync::Arc;
 
 /// Integer moments of a set of scores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,164 +119,8 @@ pub fn shift_z(n_to: i64, s_to: i64, n_from: i64, s_from: i64, human_sd: f64) ->
     Some(num as f64 / den as f64 / human_sd)
 }
 
-// ---- DataFusion scalar functions over the formulas above ----------------------------------
-
-type Body = fn(&[ArrayRef]) -> DfResult<ArrayRef>;
-
-fn udf(name: &str, inputs: Vec<DataType>, ret: DataType, body: Body) -> ScalarUDF {
-    create_udf(
-        name,
-        inputs,
-        ret,
-        Volatility::Immutable,
-        Arc::new(move |args: &[ColumnarValue]| {
-            let arrays = ColumnarValue::values_to_arrays(args)?;
-            Ok(ColumnarValue::Array(body(&arrays)?))
-        }),
-    )
-}
-
-fn int(a: &ArrayRef, i: usize) -> DfResult<Option<i64>> {
-    let a = a.as_primitive_opt::<Int64Type>().ok_or_else(|| {
-        DataFusionError::Internal(format!("expected Int64, got {}", a.data_type()))
-    })?;
-    Ok(a.is_valid(i).then(|| a.value(i)))
-}
-
-fn float(a: &ArrayRef, i: usize) -> DfResult<Option<f64>> {
-    let a = a.as_primitive_opt::<Float64Type>().ok_or_else(|| {
-        DataFusionError::Internal(format!("expected Float64, got {}", a.data_type()))
-    })?;
-    Ok(a.is_valid(i).then(|| a.value(i)))
-}
-
-fn moments(a: &[ArrayRef], i: usize) -> DfResult<Option<Moments>> {
-    Ok(match (int(&a[0], i)?, int(&a[1], i)?, int(&a[2], i)?) {
-        (Some(n), Some(sum), Some(sumsq)) => Some(Moments { n, sum, sumsq }),
-        _ => None,
-    })
-}
-
-fn two_moments(a: &[ArrayRef], i: usize) -> DfResult<Option<(Moments, Moments)>> {
-    Ok(match (moments(&a[..3], i)?, moments(&a[3..], i)?) {
-        (Some(p), Some(s)) => Some((p, s)),
-        _ => None,
-    })
-}
-
-fn rows(a: &[ArrayRef]) -> usize {
-    a.first().map_or(0, |x| x.len())
-}
-
-fn f64_col(a: &[ArrayRef], f: impl Fn(usize) -> DfResult<Option<f64>>) -> DfResult<ArrayRef> {
-    let v = (0..rows(a)).map(f).collect::<DfResult<Vec<_>>>()?;
-    Ok(Arc::new(Float64Array::from(v)))
-}
-
-fn sd_z_udf(a: &[ArrayRef]) -> DfResult<ArrayRef> {
-    f64_col(a, |i| {
-        Ok(match (moments(a, i)?, float(&a[3], i)?) {
-            (Some(m), Some(h)) => sd_z(m, h),
-            _ => None,
-        })
-    })
-}
-
-fn mean_z_udf(a: &[ArrayRef]) -> DfResult<ArrayRef> {
-    f64_col(a, |i| {
-        Ok(
-            match (
-                int(&a[0], i)?,
-                int(&a[1], i)?,
-                float(&a[2], i)?,
-                float(&a[3], i)?,
-            ) {
-                (Some(n), Some(s), Some(m), Some(h)) => mean_z(n, s, m, h),
-                _ => None,
-            },
-        )
-    })
-}
-
-fn z_udf(a: &[ArrayRef]) -> DfResult<ArrayRef> {
-    f64_col(a, |i| {
-        Ok(match (int(&a[0], i)?, float(&a[1], i)?, float(&a[2], i)?) {
-            (Some(x), Some(m), Some(h)) => Some(z(x, m, h)),
-            _ => None,
-        })
-    })
-}
-
-fn diff_z_udf(a: &[ArrayRef]) -> DfResult<ArrayRef> {
-    f64_col(a, |i| {
-        Ok(match (int(&a[0], i)?, float(&a[1], i)?) {
-            (Some(d), Some(h)) => Some(diff_z(d, h)),
-            _ => None,
-        })
-    })
-}
-
-fn shift_z_udf(a: &[ArrayRef]) -> DfResult<ArrayRef> {
-    f64_col(a, |i| {
-        let v = (
-            int(&a[0], i)?,
-            int(&a[1], i)?,
-            int(&a[2], i)?,
-            int(&a[3], i)?,
-            float(&a[4], i)?,
-        );
-        Ok(match v {
-            (Some(nt), Some(st), Some(nf), Some(sf), Some(h)) => shift_z(nt, st, nf, sf, h),
-            _ => None,
-        })
-    })
-}
-
-fn ratio_udf(a: &[ArrayRef]) -> DfResult<ArrayRef> {
-    f64_col(a, |i| {
-        Ok(two_moments(a, i)?.and_then(|(p, s)| ratio(p, s).and_then(|r| r.0)))
-    })
-}
-
-fn ratio_rule_udf(a: &[ArrayRef]) -> DfResult<ArrayRef> {
-    let v = (0..rows(a))
-        .map(|i| Ok(two_moments(a, i)?.and_then(|(p, s)| ratio(p, s).map(|r| r.1.as_str()))))
-        .collect::<DfResult<Vec<_>>>()?;
-    Ok(Arc::new(StringArray::from(v)))
-}
-
-fn variance_gt_udf(a: &[ArrayRef]) -> DfResult<ArrayRef> {
-    let v = (0..rows(a))
-        .map(|i| Ok(two_moments(a, i)?.and_then(|(p, s)| variance_gt(p, s))))
-        .collect::<DfResult<Vec<_>>>()?;
-    Ok(Arc::new(BooleanArray::from(v)))
-}
-
-/// Register the formulas as scalar functions (`ps_sd_z`, `ps_mean_z`, `ps_z`, `ps_diff_z`,
-/// `ps_shift_z`, `ps_ratio`, `ps_ratio_rule`, `ps_variance_gt`), and `admins_in_order`
-/// (`crate::admins`), which the reasons need. Integer arguments are BIGINT,
-/// human mean and SD DOUBLE; any null argument gives a null.
-pub(crate) fn register(ctx: &SessionContext) {
-    use DataType::{Boolean, Float64 as F, Int64 as I, Utf8};
-    let six = || vec![I, I, I, I, I, I];
-    for f in [
-        udf("ps_sd_z", vec![I, I, I, F], F, sd_z_udf),
-        udf("ps_mean_z", vec![I, I, F, F], F, mean_z_udf),
-        udf("ps_z", vec![I, F, F], F, z_udf),
-        udf("ps_diff_z", vec![I, F], F, diff_z_udf),
-        udf("ps_shift_z", vec![I, I, I, I, F], F, shift_z_udf),
-        udf("ps_ratio", six(), F, ratio_udf),
-        udf("ps_ratio_rule", six(), Utf8, ratio_rule_udf),
-        udf("ps_variance_gt", six(), Boolean, variance_gt_udf),
-        crate::admins::udf(),
-    ]
-    .into_iter()
-    .chain(crate::infer::udfs())
-    {
-        ctx.register_udf(f);
-    }
-    ctx.register_udaf(crate::ints::udaf());
-}
+// The sessions register every function, these formulas' among them, through here.
+pub(crate) use crate::functions::register;
 
 #[cfg(test)]
 mod tests {

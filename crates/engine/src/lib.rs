@@ -7,10 +7,15 @@
 //! 10^8 answers runs in about 1 GiB). Plans built on it must not let float results depend on
 //! the partition count: aggregate integers, convert once at the end.
 
+mod functions;
 mod memory;
 mod order;
 mod texts;
 
+pub use functions::{
+    array_udf, groups_udaf, plain_udf, Accumulate, ArrayFunction, ByAddress, Groups,
+    GroupsFunction, Rows,
+};
 pub use memory::is_out_of_memory;
 pub use order::{key_greater, KeyOrder};
 pub use texts::Texts;

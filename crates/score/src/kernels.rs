@@ -1,74 +1,15 @@
-//! The stored-answer rules as DataFusion scalar functions, each wrapping the one plain Rust
-//! function that defines the rule, so that a plan and the plain code can never disagree.
-//!
-//! | SQL function | wraps | returns |
-//! |---|---|---|
-//! | `strict_readings(mode, item, reply, failed, option_order, item_order)` | [`read_single`], [`read_whole`], [`option_to_value`] | list of struct `{item, shown_position, option, value, status, lenient_status}`, one per item shown, in item order (`shown_position` null for a single-item request; `lenient_status` the lenient rule's status of the same item, a dictionary over [`Status::ALL`]) |
-//! | `lenient_readings` (same arguments) | the same with [`ReplyRule::Lenient`] | as above |
-//! | `scale_value(points, max_points, raw_unit)` | [`crate::scorer::scale_value`] | f64 |
-//! | `norm_z(test, dimension, value)` | [`crate::norms::Norm::z`] | f64, null when not finite |
-//! | `norm_percentile(test, dimension, value)` | [`crate::norms::Norm::percentile`] | f64, null when not finite |
-//!
-//! Arguments of any string type (Utf8, Utf8View, dictionaries) are accepted: string views are
-//! read in place, other types cast once per batch; `failed` is a boolean (the request's `error`
-//! is not null).
+//! What the functions that read replies share ([`crate::functions`]): a request's readings
+//! under a reply rule ([`request_readings`], one definition for every function), the scoring
+//! key as the tallies read it ([`KeyPoints`]), and the arguments' casting.
 
-use crate::norms::{Norm, Norms};
 use crate::rules::{Reading, ReplyRule, Status};
-use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, DictionaryArray, Float64Array, Float64Builder,
-    Int32Array, Int32Builder, Int8Array, ListArray, StringArray, StringBuilder, StructArray,
-};
-use datafusion::arrow::buffer::OffsetBuffer;
-use datafusion::arrow::datatypes::{DataType, Field, Fields, Int32Type, Int8Type};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Int32Type};
 use datafusion::common::{exec_err, Result};
-use datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
-};
 use protospread_format::{option_to_value, OptionOrder};
-use std::sync::Arc;
 
-/// `PartialEq`, `Eq` and `Hash` for a function that holds shared data (the key, the norms):
-/// two instances are the same function when their `$name` fields are equal and they read the
-/// same `$data` object (compared by address: the data has no cheap equality of its own).
-macro_rules! same_function_by_data {
-    ($t:ty, $name:ident, $data:ident) => {
-        impl PartialEq for $t {
-            fn eq(&self, other: &Self) -> bool {
-                self.$name == other.$name && Arc::ptr_eq(&self.$data, &other.$data)
-            }
-        }
-        impl Eq for $t {}
-        impl std::hash::Hash for $t {
-            fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-                self.$name.hash(state);
-                Arc::as_ptr(&self.$data).hash(state);
-            }
-        }
-    };
-}
-
-/// Every function of this module, ready to register on a session.
-pub(crate) fn udfs(norms: Arc<Norms>) -> Vec<ScalarUDF> {
-    vec![
-        ScalarUDF::from(Readings::new(ReplyRule::Strict)),
-        ScalarUDF::from(Readings::new(ReplyRule::Lenient)),
-        ScalarUDF::from(ScaleValue::new()),
-        ScalarUDF::from(NormFn::new("norm_z", norms.clone())),
-        ScalarUDF::from(NormFn::new("norm_percentile", norms)),
-    ]
-}
-
-fn position_fields() -> Fields {
-    Fields::from(vec![
-        Field::new("item", DataType::Int32, false),
-        Field::new("shown_position", DataType::Int32, true),
-        Field::new("option", DataType::Int32, true),
-        Field::new("value", DataType::Int32, true),
-        Field::new("status", DataType::Utf8, false),
-        Field::new("lenient_status", status_dictionary(), false),
-    ])
-}
+// The score plans register the functions through here.
+pub(crate) use crate::functions::udfs;
 
 /// The type of `lenient_status`: a one-byte key into the names of [`Status::ALL`], so the
 /// column costs a byte per item, not a text.
@@ -76,42 +17,20 @@ pub(crate) fn status_dictionary() -> DataType {
     DataType::Dictionary(Box::new(DataType::Int8), Box::new(DataType::Utf8))
 }
 
-/// The statuses of the lenient rule for the readings in `shown` (of `rule`). The lenient rule
-/// reads every reply the strict rule reads alike (property-tested in crates/score/src/rules.rs), a
-/// failed request is failed under both, and a whole-test reply has the same answer lines
-/// under both (so the same missing and duplicate positions): only a strict `not_a_number`
-/// can read otherwise, so the request is read again only when it has one.
-fn lenient_statuses(
-    rule: ReplyRule,
-    i: usize,
-    args: &ReplyArgs<'_>,
-    shown: &[(i32, Option<i32>, Reading)],
-    again: &mut Vec<(i32, Option<i32>, Reading)>,
-    out: &mut Vec<i8>,
-) -> Result<()> {
-    let reread =
-        rule != ReplyRule::Lenient && shown.iter().any(|x| x.2.status == Status::NotANumber);
-    if reread {
-        request_readings(ReplyRule::Lenient, "lenient_status", i, args, again)?;
-        out.extend(again.iter().map(|x| status_key(x.2.status)));
-    } else {
-        out.extend(shown.iter().map(|x| status_key(x.2.status)));
+/// The arguments of function `name`, each as the type in `types` (by [`text_or_cast`]).
+pub(crate) fn cast_args(
+    values: &[ArrayRef],
+    types: &[DataType],
+    name: &str,
+) -> Result<Vec<ArrayRef>> {
+    if values.len() != types.len() {
+        return exec_err!(
+            "{name}: expected {} arguments, got {}",
+            types.len(),
+            values.len()
+        );
     }
-    Ok(())
-}
-
-/// The key of a status in `lenient_status`: its position in [`Status::ALL`].
-fn status_key(s: Status) -> i8 {
-    Status::ALL.iter().position(|x| *x == s).unwrap_or(0) as i8
-}
-
-/// Arguments as arrays of one length, each cast to the type the function reads.
-fn arrays(args: &ScalarFunctionArgs, types: &[DataType]) -> Result<Vec<ArrayRef>> {
-    let arrays = ColumnarValue::values_to_arrays(&args.args)?;
-    if arrays.len() != types.len() {
-        return exec_err!("expected {} arguments, got {}", types.len(), arrays.len());
-    }
-    arrays
+    values
         .iter()
         .zip(types)
         .map(|(a, t)| text_or_cast(a, t))
@@ -127,7 +46,7 @@ pub(crate) fn text_or_cast(a: &ArrayRef, t: &DataType) -> Result<ArrayRef> {
     }
 }
 
-/// A text argument as [`arrays`] hands it over: plain UTF-8, or string views read in place.
+/// A text argument as [`cast_args`] hands it over: plain UTF-8, or string views read in place.
 pub(crate) use protospread_engine::Texts;
 
 fn option_order(text: &str) -> Result<OptionOrder> {
@@ -187,7 +106,7 @@ pub(crate) fn value(r: &Reading, order: OptionOrder) -> Option<i32> {
 
 /// The types of the six arguments that say how a request was answered: `mode`, `item`,
 /// `reply`, `failed`, `option_order`, `item_order` (`strict_readings` takes exactly these;
-/// `strict_administration`, crate::tally, takes the test before them).
+/// `strict_administration` takes the test before them).
 pub(crate) fn reply_arg_types() -> [DataType; 6] {
     [
         DataType::Utf8,
@@ -199,7 +118,7 @@ pub(crate) fn reply_arg_types() -> [DataType; 6] {
     ]
 }
 
-/// Those six arguments, cast by [`arrays`] to [`reply_arg_types`].
+/// Those six arguments, cast by [`cast_args`] to [`reply_arg_types`].
 #[derive(Clone, Copy)]
 pub(crate) struct ReplyArgs<'a> {
     mode: Texts<'a>,
@@ -220,6 +139,11 @@ impl<'a> ReplyArgs<'a> {
             order: Texts::new(&a[4]),
             item_order: Texts::new(&a[5]),
         }
+    }
+
+    /// The requests (rows) of the batch.
+    pub(crate) fn rows(&self) -> usize {
+        self.reply.len()
     }
 }
 
@@ -276,111 +200,11 @@ pub(crate) fn request_readings(
     Ok(oo)
 }
 
-/// `strict_readings(mode, item, reply, failed, option_order, item_order)`
-/// (`lenient_readings` for the lenient rule): one request's readings, one per item it showed,
-/// **in item order**: a single-item request's one reading (`shown_position` null), or a
-/// whole-test request's reading of each shown position placed on the human item shown there.
-///
-/// Item order is what lets the plans skip a sort: the stored answers arrive sorted by
-/// administration and, within a single-item administration, by item; an administration is one
-/// mode (an administration setting), and a whole-test administration is one request. So the
-/// readings expanded with `unnest` come out in (administration, item) order.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct Readings {
-    rule: ReplyRule,
-    signature: Signature,
-}
-
-impl Readings {
-    fn new(rule: ReplyRule) -> Self {
-        Readings {
-            rule,
-            signature: Signature::any(6, Volatility::Immutable),
-        }
-    }
-}
-
-impl ScalarUDFImpl for Readings {
-    fn name(&self) -> &str {
-        match self.rule {
-            ReplyRule::Strict => "strict_readings",
-            ReplyRule::Lenient => "lenient_readings",
-        }
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(DataType::new_list(
-            DataType::Struct(position_fields()),
-            true,
-        ))
-    }
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let a = arrays(&args, &reply_arg_types())?;
-        let request = ReplyArgs::of(&a);
-        let rows = request.reply.len();
-        // One typed builder per field, not a struct builder: that one looks each field's
-        // builder up by type for every value (five per item; at 10^8 answers half a billion
-        // lookups per plan that reads replies).
-        let mut offsets: Vec<i32> = Vec::with_capacity(rows + 1);
-        offsets.push(0);
-        let mut items: Vec<i32> = Vec::with_capacity(rows);
-        let mut positions = Int32Builder::with_capacity(rows);
-        let mut options = Int32Builder::with_capacity(rows);
-        let mut values = Int32Builder::with_capacity(rows);
-        let mut statuses = StringBuilder::with_capacity(rows, 2 * rows);
-        let mut lenient: Vec<i8> = Vec::with_capacity(rows);
-        // (item, shown position, reading) of the current request, and of its lenient reading.
-        let mut shown: Vec<(i32, Option<i32>, Reading)> = Vec::new();
-        let mut again: Vec<(i32, Option<i32>, Reading)> = Vec::new();
-        for i in 0..rows {
-            let oo = request_readings(self.rule, self.name(), i, &request, &mut shown)?;
-            lenient_statuses(self.rule, i, &request, &shown, &mut again, &mut lenient)?;
-            for (it, pos, r) in &shown {
-                items.push(*it);
-                positions.append_option(*pos);
-                options.append_option(r.option);
-                values.append_option(value(r, oo));
-                statuses.append_value(r.status.as_str());
-            }
-            let end = i32::try_from(items.len())
-                .or_else(|_| exec_err!("{}: more than 2^31 readings in one batch", self.name()))?;
-            offsets.push(end);
-        }
-        let fields = position_fields();
-        let values = StructArray::try_new(
-            fields.clone(),
-            vec![
-                Arc::new(Int32Array::from(items)),
-                Arc::new(positions.finish()),
-                Arc::new(options.finish()),
-                Arc::new(values.finish()),
-                Arc::new(statuses.finish()),
-                Arc::new(DictionaryArray::<Int8Type>::try_new(
-                    Int8Array::from(lenient),
-                    Arc::new(StringArray::from_iter_values(
-                        Status::ALL.iter().map(|s| s.as_str()),
-                    )),
-                )?),
-            ],
-            None,
-        )?;
-        let list = ListArray::try_new(
-            Arc::new(Field::new_list_field(DataType::Struct(fields), true)),
-            OffsetBuffer::new(offsets.into()),
-            Arc::new(values),
-            None,
-        )?;
-        Ok(ColumnarValue::Array(Arc::new(list)))
-    }
-}
-
 /// A test's items by number: (dimension slot, points of each human value), `None` for a number
 /// the key does not score.
 pub(crate) type ItemPoints = Vec<Option<(usize, Vec<f64>)>>;
 
-/// The scoring key as the administration's tallies read it ([`crate::tally`]): for each test, each item's dimension slot (the
+/// The scoring key as the administration's tallies read it: for each test, each item's dimension slot (the
 /// dimension's rank by name within its test, the `ix` of the key tables) and its points for
 /// each human value.
 #[derive(Debug)]
@@ -450,117 +274,13 @@ pub(crate) fn dimension_slots(tk: &crate::key::TestKey) -> Vec<usize> {
         .collect()
 }
 
+/// The fields of a dimension slot's tally: its `ix`, the items counted and their points.
 pub(crate) fn slot_fields() -> Fields {
     Fields::from(vec![
         Field::new("ix", DataType::Int32, false),
         Field::new("n", DataType::Int64, false),
         Field::new("p", DataType::Float64, true),
     ])
-}
-
-/// `scale_value(points, max_points, raw_unit)`: the scorer's value of a complete dimension.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct ScaleValue {
-    signature: Signature,
-}
-
-impl ScaleValue {
-    fn new() -> Self {
-        ScaleValue {
-            signature: Signature::any(3, Volatility::Immutable),
-        }
-    }
-}
-
-impl ScalarUDFImpl for ScaleValue {
-    fn name(&self) -> &str {
-        "scale_value"
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Float64)
-    }
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let a = arrays(
-            &args,
-            &[DataType::Float64, DataType::Float64, DataType::Boolean],
-        )?;
-        let points = a[0].as_primitive::<datafusion::arrow::datatypes::Float64Type>();
-        let max = a[1].as_primitive::<datafusion::arrow::datatypes::Float64Type>();
-        let raw: &BooleanArray = a[2].as_boolean();
-        let out: Float64Array = (0..points.len())
-            .map(|i| {
-                (!points.is_null(i) && !max.is_null(i) && !raw.is_null(i)).then(|| {
-                    crate::scorer::scale_value(points.value(i), max.value(i), raw.value(i))
-                })
-            })
-            .collect();
-        Ok(ColumnarValue::Array(Arc::new(out)))
-    }
-}
-
-/// `norm_z` / `norm_percentile(test, dimension, value)`: a value placed in the human norms.
-#[derive(Debug)]
-struct NormFn {
-    name: &'static str,
-    norms: Arc<Norms>,
-    signature: Signature,
-}
-
-impl NormFn {
-    fn new(name: &'static str, norms: Arc<Norms>) -> Self {
-        NormFn {
-            name,
-            norms,
-            signature: Signature::any(3, Volatility::Immutable),
-        }
-    }
-}
-
-same_function_by_data!(NormFn, name, norms);
-
-impl ScalarUDFImpl for NormFn {
-    fn name(&self) -> &str {
-        self.name
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Float64)
-    }
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let a = arrays(&args, &[DataType::Utf8, DataType::Utf8, DataType::Float64])?;
-        let (test, dim) = (Texts::new(&a[0]), Texts::new(&a[1]));
-        let v = a[2].as_primitive::<datafusion::arrow::datatypes::Float64Type>();
-        let mut out = Float64Builder::with_capacity(v.len());
-        // The norms of the last test seen by dimension: rows come an administration at a time
-        // (one test, its dimensions in turn), and `Norms::get` builds its key's strings.
-        let mut of_test: Option<(&str, Vec<(&str, &Norm)>)> = None;
-        for i in 0..v.len() {
-            let x = if test.is_null(i) || dim.is_null(i) || v.is_null(i) {
-                None
-            } else {
-                let t = test.value(i);
-                if of_test.as_ref().is_none_or(|(k, _)| *k != t) {
-                    of_test = Some((t, self.norms.of_test(t).collect()));
-                }
-                let d = dim.value(i);
-                of_test
-                    .as_ref()
-                    .and_then(|(_, dims)| dims.iter().find(|(k, _)| *k == d))
-                    .map(|(_, nm)| match self.name {
-                        "norm_z" => nm.z(v.value(i)),
-                        _ => nm.percentile(v.value(i)),
-                    })
-                    .filter(|x| x.is_finite())
-            };
-            out.append_option(x);
-        }
-        Ok(ColumnarValue::Array(Arc::new(out.finish())))
-    }
 }
 
 #[cfg(test)]

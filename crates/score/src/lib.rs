@@ -32,6 +32,7 @@
 
 mod answers;
 mod evidence;
+mod functions;
 mod human;
 mod kernels;
 mod key;

@@ -10,22 +10,18 @@
 //! The order of a list's values is the order the grouping met them in, which depends on the
 //! partitioning: the functions that read the lists (`ps_cell`) sort them first.
 
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int64Array, ListArray};
+use arrow::array::{Array, ArrayRef, AsArray, Int64Array, ListArray};
 use arrow::buffer::OffsetBuffer;
-use arrow::datatypes::{DataType, Field, FieldRef, Int64Type};
-use datafusion::common::{exec_err, Result, ScalarValue};
-use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::utils::format_state_name;
-use datafusion::logical_expr::{
-    Accumulator, AggregateUDF, AggregateUDFImpl, EmitTo, GroupsAccumulator, Signature, Volatility,
-};
+use arrow::datatypes::{DataType, Field, Int64Type};
+use datafusion::common::{exec_err, Result};
+use datafusion::logical_expr::{AggregateUDF, EmitTo, Signature, Volatility};
+use protospread_engine::{groups_udaf, Groups, GroupsFunction, Rows};
 use std::sync::Arc;
 
 /// The function, ready to register.
-pub(crate) fn udaf() -> AggregateUDF {
-    AggregateUDF::from(Ints {
-        signature: Signature::exact(vec![DataType::Int64], Volatility::Immutable),
-    })
+pub(super) fn udaf() -> AggregateUDF {
+    let signature = Signature::exact(vec![DataType::Int64], Volatility::Immutable);
+    groups_udaf("ps_ints", signature, Ints)
 }
 
 fn list_type() -> DataType {
@@ -33,56 +29,33 @@ fn list_type() -> DataType {
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
-struct Ints {
-    signature: Signature,
-}
+struct Ints;
 
-impl AggregateUDFImpl for Ints {
-    fn name(&self) -> &str {
-        "ps_ints"
-    }
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(list_type())
+impl GroupsFunction for Ints {
+    type Groups = Lists;
+    fn return_type(&self) -> DataType {
+        list_type()
     }
     fn is_nullable(&self) -> bool {
         false
     }
-    fn accumulator(&self, _: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
-        Ok(Box::new(OneGroup(Groups::default())))
+    fn state_fields(&self) -> Vec<Field> {
+        vec![Field::new("values", list_type(), false)]
     }
-    fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
-        Ok(vec![Arc::new(Field::new(
-            format_state_name(args.name, "values"),
-            list_type(),
-            false,
-        ))])
-    }
-    fn groups_accumulator_supported(&self, _: AccumulatorArgs) -> bool {
-        true
-    }
-    fn create_groups_accumulator(&self, _: AccumulatorArgs) -> Result<Box<dyn GroupsAccumulator>> {
-        Ok(Box::new(Groups::default()))
+    fn groups(&self) -> Lists {
+        Lists::default()
     }
 }
 
 /// Every group's values.
 #[derive(Debug, Default)]
-struct Groups {
+struct Lists {
     values: Vec<Vec<i64>>,
     /// The values held, for `size`.
     held: usize,
 }
 
-impl Groups {
-    fn grow(&mut self, groups: usize) {
-        if self.values.len() < groups {
-            self.values.resize_with(groups, Vec::new);
-        }
-    }
-
+impl Lists {
     /// The emitted groups' values as one list array.
     fn take(&mut self, emit_to: EmitTo) -> ArrayRef {
         let taken = emit_to.take_needed(&mut self.values);
@@ -112,22 +85,43 @@ fn ints(values: &[ArrayRef]) -> Result<&Int64Array> {
     }
 }
 
-impl GroupsAccumulator for Groups {
-    fn update_batch(
-        &mut self,
-        values: &[ArrayRef],
-        group_indices: &[usize],
-        opt_filter: Option<&BooleanArray>,
-        total_num_groups: usize,
-    ) -> Result<()> {
-        let x = ints(values)?;
-        self.grow(total_num_groups);
-        for (i, &g) in group_indices.iter().enumerate() {
-            let passes = opt_filter.is_none_or(|f| f.is_valid(i) && f.value(i));
-            if passes && x.is_valid(i) {
+impl Groups for Lists {
+    fn empty(&self) -> Self {
+        Lists::default()
+    }
+
+    fn grow(&mut self, groups: usize) {
+        if self.values.len() < groups {
+            self.values.resize_with(groups, Vec::new);
+        }
+    }
+
+    fn update(&mut self, rows: Rows<'_>) -> Result<()> {
+        let x = ints(rows.values)?;
+        for (i, &g) in rows.groups.iter().enumerate() {
+            if rows.counted(i) && x.is_valid(i) {
                 self.values[g].push(x.value(i));
                 self.held += 1;
             }
+        }
+        Ok(())
+    }
+
+    fn merge(&mut self, rows: Rows<'_>) -> Result<()> {
+        let Some(lists) = rows.values.first().and_then(|v| v.as_list_opt::<i32>()) else {
+            return exec_err!("ps_ints: a partial state that is not a list");
+        };
+        let Some(x) = lists.values().as_primitive_opt::<Int64Type>() else {
+            return exec_err!("ps_ints: a partial state that is not a list of 64-bit integers");
+        };
+        let offsets = lists.value_offsets();
+        for (i, &g) in rows.groups.iter().enumerate() {
+            if lists.is_null(i) {
+                continue;
+            }
+            let span = offsets[i] as usize..offsets[i + 1] as usize;
+            self.held += span.len();
+            self.values[g].extend_from_slice(&x.values()[span]);
         }
         Ok(())
     }
@@ -140,69 +134,8 @@ impl GroupsAccumulator for Groups {
         Ok(vec![self.take(emit_to)])
     }
 
-    fn merge_batch(
-        &mut self,
-        values: &[ArrayRef],
-        group_indices: &[usize],
-        total_num_groups: usize,
-    ) -> Result<()> {
-        let Some(lists) = values.first().and_then(|v| v.as_list_opt::<i32>()) else {
-            return exec_err!("ps_ints: a partial state that is not a list");
-        };
-        let Some(x) = lists.values().as_primitive_opt::<Int64Type>() else {
-            return exec_err!("ps_ints: a partial state that is not a list of 64-bit integers");
-        };
-        self.grow(total_num_groups);
-        let offsets = lists.value_offsets();
-        for (i, &g) in group_indices.iter().enumerate() {
-            if lists.is_null(i) {
-                continue;
-            }
-            let span = offsets[i] as usize..offsets[i + 1] as usize;
-            self.held += span.len();
-            self.values[g].extend_from_slice(&x.values()[span]);
-        }
-        Ok(())
-    }
-
-    fn convert_to_state(
-        &self,
-        values: &[ArrayRef],
-        opt_filter: Option<&BooleanArray>,
-    ) -> Result<Vec<ArrayRef>> {
-        let n = values.first().map_or(0, |v| v.len());
-        let mut each = Groups::default();
-        each.update_batch(values, &(0..n).collect::<Vec<_>>(), opt_filter, n)?;
-        each.state(EmitTo::All)
-    }
-
     fn size(&self) -> usize {
         self.values.capacity() * std::mem::size_of::<Vec<i64>>() + self.held * 8
-    }
-}
-
-/// The groups accumulator as the plain accumulator of one group (a query without GROUP BY).
-#[derive(Debug)]
-struct OneGroup(Groups);
-
-impl Accumulator for OneGroup {
-    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        let n = values.first().map_or(0, |v| v.len());
-        self.0.update_batch(values, &vec![0; n], None, 1)
-    }
-    fn evaluate(&mut self) -> Result<ScalarValue> {
-        self.0.grow(1);
-        ScalarValue::try_from_array(&self.0.take(EmitTo::All), 0)
-    }
-    fn size(&self) -> usize {
-        self.0.size()
-    }
-    fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        Ok(vec![self.evaluate()?])
-    }
-    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
-        let n = states.first().map_or(0, |v| v.len());
-        self.0.merge_batch(states, &vec![0; n], 1)
     }
 }
 
@@ -211,6 +144,13 @@ mod tests {
     //! Every path a plan can take (one accumulator, partial states merged, each row a group of
     //! its own) must gather the same values per group.
     use super::*;
+    use arrow::array::BooleanArray;
+    use datafusion::logical_expr::GroupsAccumulator;
+    use protospread_engine::Accumulate;
+
+    fn lists() -> Accumulate<Lists> {
+        Accumulate(Lists::default())
+    }
 
     fn sorted(list: &ArrayRef) -> Vec<Vec<i64>> {
         let l = list.as_list::<i32>();
@@ -247,7 +187,7 @@ mod tests {
     #[test]
     fn one_pass_leaves_out_nulls_and_filtered_rows() {
         let (x, groups, filter) = input();
-        let mut g = Groups::default();
+        let mut g = lists();
         g.update_batch(&[x], &groups, Some(&filter), 4).unwrap();
         let out = g.evaluate(EmitTo::All).unwrap();
         assert_eq!(sorted(&out), vec![vec![5], vec![3], vec![1], vec![]]);
@@ -256,18 +196,18 @@ mod tests {
     #[test]
     fn merged_states_and_rows_as_groups_agree_with_one_pass() {
         let (x, groups, filter) = input();
-        let mut one = Groups::default();
+        let mut one = lists();
         one.update_batch(std::slice::from_ref(&x), &groups, None, 3)
             .unwrap();
         let want = sorted(&one.evaluate(EmitTo::All).unwrap());
         assert_eq!(want, vec![vec![5, 7], vec![3, 9], vec![1]]);
 
         let (a, b) = (x.slice(0, 3), x.slice(3, 3));
-        let mut pa = Groups::default();
+        let mut pa = lists();
         pa.update_batch(&[a], &groups[..3], None, 3).unwrap();
-        let mut pb = Groups::default();
+        let mut pb = lists();
         pb.update_batch(&[b], &groups[3..], None, 3).unwrap();
-        let mut merged = Groups::default();
+        let mut merged = lists();
         merged
             .merge_batch(&pa.state(EmitTo::All).unwrap(), &[0, 1, 2], 3)
             .unwrap();
@@ -281,7 +221,7 @@ mod tests {
             sorted(&rows[0]),
             vec![vec![5], vec![], vec![3], vec![], vec![1], vec![]]
         );
-        let mut from_rows = Groups::default();
+        let mut from_rows = lists();
         from_rows.merge_batch(&rows, &groups, 3).unwrap();
         assert_eq!(
             sorted(&from_rows.evaluate(EmitTo::All).unwrap()),
@@ -292,7 +232,7 @@ mod tests {
     #[test]
     fn emitting_the_first_groups_keeps_the_rest() {
         let (x, groups, _) = input();
-        let mut g = Groups::default();
+        let mut g = lists();
         g.update_batch(&[x], &groups, None, 3).unwrap();
         assert_eq!(
             sorted(&g.evaluate(EmitTo::First(1)).unwrap()),
@@ -303,12 +243,12 @@ mod tests {
             sorted(&g.evaluate(EmitTo::All).unwrap()),
             vec![vec![3, 9], vec![1]]
         );
-        assert_eq!(g.held, 0);
+        assert_eq!(g.0.held, 0);
     }
 
     #[test]
     fn a_partial_state_of_another_type_is_an_error() {
-        let mut g = Groups::default();
+        let mut g = lists();
         let wrong: ArrayRef = Arc::new(Int64Array::from(vec![1]));
         let e = g.merge_batch(&[wrong], &[0], 1).unwrap_err();
         assert!(e.to_string().contains("ps_ints"), "{e}");
