@@ -12,75 +12,7 @@ use protospread_core::{
     TableContract, BY_TEST, CELLS, CELLS_BY_RULE, CONSTANT_RUNS, PROTOCOL_VS_SAMPLING,
     PROTOCOL_VS_SAMPLING_BY_RULE, RANGE, REQUESTS, RERUNS, SEPARATE_ARMS, VERDICT, VERDICT_BY_RULE,
 };
-use std::cell::RefCell;
-
-/// The values of one statement's placeholders, collected while its text is built: every
-/// name that comes from the configuration or the data (conditions, rules, arms, sources) and
-/// every text constant enters a statement through [`Binds::bind`], as a value, never as quoted
-/// SQL text, so no name can change what a statement does. Column names and numbers that the
-/// code writes itself are in the text.
-#[derive(Debug, Default)]
-pub(crate) struct Binds(RefCell<Vec<String>>);
-
-impl Binds {
-    /// The SQL that stands for the text `value`: its placeholder (`$1`, `$2`, ...; a value
-    /// bound twice has one), cast to plain UTF-8. The cast gives the placeholder its type when
-    /// the statement is planned, where nothing else may (a `SELECT $1 AS rule` in a `UNION ALL`,
-    /// an argument of a function); once the value is bound, the planner folds it into a
-    /// literal, so the plan is the one of the literal: an `IN` list or a `CASE x WHEN` of
-    /// placeholders is the lookup table of one of literals.
-    pub(crate) fn bind(&self, value: &str) -> String {
-        let mut values = self.0.borrow_mut();
-        let i = match values.iter().position(|v| v == value) {
-            Some(i) => i,
-            None => {
-                values.push(value.to_string());
-                values.len() - 1
-            }
-        };
-        format!("arrow_cast(${}, 'Utf8')", i + 1)
-    }
-
-    /// `col IN (...)` over the bound `items`, or FALSE for an empty set.
-    fn in_list(&self, col: &str, items: &[String]) -> String {
-        if items.is_empty() {
-            "FALSE".to_string()
-        } else {
-            let v: Vec<String> = items.iter().map(|s| self.bind(s)).collect();
-            format!("{col} IN ({})", v.join(", "))
-        }
-    }
-
-    /// The statement of `text`, whose placeholders are the ones bound here.
-    pub(crate) fn sql(self, text: String) -> Sql {
-        Sql {
-            text,
-            params: self.0.into_inner(),
-        }
-    }
-}
-
-/// A statement: its text and the values of its placeholders (`params[0]` is `$1`).
-#[derive(Debug, Clone)]
-pub(crate) struct Sql {
-    pub(crate) text: String,
-    pub(crate) params: Vec<String>,
-}
-
-impl From<String> for Sql {
-    fn from(text: String) -> Sql {
-        Sql {
-            text,
-            params: Vec::new(),
-        }
-    }
-}
-
-impl From<&str> for Sql {
-    fn from(text: &str) -> Sql {
-        Sql::from(text.to_string())
-    }
-}
+pub(crate) use protospread_engine::{Binds, Sql};
 
 /// A float literal that parses back to the same double (`{:?}` of a float is digits, a
 /// sign, `.`, `e`, `inf` or `NaN`: nothing to quote).
@@ -202,7 +134,7 @@ pub(crate) fn views(p: &Params, cut: &Cut, tests: bool) -> Vec<(&'static str, Sq
     let setups = tests.then(|| cut.branches[0].protocol.as_slice());
     let cm = cm_view(p, &k, width, setups);
     // The administrations that keep a cell out, listed by name in (condition, sample) order
-    // (`admins_in_order`, crate::admins): few rows, gathered over them alone, not over `sc`.
+    // (`admins_in_order`, crate::functions): few rows, gathered over them alone, not over `sc`.
     let named = "named_struct('condition', condition, 'sample', sample, 'admin', admin)";
     let ia = format!(
         "SELECT {k}source, model, test, dimension, \

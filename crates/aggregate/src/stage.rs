@@ -6,7 +6,6 @@ use crate::table::Table;
 use crate::{AggregateError, Params};
 use arrow::record_batch::RecordBatch;
 use arrow::util::display::array_value_to_string;
-use datafusion::common::ScalarValue;
 use datafusion::prelude::DataFrame;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use protospread_core::{
@@ -153,15 +152,7 @@ impl Run<'_> {
 
     /// Plan `sql` with its bound values (a statement such as `CREATE VIEW` takes effect here).
     fn frame(&self, sql: Sql) -> Result<DataFrame, datafusion::error::DataFusionError> {
-        if sql.params.is_empty() {
-            return self.engine.sql(&sql.text);
-        }
-        let params = sql
-            .params
-            .into_iter()
-            .map(|v| ScalarValue::Utf8(Some(v)))
-            .collect();
-        self.engine.sql_with_params(&sql.text, params)
+        self.engine.bound(&sql)
     }
 
     /// The table `name` from `sql`, its columns of their output types.
@@ -956,7 +947,7 @@ pub(crate) fn compute(
         ..engine.clone()
     };
     let engine = Engine::new(&opts)?;
-    crate::stats::register(engine.context());
+    crate::functions::register(engine.context());
     let run = Run::new(engine, &files)?;
     // Let DataFusion split even a small file across partitions, so that the
     // partition-independence test exercises real parallel scans and aggregations.

@@ -119,9 +119,6 @@ pub fn shift_z(n_to: i64, s_to: i64, n_from: i64, s_from: i64, human_sd: f64) ->
     Some(num as f64 / den as f64 / human_sd)
 }
 
-// The sessions register every function, these formulas' among them, through here.
-pub(crate) use crate::functions::register;
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@
 mod functions;
 mod memory;
 mod order;
+mod sql;
 mod texts;
 
 pub use functions::{
@@ -18,6 +19,7 @@ pub use functions::{
 };
 pub use memory::is_out_of_memory;
 pub use order::{key_greater, KeyOrder};
+pub use sql::{Binds, Sql};
 pub use texts::Texts;
 
 use datafusion::arrow::array::RecordBatch;
@@ -342,6 +344,20 @@ impl Engine {
             let plan = plan.with_param_values(ParamValues::from(params))?;
             self.ctx.execute_logical_plan(plan).await
         })
+    }
+
+    /// The plan of `sql`, its values bound ([`Engine::sql_with_params`]; plain
+    /// [`Engine::sql`] when it has none).
+    pub fn bound(&self, sql: &Sql) -> Result<DataFrame, DataFusionError> {
+        if sql.params.is_empty() {
+            return self.sql(&sql.text);
+        }
+        let params = sql
+            .params
+            .iter()
+            .map(|v| ScalarValue::Utf8(Some(v.clone())))
+            .collect();
+        self.sql_with_params(&sql.text, params)
     }
 
     /// Run a plan and return all its batches.

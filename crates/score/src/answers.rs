@@ -3,9 +3,10 @@
 //! section 3) and the temperature-0 rerun comparison.
 //!
 //! Every table is a plan over the fetched Parquet, with the rules registered as functions
-//! ([`crate::kernels`]): the strict reply rule, the expansion of a whole-test reply to one row
-//! per shown position, the scorer's value and the norms; and as aggregates
-//! ([`crate::tally`]): an administration's scored readings and a group's request counts. Sums are of integer-valued points, so
+//! ([`crate::functions`], on the readings of [`crate::kernels`]): the strict reply rule, the
+//! expansion of a whole-test reply to one row per shown position, the scorer's value and the
+//! norms; and as aggregates: an administration's scored readings and a group's request
+//! counts. Sums are of integer-valued points, so
 //! they are exact in any order; every output is sorted by its full key, so the bytes do not
 //! depend on the partition count. Batches stream from the plan into the Parquet writer: no
 //! stage holds the rows of a stored-answer set.
@@ -27,7 +28,7 @@ use protospread_core::{
     Config, InputRole, Progress, Provenance, Staged, TableContract, PARSED_ANSWERS, REPLY_RERUNS,
     REPLY_RULE_COUNTS, SCALE_SCORES, SCALE_SCORES_BY_RULE, STORED_ANSWERS,
 };
-use protospread_engine::{Engine, EngineOptions, KeyOrder};
+use protospread_engine::{Binds, Engine, EngineOptions, KeyOrder, Sql};
 use protospread_format::{StoredRecord, Vocabulary};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -113,54 +114,6 @@ impl AnswersSummary {
     }
 }
 
-/// The values of one plan's placeholders, collected while its text is built: the source's
-/// name and label, the tests, the rules' names and the rerun pairs' conditions enter a plan
-/// through [`Binds::bind`] as values, never as quoted SQL text, so no name can change what a
-/// plan does.
-#[derive(Debug, Default)]
-struct Binds(std::cell::RefCell<Vec<String>>);
-
-impl Binds {
-    /// The SQL that stands for the text `value`: its placeholder (a value bound twice has
-    /// one), cast to plain UTF-8 so that it has a type where the plan is built (a select list
-    /// in a `UNION ALL`, a function's argument); bound, it is folded into the literal.
-    fn bind(&self, value: &str) -> String {
-        let mut values = self.0.borrow_mut();
-        let i = values.iter().position(|v| v == value).unwrap_or_else(|| {
-            values.push(value.to_string());
-            values.len() - 1
-        });
-        format!("arrow_cast(${}, 'Utf8')", i + 1)
-    }
-
-    /// The plan of `text`, whose placeholders are the ones bound here.
-    fn plan(self, text: String) -> Plan {
-        Plan {
-            text,
-            params: self.0.into_inner(),
-        }
-    }
-}
-
-/// A plan's SQL and the values of its placeholders (`params[0]` is `$1`).
-#[derive(Debug)]
-struct Plan {
-    text: String,
-    params: Vec<String>,
-}
-
-impl Plan {
-    /// The plan in `engine`, its values bound.
-    fn frame(&self, engine: &Engine) -> Result<DataFrame, datafusion::error::DataFusionError> {
-        let params = self
-            .params
-            .iter()
-            .map(|v| datafusion::common::ScalarValue::Utf8(Some(v.clone())))
-            .collect();
-        engine.sql_with_params(&self.text, params)
-    }
-}
-
 /// The SQL of the source and label columns of a source's rows (a record's own label, else
 /// the input's), their values bound in `q`.
 fn source_columns(q: &Binds, source: &str, input_label: Option<&str>) -> (String, String) {
@@ -181,7 +134,7 @@ fn df_err(what: &str, e: datafusion::error::DataFusionError) -> ScoreError {
 /// max_points, raw_unit), from the scorer's own functions. `ix` numbers a test's dimensions in
 /// name order, from 0 (below [`crate::kernels::tally_slots`]), as the tallies' slots do
 /// ([`crate::kernels::dimension_slots`]); the items' points reach the plans through the
-/// administration's aggregate ([`crate::tally`]).
+/// administration's aggregate (`strict_administration`, [`crate::functions`]).
 fn register_key(ctx: &SessionContext, key: &ScoringKey) -> Result<(), ScoreError> {
     use arrow::array::{BooleanArray, Float64Array, Int32Array, StringArray};
     use arrow::datatypes::{DataType, Field, Schema};
@@ -256,10 +209,10 @@ pub(crate) fn session(
         engine.context().remove_optimizer_rule(rule);
     }
     let points = Arc::new(crate::kernels::KeyPoints::new(key));
-    for f in crate::kernels::udfs(Arc::new(norms.clone())) {
+    for f in crate::functions::udfs(Arc::new(norms.clone())) {
         engine.context().register_udf(f);
     }
-    for f in crate::tally::udafs(points) {
+    for f in crate::functions::udafs(points) {
         engine.context().register_udaf(f);
     }
     register_key(engine.context(), key)?;
@@ -290,12 +243,12 @@ fn readings_sql(rule: ReplyRule) -> String {
 /// The plans of one source as SQL, over its stored answers registered as table `raw`: each is
 /// planned by the thread that runs it (on small studies planning is most of the stage).
 struct SourcePlans {
-    parsed: Plan,
-    scales: Plan,
+    parsed: Sql,
+    scales: Sql,
     /// The scale scores under each configured rule but the strict one, in the configured order.
-    by_rule: Vec<Plan>,
-    reruns: Option<Plan>,
-    rules: Plan,
+    by_rule: Vec<Sql>,
+    reruns: Option<Sql>,
+    rules: Sql,
     records: usize,
 }
 
@@ -312,8 +265,8 @@ fn check_source(
     let what = format!("source {source}");
     let e = |x| df_err(&what, x);
     // Each query ends in LIMIT 1.
-    let first_row = |q: Plan| -> Result<Option<RecordBatch>, datafusion::error::DataFusionError> {
-        let batches = engine.collect(q.frame(engine)?)?;
+    let first_row = |q: Sql| -> Result<Option<RecordBatch>, datafusion::error::DataFusionError> {
+        let batches = engine.collect(engine.bound(&q)?)?;
         Ok(batches.into_iter().find(|b| b.num_rows() > 0))
     };
     let text = |b: &RecordBatch, i: usize| -> String {
@@ -328,7 +281,7 @@ fn check_source(
             "SELECT label FROM raw WHERE label IS NOT NULL AND label <> {} ORDER BY {ADMIN_ORDER} LIMIT 1",
             q.bind(lab)
         );
-        if let Some(b) = first_row(q.plan(sql)).map_err(e)? {
+        if let Some(b) = first_row(q.sql(sql)).map_err(e)? {
             return Err(ScoreError::Score {
                 test: what.clone(),
                 message: format!(
@@ -357,7 +310,7 @@ fn check_source(
                     "SELECT model, condition, sample FROM raw WHERE test = {} ORDER BY {ADMIN_ORDER} LIMIT 1",
                     q.bind(t)
                 );
-                let b = first_row(q.plan(sql)).map_err(e)?.expect("the test occurs");
+                let b = first_row(q.sql(sql)).map_err(e)?.expect("the test occurs");
                 return Err(ScoreError::Score {
                     test: format!(
                         "{source}: {} {} sample {} {t}",
@@ -415,14 +368,14 @@ fn plan_source(job: Job<'_>) -> Result<SourcePlans, ScoreError> {
     let readings = readings_sql(ReplyRule::Strict);
     let q = Binds::default();
     let (src, label) = source_columns(&q, source, input_label);
-    let parsed = q.plan(format!(
+    let parsed = q.sql(format!(
         "SELECT {} FROM ({readings}) ORDER BY {ADMIN_ORDER}",
         PARSED_ANSWERS.projection(&[("source", &src), ("label", &label)])
     ));
     // One pass over the stored answers, and no sort: the requests arrive in administration
     // order, and the grouping by administration streams (its input is sorted by its keys).
     // Each request's readings are scored with the key where they are read and summed per
-    // administration by one aggregate (`*_administration`, crate::tally: per dimension slot
+    // administration by one aggregate (`*_administration`, crate::functions: per dimension slot
     // `ix`, by name, the items read `ok` and their points), so an administration is one row
     // per request, not per item, and one accumulator, not a sum per slot; its dimensions come
     // out as one array of (ix, answered, points) in slot order, unnested and joined to `key_dims`: every
@@ -450,7 +403,7 @@ fn plan_source(job: Job<'_>) -> Result<SourcePlans, ScoreError> {
 
 /// The plan of `scale_scores` (of `scale_scores_by_rule` when `by_rule`) under `rule`, for
 /// the rows of `source`.
-fn scales_plan(source: &str, input_label: Option<&str>, rule: ReplyRule, by_rule: bool) -> Plan {
+fn scales_plan(source: &str, input_label: Option<&str>, rule: ReplyRule, by_rule: bool) -> Sql {
     let q = Binds::default();
     let (src, label) = source_columns(&q, source, input_label);
     let (src, label) = (src.as_str(), label.as_str());
@@ -472,7 +425,7 @@ fn scales_plan(source: &str, input_label: Option<&str>, rule: ReplyRule, by_rule
     } else {
         SCALE_SCORES.projection(&exprs)
     };
-    q.plan(format!(
+    q.sql(format!(
         "WITH admins AS (SELECT model, condition, sample, test, min(study) AS study, min(arm) AS arm, \
                     min(cohort) AS cohort, min(label) AS label, min(temperature) AS temperature, \
                     {administration}(test, mode, item, reply, error IS NOT NULL, option_order, \
@@ -498,7 +451,7 @@ fn scales_plan(source: &str, input_label: Option<&str>, rule: ReplyRule, by_rule
 
 /// The plan of `reply_reruns` of `source`: per pair of conditions (first, rerun), whether the
 /// replies at temperature 0 come back the same.
-fn reruns_plan(source: &str, input_label: Option<&str>, pairs: &[[String; 2]]) -> Option<Plan> {
+fn reruns_plan(source: &str, input_label: Option<&str>, pairs: &[[String; 2]]) -> Option<Sql> {
     if pairs.is_empty() {
         return None;
     }
@@ -535,7 +488,7 @@ fn reruns_plan(source: &str, input_label: Option<&str>, pairs: &[[String; 2]]) -
             "compared > 0 AND identical = compared",
         ),
     ]);
-    Some(q.plan(format!(
+    Some(q.sql(format!(
                 "SELECT {projection} \
                  FROM (SELECT model, test, \"first\", rerun, \
                        CAST(sum(CASE WHEN both_ok THEN 1 ELSE 0 END) AS INT) AS compared, \
@@ -547,7 +500,7 @@ fn reruns_plan(source: &str, input_label: Option<&str>, pairs: &[[String; 2]]) -
 }
 
 /// The plan of `reply_rule_counts` of `source`.
-fn rule_counts_plan(source: &str, input_label: Option<&str>, rules: &[ReplyRule]) -> Plan {
+fn rule_counts_plan(source: &str, input_label: Option<&str>, rules: &[ReplyRule]) -> Sql {
     let q = Binds::default();
     let (src, label) = source_columns(&q, source, input_label);
     // Every request read by every configured rule; a whole-test reply is readable when each
@@ -578,7 +531,7 @@ fn rule_counts_plan(source: &str, input_label: Option<&str>, rules: &[ReplyRule]
         })
         .collect::<Vec<_>>()
         .join(" UNION ALL ");
-    q.plan(format!(
+    q.sql(format!(
         "SELECT {} \
          FROM ({per_rule}) ORDER BY model, arm, condition, mode, ord, label, cohort NULLS FIRST",
         REPLY_RULE_COUNTS.projection(&[("source", &src)])
@@ -977,8 +930,9 @@ fn score_registered(job: Job<'_>, sinks: Sinks<'_>) -> Result<AnswerSourceSummar
     // the last two), and on
     // small studies planning is most of each chain. The summary's counts are split between
     // the chains the same way.
-    let plan = |sql: &Plan| {
-        sql.frame(engine)
+    let plan = |sql: &Sql| {
+        engine
+            .bound(sql)
             .map_err(|x| df_err(&format!("source {source}"), x))
     };
     let mut chains: Vec<Chain<'_>> = Vec::with_capacity(4);
@@ -1055,11 +1009,11 @@ fn score_registered(job: Job<'_>, sinks: Sinks<'_>) -> Result<AnswerSourceSummar
 /// into `scale_scores_by_rule`; its part of the summary.
 fn scales_chain(
     engine: &Engine,
-    plan: &impl Fn(&Plan) -> Result<DataFrame, ScoreError>,
+    plan: &impl Fn(&Sql) -> Result<DataFrame, ScoreError>,
     rules: &[ReplyRule],
     [scales, by_rule]: [&mut Sink; 2],
-    scales_sql: &Plan,
-    by_rule_sql: &[Plan],
+    scales_sql: &Sql,
+    by_rule_sql: &[Sql],
 ) -> Result<AnswerSourceSummary, ScoreError> {
     let mut part = AnswerSourceSummary::default();
     let schema = scales.schema.clone();

@@ -8,9 +8,6 @@ use datafusion::arrow::datatypes::{DataType, Field, Fields, Int32Type};
 use datafusion::common::{exec_err, Result};
 use protospread_format::{option_to_value, OptionOrder};
 
-// The score plans register the functions through here.
-pub(crate) use crate::functions::udfs;
-
 /// The type of `lenient_status`: a one-byte key into the names of [`Status::ALL`], so the
 /// column costs a byte per item, not a text.
 pub(crate) fn status_dictionary() -> DataType {

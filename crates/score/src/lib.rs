@@ -44,7 +44,6 @@ mod rules;
 mod scorer;
 mod stage;
 mod tables;
-mod tally;
 
 pub use answers::{score_in_memory, AnswerSourceSummary, AnswersSummary, ScoredInMemory};
 pub use evidence::{
