@@ -125,7 +125,7 @@ impl CellUdf {
     ///   of a cell, a row per setup instead of one per score.
     ///
     /// Each side is sorted before use, so the result does not depend on the order
-    /// `array_agg` met the rows in.
+    /// `ps_ints` met the rows in.
     fn cell(&self, a: &[ArrayRef]) -> Result<ArrayRef> {
         let what = "ps_cell";
         let (pl, pv) = int_list(&a[0], what)?;
