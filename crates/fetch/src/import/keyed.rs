@@ -3,37 +3,35 @@
 //! Sorted by (model, condition, sample, test, item) as texts, DataFusion compares strings
 //! column by column for every pair it orders, and the groupings that checked the rules across
 //! records compared them again: in a shuffled file of 10^7 answers, most of the fetch stage.
-//! The key's texts have few distinct values (models, conditions, tests), so [`KeyDomain`]
-//! collects them while the records are staged; [`Packing`] then replaces each text by its
-//! rank among them (byte order, as Arrow compares strings) and packs the whole key into one
-//! `u64` whose order is the key's order. The sort is on that one primitive column, spilling
+//! The key's texts have few distinct values (models, conditions, tests), and they are staged
+//! as codes (`coded`) while [`KeyDomain`] takes the range of the integer columns; [`Packing`]
+//! then turns each code into its text's rank among them (byte order, as Arrow compares
+//! strings) and packs the whole key into one `u64` whose order is the key's order. The sort is on that one primitive column, spilling
 //! under the memory pool as any DataFusion sort, whatever the file's order; once the records
 //! are in order, the rules across records hold exactly when they hold between neighbours
 //! (`sorted::InOrder`), as for a file that came sorted.
 
-use arrow::array::{Array, ArrayRef, AsArray, Int32Array, UInt64Array};
-use arrow::datatypes::DataType;
+use arrow::array::{Array, ArrayRef, AsArray, Int32Array, UInt32Array, UInt64Array};
+use arrow::datatypes::{DataType, UInt32Type};
 use arrow::error::ArrowError;
 use arrow::record_batch::RecordBatch;
-use datafusion::common::{exec_err, HashMap, HashSet, Result};
+use datafusion::common::{exec_err, Result};
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
-use protospread_engine::Texts;
 use std::sync::Arc;
 
 /// The name under which [`Packing::udf`] is registered; its arguments are the stored-answer
 /// sort key's columns in order.
 pub(crate) const KEY_FUNCTION: &str = "stored_answer_key";
 
-/// The text columns of the sort key, in the key's order, and the integer ones.
-const TEXTS: [&str; 3] = ["model", "condition", "test"];
+/// The text columns of the sort key, in the key's order.
+pub(crate) const TEXTS: [&str; 3] = ["model", "condition", "test"];
 
-/// The values each column of the sort key takes in a file.
+/// The range of the sort key's integer columns in a file; the values of its text columns
+/// are the coder's (`coded`).
 #[derive(Debug, Default)]
 pub(crate) struct KeyDomain {
-    /// Distinct model, condition and test texts.
-    texts: [HashSet<Box<str>>; 3],
     /// Least and greatest sample.
     samples: Option<(i32, i32)>,
     /// Least and greatest item (whole-test records have none).
@@ -64,40 +62,26 @@ fn widen(range: Option<(i32, i32)>, a: &Int32Array) -> Option<(i32, i32)> {
 impl KeyDomain {
     /// Take in the key values of one batch of validated records.
     pub(crate) fn observe(&mut self, batch: &RecordBatch) -> Result<(), ArrowError> {
-        for (set, name) in self.texts.iter_mut().zip(TEXTS) {
-            let col = named(batch, name)?;
-            let texts = Texts::of(col)
-                .ok_or_else(|| ArrowError::SchemaError(format!("{name}: expected text")))?;
-            // Runs of one value are common (a model's records together, one condition per
-            // export block): only a change of value is looked up.
-            let mut last: Option<&str> = None;
-            for i in 0..texts.len() {
-                let v = texts.at(i);
-                if v != last {
-                    if let Some(v) = v {
-                        if !set.contains(v) {
-                            set.insert(v.into());
-                        }
-                    }
-                    last = v;
-                }
-            }
-        }
         self.samples = widen(self.samples, &int32(named(batch, "sample")?, "sample")?);
         self.items = widen(self.items, &int32(named(batch, "item")?, "item")?);
         Ok(())
     }
 
-    /// The packing of these values into one `u64`, or `None` when the key does not fit in
-    /// 64 bits (then the records are sorted by the key's columns themselves).
-    pub(crate) fn packing(self) -> Option<Packing> {
-        let ranks = self.texts.map(|set| {
-            let mut v: Vec<Box<str>> = set.into_iter().collect();
-            v.sort_unstable();
-            v.into_iter()
-                .enumerate()
-                .map(|(r, t)| (t, r as u64))
-                .collect::<HashMap<_, _>>()
+    /// The packing of the key into one `u64`, where `texts` are the distinct model,
+    /// condition and test texts by code, or `None` when the key does not fit in 64 bits
+    /// (then the records are sorted by the key's columns themselves).
+    pub(crate) fn packing(self, texts: [Vec<&str>; 3]) -> Option<Packing> {
+        let codes = texts.map(|values| {
+            let mut by_text: Vec<u32> = (0..values.len() as u32).collect();
+            by_text.sort_unstable_by(|a, b| values[*a as usize].cmp(values[*b as usize]));
+            by_text
+        });
+        let ranks = codes.clone().map(|by_text| {
+            let mut ranks = vec![0u64; by_text.len()];
+            for (rank, code) in by_text.into_iter().enumerate() {
+                ranks[code as usize] = rank as u64;
+            }
+            ranks
         });
         let span = |r: Option<(i32, i32)>| {
             r.map_or(1, |(lo, hi)| (i64::from(hi) - i64::from(lo)) as u64 + 1)
@@ -119,6 +103,7 @@ impl KeyDomain {
         }
         Some(Packing(Arc::new(Inner {
             ranks,
+            codes,
             sample_min,
             item_min,
             bits,
@@ -141,8 +126,10 @@ pub(crate) struct Packing(Arc<Inner>);
 
 #[derive(Debug)]
 struct Inner {
-    /// Rank of each model, condition and test text.
-    ranks: [HashMap<Box<str>, u64>; 3],
+    /// Rank of each model, condition and test text, by its code.
+    ranks: [Vec<u64>; 3],
+    /// The code of each rank: the inverse of `ranks`.
+    codes: [Vec<u32>; 3],
     sample_min: i32,
     item_min: i32,
     /// Bits of model, condition, sample, test and item, most significant first.
@@ -159,16 +146,16 @@ impl Packing {
     }
 
     /// The packed keys of rows whose key columns are `args` (model, condition, sample, test,
-    /// item).
+    /// item; the texts as their codes).
     fn keys(&self, args: &[ArrayRef]) -> Result<UInt64Array> {
         let p = &self.0;
         let [model, condition, sample, test, item] = args else {
             return exec_err!("{KEY_FUNCTION}: expected 5 arguments, got {}", args.len());
         };
         let (model, condition, test) = (
-            text_arg(model, "model")?,
-            text_arg(condition, "condition")?,
-            text_arg(test, "test")?,
+            code_arg(model, TEXTS[0])?,
+            code_arg(condition, TEXTS[1])?,
+            code_arg(test, TEXTS[2])?,
         );
         let int = |a: &ArrayRef| arrow::compute::cast(a, &DataType::Int32);
         let (sample, item) = (int(sample)?, int(item)?);
@@ -176,18 +163,16 @@ impl Packing {
             sample.as_primitive::<arrow::datatypes::Int32Type>(),
             item.as_primitive::<arrow::datatypes::Int32Type>(),
         );
+        if sample.null_count() > 0 {
+            return exec_err!("{KEY_FUNCTION}: sample is null");
+        }
         let mut out = Vec::with_capacity(model.len());
-        let mut cache: [Option<(&str, u64)>; 3] = [None; 3];
         for i in 0..model.len() {
             let parts = [
-                rank(&p.ranks[0], &mut cache[0], model.at(i), TEXTS[0])?,
-                rank(&p.ranks[1], &mut cache[1], condition.at(i), TEXTS[1])?,
-                if sample.is_valid(i) {
-                    (i64::from(sample.value(i)) - i64::from(p.sample_min)) as u64
-                } else {
-                    return exec_err!("{KEY_FUNCTION}: sample is null");
-                },
-                rank(&p.ranks[2], &mut cache[2], test.at(i), TEXTS[2])?,
+                rank(&p.ranks[0], model, i, TEXTS[0])?,
+                rank(&p.ranks[1], condition, i, TEXTS[1])?,
+                (i64::from(sample.value(i)) - i64::from(p.sample_min)) as u64,
+                rank(&p.ranks[2], test, i, TEXTS[2])?,
                 if item.is_valid(i) {
                     (i64::from(item.value(i)) - i64::from(p.item_min)) as u64 + 1
                 } else {
@@ -204,35 +189,68 @@ impl Packing {
     }
 }
 
-fn text_arg<'a>(a: &'a ArrayRef, name: &str) -> Result<Texts<'a>> {
-    match Texts::of(a) {
-        Some(t) => Ok(t),
-        None => exec_err!("{KEY_FUNCTION}: {name} is {}, not text", a.data_type()),
+impl Packing {
+    /// The key's columns of packed `keys`, by name: the texts as their codes, sample and
+    /// item as numbers (a whole-test record's item null).
+    pub(crate) fn unpack(&self, keys: &UInt64Array) -> Vec<(String, ArrayRef)> {
+        let p = &self.0;
+        let mut shift = 0u32;
+        let mut parts: Vec<Vec<u64>> = Vec::with_capacity(5);
+        for b in p.bits.iter().rev() {
+            let mask = if *b == 0 {
+                0
+            } else {
+                u64::MAX >> (u64::BITS - b)
+            };
+            parts.push(
+                keys.values()
+                    .iter()
+                    .map(|k| k.checked_shr(shift).unwrap_or(0) & mask)
+                    .collect(),
+            );
+            shift += b;
+        }
+        parts.reverse();
+        let text = |k: usize, part: &[u64]| -> ArrayRef {
+            Arc::new(UInt32Array::from_iter_values(
+                part.iter().map(|r| p.codes[k][*r as usize]),
+            ))
+        };
+        let sample: Int32Array = parts[2]
+            .iter()
+            .map(|v| (i64::from(p.sample_min) + *v as i64) as i32)
+            .collect::<Vec<i32>>()
+            .into();
+        let item: Int32Array = parts[4]
+            .iter()
+            .map(|v| (*v > 0).then(|| (i64::from(p.item_min) + *v as i64 - 1) as i32))
+            .collect();
+        vec![
+            ("model".into(), text(0, &parts[0])),
+            ("condition".into(), text(1, &parts[1])),
+            ("sample".into(), Arc::new(sample) as ArrayRef),
+            ("test".into(), text(2, &parts[3])),
+            ("item".into(), Arc::new(item) as ArrayRef),
+        ]
     }
 }
 
-/// The rank of text `v` of key column `name`; `last` remembers the previous lookup, since
-/// runs of one value are common.
-fn rank<'a>(
-    ranks: &HashMap<Box<str>, u64>,
-    last: &mut Option<(&'a str, u64)>,
-    v: Option<&'a str>,
-    name: &str,
-) -> Result<u64> {
-    let Some(v) = v else {
-        return exec_err!("{KEY_FUNCTION}: {name} is null");
-    };
-    if let Some((l, r)) = *last {
-        if l == v {
-            return Ok(r);
-        }
+fn code_arg<'a>(a: &'a ArrayRef, name: &str) -> Result<&'a UInt32Array> {
+    match a.as_primitive_opt::<UInt32Type>() {
+        Some(codes) => Ok(codes),
+        None => exec_err!("{KEY_FUNCTION}: {name} is {}, not a code", a.data_type()),
     }
-    match ranks.get(v) {
-        Some(&r) => {
-            *last = Some((v, r));
-            Ok(r)
-        }
-        None => exec_err!("{KEY_FUNCTION}: {name} {v:?} was not staged"),
+}
+
+/// The rank of the text whose code is row `i` of `codes` (column `name`).
+fn rank(ranks: &[u64], codes: &UInt32Array, i: usize, name: &str) -> Result<u64> {
+    if codes.is_null(i) {
+        return exec_err!("{KEY_FUNCTION}: {name} is null");
+    }
+    let code = codes.value(i);
+    match ranks.get(code as usize) {
+        Some(&r) => Ok(r),
+        None => exec_err!("{KEY_FUNCTION}: {name} code {code} was not staged"),
     }
 }
 
@@ -275,6 +293,7 @@ impl ScalarUDFImpl for KeyUdf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::import::coded::Coder;
     use proptest::prelude::*;
     use protospread_core::STORED_ANSWERS;
 
@@ -288,7 +307,8 @@ mod tests {
         protospread_format::to_batch(&records).unwrap()
     }
 
-    /// The arguments of [`KEY_FUNCTION`]: the contract's sort key columns of `b`, in order.
+    /// The arguments of [`KEY_FUNCTION`]: the contract's sort key columns of coded `b`, in
+    /// order.
     fn key_columns(b: &RecordBatch) -> Vec<ArrayRef> {
         STORED_ANSWERS
             .sort_key
@@ -297,13 +317,24 @@ mod tests {
             .collect()
     }
 
-    fn keys_of(rows: &[(&str, &str, i32, &str, Option<i32>)]) -> Vec<u64> {
-        let b = batch(rows);
+    /// The coder after `b`, `b` coded, and the packing of its keys.
+    fn packed(b: &RecordBatch) -> (Coder, RecordBatch, Option<Packing>) {
+        let mut coder = Coder::new(
+            b.schema(),
+            &["sample", "item", "reply", "item_order", "error"],
+        );
+        let coded = coder.encode(b).unwrap();
         let mut d = KeyDomain::default();
-        d.observe(&b).unwrap();
-        d.packing()
+        d.observe(&coded).unwrap();
+        let packing = d.packing(TEXTS.map(|t| coder.texts(t)));
+        (coder, coded, packing)
+    }
+
+    fn keys_of(rows: &[(&str, &str, i32, &str, Option<i32>)]) -> Vec<u64> {
+        let (_, coded, packing) = packed(&batch(rows));
+        packing
             .expect("fits")
-            .keys(&key_columns(&b))
+            .keys(&key_columns(&coded))
             .unwrap()
             .values()
             .to_vec()
@@ -337,23 +368,42 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// Unpacking a packed key gives back the codes and numbers it was packed from.
+        #[test]
+        fn packed_keys_unpack_to_their_columns(
+            rows in proptest::collection::vec(
+                (0..5usize, 0..5usize, -3..4i32, 0..5usize, proptest::option::of(-2..50i32)),
+                1..40,
+            )
+        ) {
+            let rows: Vec<_> = rows
+                .into_iter()
+                .map(|(m, c, s, t, i)| (TEXT[m], TEXT[c], s, TEXT[t], i))
+                .collect();
+            let (_, coded, packing) = packed(&batch(&rows));
+            let packing = packing.expect("fits");
+            let keys = packing.keys(&key_columns(&coded)).unwrap();
+            for (name, column) in packing.unpack(&keys) {
+                prop_assert_eq!(&column, coded.column_by_name(&name).unwrap(), "{}", name);
+            }
+        }
+    }
+
     #[test]
     fn a_key_wider_than_64_bits_is_not_packed() {
         let b = batch(&[
             ("m", "c", i32::MIN, "t", Some(i32::MIN)),
             ("m", "c", i32::MAX, "t", Some(i32::MAX)),
         ]);
-        let mut d = KeyDomain::default();
-        d.observe(&b).unwrap();
-        assert!(d.packing().is_none());
+        assert!(packed(&b).2.is_none());
     }
 
     #[test]
     fn a_text_not_staged_is_an_error() {
-        let mut d = KeyDomain::default();
-        d.observe(&batch(&[("m", "c", 1, "t", None)])).unwrap();
-        let other = batch(&[("n", "c", 1, "t", None)]);
-        let e = d.packing().unwrap().keys(&key_columns(&other)).unwrap_err();
-        assert!(e.to_string().contains("\"n\" was not staged"), "{e}");
+        let (mut coder, _, packing) = packed(&batch(&[("m", "c", 1, "t", None)]));
+        let other = coder.encode(&batch(&[("n", "c", 1, "t", None)])).unwrap();
+        let e = packing.unwrap().keys(&key_columns(&other)).unwrap_err();
+        assert!(e.to_string().contains("model code 1 was not staged"), "{e}");
     }
 }

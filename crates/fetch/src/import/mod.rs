@@ -9,9 +9,11 @@
 //! stops the import with an error naming the file, the row and the column. Records travel in
 //! column batches ([`BATCH_ROWS`] rows). A file in the output order is checked between
 //! neighbours as it streams (`sorted`); any other file is staged in a temporary Parquet file of
-//! the validated records (removed when the import ends), sorted by DataFusion on one packed
-//! integer key (`keyed`), and checked between neighbours as it streams out sorted.
+//! the validated records (removed when the import ends) with its short texts as codes
+//! (`coded`), sorted by DataFusion on one packed integer key (`keyed`), and checked between
+//! neighbours as it streams out sorted and decoded.
 
+mod coded;
 mod keyed;
 mod limits;
 mod sorted;
@@ -19,6 +21,7 @@ mod vectorized;
 
 use arrow::array::{Array, AsArray, RecordBatch, StringArray, UInt64Builder};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use coded::{Coder, SETTINGS_FUNCTION};
 use keyed::{KeyDomain, KEY_FUNCTION};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
@@ -363,47 +366,99 @@ fn import_staged(
     let staged = tmp.path().join("validated.parquet");
     let pq_err = |e: parquet::errors::ParquetError| file_err(&staged, e.to_string());
     let file = fs_err::File::create(&staged).map_err(ImportError::Fs)?;
+    // The key's integers stay numbers (they are packed with the key's texts), the free
+    // texts stay texts, and `_row`/`_line` are unique per record.
+    let mut uncoded: Vec<&str> = STORED_ANSWERS
+        .sort_key
+        .iter()
+        .copied()
+        .filter(|k| !keyed::TEXTS.contains(k))
+        .collect();
+    uncoded.extend(["reply", "item_order", "error", "_row", "_line"]);
+    let mut coder = Coder::new(staging_schema(), &uncoded);
     let mut writer =
-        ArrowWriter::try_new(file, staging_schema(), Some(staging_properties())).map_err(pq_err)?;
+        ArrowWriter::try_new(file, coder.schema(), Some(staging_properties())).map_err(pq_err)?;
     let mut domain = KeyDomain::default();
     let records = read_validated(path, kind, vocab, &*sink.progress(), &mut |b| {
         domain.observe(&b)?;
-        writer.write(&b).map_err(pq_err)?;
+        writer.write(&coder.encode(&b)?).map_err(pq_err)?;
         Ok(true)
     })?
     .expect("read to the end");
     writer.close().map_err(pq_err)?;
     let engine = Engine::new(engine)?;
+    // The free texts are read as plain strings: the sort moves (and may spill) every row,
+    // and a string view costs 16 bytes a row before its text.
     engine
-        .register_parquet("staged", &staged.to_string_lossy())
+        .sql("SET datafusion.execution.parquet.schema_force_view_types = false")
         .map_err(|e| engine_err(path, e))?;
-    let order = match domain.packing() {
+    engine
+        .register_parquet("staged_codes", &staged.to_string_lossy())
+        .map_err(|e| engine_err(path, e))?;
+    let decoder = coder.decoder();
+    let schema = STORED_ANSWERS.schema();
+    let packing = domain.packing(keyed::TEXTS.map(|t| coder.texts(t)));
+    let in_order = match &packing {
         Some(packing) => {
             engine.context().register_udf(packing.udf());
-            format!("{KEY_FUNCTION}({})", STORED_ANSWERS.sort_key.join(", "))
+            let settings: Vec<&str> = coder
+                .coded_columns()
+                .into_iter()
+                .filter(|c| !keyed::TEXTS.contains(c) && COLUMNS.contains(c))
+                .collect();
+            let free: Vec<&str> = COLUMNS
+                .iter()
+                .copied()
+                .filter(|c| !STORED_ANSWERS.sort_key.contains(c) && !settings.contains(c))
+                .collect();
+            let radix = coder.radix(&settings);
+            let carried = match &radix {
+                Some(radix) => {
+                    engine.context().register_udf(radix.udf());
+                    format!(
+                        "{SETTINGS_FUNCTION}({}) AS _settings",
+                        radix.columns().join(", ")
+                    )
+                }
+                None => settings.join(", "),
+            };
+            let sql = format!(
+                "SELECT {KEY_FUNCTION}({}) AS _key, {carried}, {} FROM staged_codes ORDER BY _key",
+                STORED_ANSWERS.sort_key.join(", "),
+                free.join(", "),
+            );
+            let df = engine.sql(&sql).map_err(|e| engine_err(path, e))?;
+            deliver_sorted(&engine, df, path, sink, |b| {
+                let column = |name: &str| {
+                    b.column_by_name(name)
+                        .and_then(|c| c.as_primitive_opt::<arrow::datatypes::UInt64Type>())
+                        .ok_or_else(|| file_err(path, format!("sorting records: no {name}")))
+                };
+                let mut columns = packing.unpack(column("_key")?);
+                if let Some(radix) = &radix {
+                    columns.extend(radix.unpack(column("_settings")?));
+                }
+                columns.extend(coded::named_columns(b));
+                Ok(decoder.decode(&columns, schema.clone())?)
+            })?
         }
-        None => STORED_ANSWERS.order_by(),
+        // A key too wide to pack is sorted by its columns, read back as values.
+        None => {
+            plain_staged(&engine, &decoder, tmp.path(), path)?;
+            let sql = format!(
+                "SELECT {} FROM staged ORDER BY {}",
+                COLUMNS.join(", "),
+                STORED_ANSWERS.order_by()
+            );
+            let df = engine.sql(&sql).map_err(|e| engine_err(path, e))?;
+            deliver_sorted(&engine, df, path, sink, |b| conform(b, &schema))?
+        }
     };
-    let df = engine
-        .sql(&format!(
-            "SELECT {} FROM staged ORDER BY {order}",
-            COLUMNS.join(", "),
-        ))
-        .map_err(|e| engine_err(path, e))?;
-    let mut in_order = InOrder::new(ADMIN_SETTINGS.iter().map(|(c, _)| *c).collect());
-    for b in engine
-        .stream_for_writing(df, STORED_ANSWERS.schema())
-        .map_err(|e| engine_err(path, e))?
-    {
-        let b = b.map_err(|e| engine_err(path, e))?;
-        in_order.push(&b)?;
-        if !in_order.holds() {
-            break;
-        }
-        sink.write(b)?;
-    }
-    if in_order.holds() {
+    if in_order {
         return Ok(records);
+    }
+    if packing.is_some() {
+        plain_staged(&engine, &decoder, tmp.path(), path)?;
     }
     check_across_records(&engine, path)?;
     Err(file_err(
@@ -411,6 +466,78 @@ fn import_staged(
         "the sorted records break a rule across records that the checks could not place \
          (an internal error: please report it with the file)",
     ))
+}
+
+/// Stream `df`'s rows, made stored-answer batches by `decode`, to `sink` in batches of
+/// [`protospread_engine::WRITE_BATCH_ROWS`] rows while they are in order and agree between
+/// neighbours; whether they all did.
+fn deliver_sorted(
+    engine: &Engine,
+    df: datafusion::prelude::DataFrame,
+    path: &Path,
+    sink: &mut dyn RecordSink,
+    decode: impl Fn(&RecordBatch) -> Result<RecordBatch, ImportError>,
+) -> Result<bool, ImportError> {
+    let mut chunks = protospread_engine::Rechunk::new(protospread_engine::WRITE_BATCH_ROWS);
+    let mut in_order = InOrder::new(ADMIN_SETTINGS.iter().map(|(c, _)| *c).collect());
+    let mut deliver = |b: RecordBatch| -> Result<bool, ImportError> {
+        in_order.push(&b)?;
+        if in_order.holds() {
+            sink.write(b)?;
+        }
+        Ok(in_order.holds())
+    };
+    for b in engine.stream(df).map_err(|e| engine_err(path, e))? {
+        let b = decode(&b.map_err(|e| engine_err(path, e))?)?;
+        for b in chunks.push(b)? {
+            if !deliver(b)? {
+                return Ok(false);
+            }
+        }
+    }
+    match chunks.finish()? {
+        Some(b) => deliver(b),
+        None => Ok(true),
+    }
+}
+
+/// Register table `staged`: the staged records (`staged_codes`) with their values decoded,
+/// written to a second temporary file in `dir`, for the queries that name a row breaking a
+/// rule across records.
+fn plain_staged(
+    engine: &Engine,
+    decoder: &coded::Decoder,
+    dir: &Path,
+    path: &Path,
+) -> Result<(), ImportError> {
+    let plain = dir.join("validated-plain.parquet");
+    let pq_err = |e: parquet::errors::ParquetError| file_err(&plain, e.to_string());
+    let file = fs_err::File::create(&plain).map_err(ImportError::Fs)?;
+    let mut writer =
+        ArrowWriter::try_new(file, staging_schema(), Some(staging_properties())).map_err(pq_err)?;
+    let df = engine
+        .sql("SELECT * FROM staged_codes")
+        .map_err(|e| engine_err(path, e))?;
+    for b in engine.stream(df).map_err(|e| engine_err(path, e))? {
+        let b = b.map_err(|e| engine_err(path, e))?;
+        let b = decoder.decode(&coded::named_columns(&b), staging_schema())?;
+        writer.write(&b).map_err(pq_err)?;
+    }
+    writer.close().map_err(pq_err)?;
+    engine
+        .register_parquet("staged", &plain.to_string_lossy())
+        .map_err(|e| engine_err(path, e))
+}
+
+/// `b`'s columns cast to `schema`'s types.
+fn conform(b: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, ImportError> {
+    let cols = schema
+        .fields()
+        .iter()
+        .zip(b.columns())
+        .map(|(f, c)| arrow::compute::cast(c, f.data_type()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(RecordBatch::try_new(schema.clone(), cols)?)
 }
 
 fn engine_err(path: &Path, e: datafusion::error::DataFusionError) -> ImportError {
