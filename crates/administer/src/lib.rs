@@ -21,7 +21,7 @@ mod setup;
 
 pub use client::Client;
 pub use instrument::{missing_instrument, Instrument};
-pub use plan::{conditions, plan, Condition, Message, Planned};
+pub use plan::{conditions, plan, Condition, Message, Planned, RequestColumns};
 pub use record::{Outcome, Record, RunLabels};
 pub use resume::{run_resumable, Resumed, StoredRequest};
 pub use setup::{default_output, ClientSettings, Plan, Selection};
