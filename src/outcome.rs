@@ -74,6 +74,7 @@ fn kind(e: &anyhow::Error) -> &'static str {
                 F::HttpStatus { .. }
                 | F::Truncated { .. }
                 | F::Network { .. }
+                | F::RedirectUrl { .. }
                 | F::Redirect { .. } => "network",
                 F::Io { .. } => "io",
                 _ => "input",
