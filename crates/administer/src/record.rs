@@ -274,7 +274,9 @@ pub(crate) fn lock_output(path: &Path) -> Result<OutputLock, AdministerError> {
             path: path.to_path_buf(),
         }),
         // std's lock error does not name the file.
-        Err(std::fs::TryLockError::Error(e)) => Err(protospread_core::IoError::new(path, e).into()),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(protospread_core::CoreError::io(path, e).into())
+        }
     }
 }
 
