@@ -74,6 +74,7 @@ fn kind(e: &anyhow::Error) -> &'static str {
                 F::HttpStatus { .. }
                 | F::Truncated { .. }
                 | F::Network { .. }
+                | F::RedirectUrl { .. }
                 | F::Redirect { .. } => "network",
                 F::Io { .. } => "io",
                 _ => "input",
@@ -97,8 +98,12 @@ fn place(e: &anyhow::Error) -> Option<Place> {
         if let Some(p) = record_place(cause).or_else(|| score_place(cause)) {
             return Some(p);
         }
-        if let Some(W::Malformed { file, line, .. }) = cause.downcast_ref::<W>() {
-            return Some((show(file), (*line > 0).then_some(*line as u64), None));
+        match cause.downcast_ref::<W>() {
+            Some(W::Malformed { file, line, .. }) => {
+                return Some((show(file), (*line > 0).then_some(*line as u64), None));
+            }
+            Some(W::Task { file, .. }) => return Some((show(file), None, None)),
+            _ => {}
         }
         if let Some(FetchError::Csv { error, .. }) = cause.downcast_ref::<FetchError>() {
             return Some(csv_place(error));

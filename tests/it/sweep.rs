@@ -892,6 +892,13 @@ mod real_lm_eval {
             err.contains("results_2026-12-01T11-06-48.139841.json"),
             "{err}"
         );
+        // `--json` names the results file as the error's place.
+        let m: Value = serde_json::from_slice(&ingest(&cfg).stdout).unwrap();
+        let file = m["error"]["file"].as_str().unwrap_or_default();
+        assert!(
+            file.ends_with("results_2026-12-01T11-06-48.139841.json"),
+            "{m}"
+        );
     }
 
     /// `protospread run` with the repository's pipeline.toml, its `[sweep]` section replaced

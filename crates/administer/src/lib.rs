@@ -21,7 +21,7 @@ mod setup;
 
 pub use client::Client;
 pub use instrument::{missing_instrument, Instrument};
-pub use plan::{conditions, plan, Condition, Message, Planned};
+pub use plan::{conditions, plan, Condition, Message, Planned, RequestColumns};
 pub use record::{Outcome, Record, RunLabels};
 pub use resume::{run_resumable, Resumed, StoredRequest};
 pub use setup::{default_output, ClientSettings, Plan, Selection};
@@ -36,11 +36,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// Errors of the administer layer.
 #[derive(Debug, thiserror::Error)]
 pub enum AdministerError {
-    /// An I/O error whose message does not name its path (a raw OS error: a lock, a rename
-    /// system call); file-system calls go through `fs_err` and become [`Self::Fs`].
-    #[error(transparent)]
-    Io(#[from] protospread_core::IoError),
-    /// A file-system error from `fs_err`, whose message names the path.
+    /// A file-system error from `fs_err`, whose message names the path. A raw OS error, whose
+    /// message names none (a lock), is a [`protospread_core::CoreError::Io`] with its path.
     #[error(transparent)]
     Fs(#[from] std::io::Error),
     /// An instrument file that does not load.

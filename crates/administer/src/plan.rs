@@ -7,7 +7,7 @@
 use crate::instrument::Instrument;
 use crate::AdministerError;
 use protospread_core::AdministerSection;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 // The stored-answer format owns the vocabulary; the writer uses the reader's definitions so
 // the two cannot drift apart.
@@ -146,31 +146,72 @@ struct Body<'a> {
     stream: bool,
 }
 
+/// The stored-answer columns (format v1) that a planned request decides, as a record holds
+/// them: which administration of which test it belongs to, and how it was asked.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RequestColumns {
+    /// Condition code (S0, ST1, BS1...).
+    pub condition: String,
+    /// 1-based sample index (ST1 has 1..=3, every other condition 1).
+    pub sample: u32,
+    /// Test (instrument) name.
+    pub test: String,
+    /// `single` or `whole`.
+    pub mode: String,
+    /// Human item number (single mode), else null.
+    pub item: Option<u32>,
+    /// Human item numbers in the order shown (whole mode), else null; written joined by `;`.
+    #[serde(default, with = "item_order")]
+    pub item_order: Option<Vec<u32>>,
+    /// Seed of the shuffle that made `item_order` (BS1..BS4), else null.
+    pub order_seed: Option<u64>,
+    /// `human` or `reversed`.
+    pub option_order: String,
+    /// `P1` or `P2`.
+    pub instruction: String,
+    /// Sampling temperature sent.
+    pub temperature: f64,
+}
+
+/// `item_order` as the stored-answer format writes it: the item numbers joined by `;`.
+mod item_order {
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        order: &Option<Vec<u32>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match order {
+            Some(v) => {
+                s.serialize_some(&v.iter().map(u32::to_string).collect::<Vec<_>>().join(";"))
+            }
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<u32>>, D::Error> {
+        let Some(text) = Option::<String>::deserialize(d)? else {
+            return Ok(None);
+        };
+        text.split(';')
+            .map(|n| {
+                n.parse()
+                    .map_err(|e| D::Error::custom(format!("item_order `{text}`: {e}")))
+            })
+            .collect::<Result<_, _>>()
+            .map(Some)
+    }
+}
+
 /// One planned request with everything the stored record needs.
 #[derive(Debug, Clone)]
 pub struct Planned {
     /// `model|test|condition|sample|item` (`whole` for whole-test requests).
     pub key: String,
-    /// Test (instrument) name.
-    pub test: String,
-    /// Condition code (S0, ST1, BS1...).
-    pub condition: String,
-    /// 1-based sample index.
-    pub sample: u32,
-    /// One item per request or the whole test.
-    pub mode: Mode,
-    /// Human item number (single mode).
-    pub item: Option<u32>,
-    /// Human item numbers in the order shown (whole mode).
-    pub item_order: Option<Vec<u32>>,
-    /// Seed of the item-order shuffle (BS1..BS4), else none.
-    pub order_seed: Option<u64>,
-    /// Options shown in reversed order.
-    pub reversed: bool,
-    /// Instruction variant (`P1` or `P2`).
-    pub instruction: String,
-    /// Sampling temperature.
-    pub temperature: f64,
+    /// The columns of its stored record that the request decides.
+    pub columns: RequestColumns,
     /// `max_tokens` sent in the body.
     pub max_tokens: u32,
     /// Seed sent in the body, if any.
@@ -312,16 +353,19 @@ pub fn plan(
                     .expect("request body serializes");
                     out.push(Planned {
                         key: format!("{model}|{}|{}|{sample}|{item_label}", inst.test, cond.name),
-                        test: inst.test.clone(),
-                        condition: cond.name.clone(),
-                        sample,
-                        mode: cond.mode,
-                        item,
-                        item_order,
-                        order_seed: cond.shuffle_seed,
-                        reversed: cond.reversed,
-                        instruction: cond.instruction.clone(),
-                        temperature: cond.temperature,
+                        columns: RequestColumns {
+                            condition: cond.name.clone(),
+                            sample,
+                            test: inst.test.clone(),
+                            mode: cond.mode.as_str().to_string(),
+                            item,
+                            item_order,
+                            order_seed: cond.shuffle_seed,
+                            option_order: if cond.reversed { "reversed" } else { "human" }
+                                .to_string(),
+                            instruction: cond.instruction.clone(),
+                            temperature: cond.temperature,
+                        },
                         max_tokens,
                         seed,
                         body_sha256: protospread_core::sha256_hex(body.as_bytes()),

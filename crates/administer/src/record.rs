@@ -5,7 +5,7 @@
 //! record per request key, in canonical order; an interrupted run leaves it in arrival order,
 //! which the next run (or the importer, which sorts by key) puts right.
 
-use crate::plan::Planned;
+use crate::plan::{Planned, RequestColumns};
 use crate::AdministerError;
 use fs_err::os::unix::fs::OpenOptionsExt;
 use serde::{Deserialize, Serialize};
@@ -16,8 +16,9 @@ use std::path::Path;
 /// Version of the stored-answer format written.
 pub(crate) const FORMAT_VERSION: u32 = 1;
 
-/// One request and its outcome. The first 18 fields are the stored-answer format v1
-/// (docs/stored-answers.md); the rest record the request exactly as sent and what came back.
+/// One request and its outcome. The fields up to `label` (with those of `request`) are the
+/// stored-answer format v1 (docs/stored-answers.md); the rest record the request exactly as
+/// sent and what came back.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Record {
     /// Stored-answer format version (always 1).
@@ -30,26 +31,9 @@ pub struct Record {
     pub arm: String,
     /// Cohort the model belongs to.
     pub cohort: String,
-    /// Condition code (S0, ST1, BS1...).
-    pub condition: String,
-    /// 1-based sample index (ST1 has 1..=3, every other condition 1).
-    pub sample: u32,
-    /// Test (instrument) name.
-    pub test: String,
-    /// `single` or `whole`.
-    pub mode: String,
-    /// Human item number (single mode), else null.
-    pub item: Option<u32>,
-    /// Human item numbers in the order shown, joined by `;` (whole mode), else null.
-    pub item_order: Option<String>,
-    /// Seed of the shuffle that made `item_order` (BS1..BS4), else null.
-    pub order_seed: Option<u64>,
-    /// `human` or `reversed`.
-    pub option_order: String,
-    /// `P1` or `P2`.
-    pub instruction: String,
-    /// Sampling temperature sent.
-    pub temperature: f64,
+    /// The columns the planned request decides, `condition` to `temperature`.
+    #[serde(flatten)]
+    pub request: RequestColumns,
     /// The reply text as received (`choices[0].message.content`); empty when the request failed.
     pub reply: String,
     /// Why the request failed after its retries; null for an answered request.
@@ -156,21 +140,7 @@ pub(crate) fn make_record(p: &Planned, labels: &RunLabels, o: Outcome, now_ms: u
         model: labels.model.clone(),
         arm: labels.arm.clone(),
         cohort: labels.cohort.clone(),
-        condition: p.condition.clone(),
-        sample: p.sample,
-        test: p.test.clone(),
-        mode: p.mode.as_str().to_string(),
-        item: p.item,
-        item_order: p.item_order.as_ref().map(|v| {
-            v.iter()
-                .map(|i| i.to_string())
-                .collect::<Vec<_>>()
-                .join(";")
-        }),
-        order_seed: p.order_seed,
-        option_order: if p.reversed { "reversed" } else { "human" }.to_string(),
-        instruction: p.instruction.clone(),
-        temperature: p.temperature,
+        request: p.columns.clone(),
         reply: o.reply.unwrap_or_default(),
         error: o.error,
         label: labels.label.clone(),
@@ -304,7 +274,9 @@ pub(crate) fn lock_output(path: &Path) -> Result<OutputLock, AdministerError> {
             path: path.to_path_buf(),
         }),
         // std's lock error does not name the file.
-        Err(std::fs::TryLockError::Error(e)) => Err(protospread_core::IoError::new(path, e).into()),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(protospread_core::CoreError::io(path, e).into())
+        }
     }
 }
 
@@ -377,16 +349,18 @@ mod tests {
     fn rec(key: &str, error: Option<&str>) -> Record {
         let p = crate::plan::Planned {
             key: key.to_string(),
-            test: "big_five".into(),
-            condition: "S0".into(),
-            sample: 1,
-            mode: crate::plan::Mode::Single,
-            item: Some(1),
-            item_order: None,
-            order_seed: None,
-            reversed: false,
-            instruction: "P1".into(),
-            temperature: 0.0,
+            columns: RequestColumns {
+                condition: "S0".into(),
+                sample: 1,
+                test: "big_five".into(),
+                mode: "single".into(),
+                item: Some(1),
+                item_order: None,
+                order_seed: None,
+                option_order: "human".into(),
+                instruction: "P1".into(),
+                temperature: 0.0,
+            },
             max_tokens: 8,
             seed: None,
             body: "{}".into(),
@@ -407,6 +381,31 @@ mod tests {
             ..Outcome::default()
         };
         make_record(&p, &labels, o, 0)
+    }
+
+    #[test]
+    fn request_columns_are_written_in_the_records_order_and_read_back() {
+        let mut r = rec("a", None);
+        r.request.item = None;
+        r.request.item_order = Some(vec![3, 1, 2]);
+        let line = serde_json::to_string(&r).unwrap();
+        assert!(
+            line.starts_with(
+                "{\"format_version\":1,\"study\":\"s\",\"model\":\"m\",\"arm\":\"api\",\
+                 \"cohort\":\"c\",\"condition\":\"S0\",\"sample\":1,\"test\":\"big_five\",\
+                 \"mode\":\"single\",\"item\":null,\"item_order\":\"3;1;2\",\"order_seed\":null,\
+                 \"option_order\":\"human\",\"instruction\":\"P1\",\"temperature\":0.0,\
+                 \"reply\":\"3\",\"error\":null,\"label\":\"recorded\",\"x_request_key\":\"a\","
+            ),
+            "{line}"
+        );
+        assert_eq!(serde_json::from_str::<Record>(&line).unwrap(), r);
+        // An item order that is not numbers joined by `;` is not a record.
+        let bad = line.replace("3;1;2", "3;x");
+        let e = serde_json::from_str::<Record>(&bad)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("item_order `3;x`"), "{e}");
     }
 
     #[test]

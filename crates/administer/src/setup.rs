@@ -163,7 +163,7 @@ impl Selection {
         if let Some(i) = self
             .items
             .iter()
-            .find(|i| !requests.iter().any(|p| p.item == Some(**i)))
+            .find(|i| !requests.iter().any(|p| p.columns.item == Some(**i)))
         {
             let ranges: Vec<String> = instruments
                 .iter()
@@ -175,7 +175,7 @@ impl Selection {
             )));
         }
         if !self.items.is_empty() {
-            requests.retain(|p| p.item.is_none_or(|i| self.items.contains(&i)));
+            requests.retain(|p| p.columns.item.is_none_or(|i| self.items.contains(&i)));
         }
         Ok(Plan {
             instruments,

@@ -43,46 +43,72 @@ pub(crate) struct UrlParts {
     pub(crate) scheme: String,
     /// Lower-cased host, without port.
     pub(crate) host: String,
-    /// `scheme://authority`, as written.
-    pub(crate) origin: String,
-    /// Path and query, starting with `/`.
-    pub(crate) path_and_query: String,
+}
+
+/// Why a URL, or a redirect's `Location`, is not one the fetch stage downloads from.
+#[derive(Debug, thiserror::Error)]
+pub enum UrlError {
+    /// The text does not parse as a URL.
+    #[error("`{url}` is not a valid URL: {source}")]
+    Invalid {
+        /// The text given as a URL.
+        url: String,
+        /// The URI parser's error.
+        #[source]
+        source: ureq::http::uri::InvalidUri,
+    },
+    /// A scheme other than `http` and `https` (or none: a relative reference).
+    #[error("`{url}`: only http:// and https:// URLs are fetched")]
+    Scheme {
+        /// The URL or `Location`.
+        url: String,
+    },
+    /// An http(s) URL without a host.
+    #[error("`{url}` has no host")]
+    NoHost {
+        /// The URL.
+        url: String,
+    },
+    /// A URL the URL parser refuses: a redirect's base, or its `Location` resolved against it.
+    #[error("`{url}`: {source}")]
+    Unresolved {
+        /// The base URL or the `Location`.
+        url: String,
+        /// The URL parser's error.
+        #[source]
+        source: url::ParseError,
+    },
 }
 
 /// Split an absolute `http://` or `https://` URL.
-pub(crate) fn url_parts(url: &str) -> Result<UrlParts, String> {
-    let uri: ureq::http::Uri = url
-        .parse()
-        .map_err(|e| format!("`{url}` is not a valid URL: {e}"))?;
+pub(crate) fn url_parts(url: &str) -> Result<UrlParts, UrlError> {
+    let uri: ureq::http::Uri = url.parse().map_err(|source| UrlError::Invalid {
+        url: url.to_string(),
+        source,
+    })?;
     let scheme = uri.scheme_str().unwrap_or_default().to_ascii_lowercase();
     if scheme != "http" && scheme != "https" {
-        return Err(format!(
-            "`{url}`: only http:// and https:// URLs are fetched"
-        ));
+        return Err(UrlError::Scheme {
+            url: url.to_string(),
+        });
     }
-    let authority = uri
+    let no_host = || UrlError::NoHost {
+        url: url.to_string(),
+    };
+    let host = uri
         .authority()
-        .ok_or_else(|| format!("`{url}` has no host"))?;
-    let host = authority
+        .ok_or_else(no_host)?
         .host()
         .trim_matches(['[', ']'])
         .to_ascii_lowercase();
     if host.is_empty() {
-        return Err(format!("`{url}` has no host"));
+        return Err(no_host());
     }
-    Ok(UrlParts {
-        origin: format!("{scheme}://{}", authority.as_str()),
-        scheme,
-        host,
-        path_and_query: uri
-            .path_and_query()
-            .map(|p| p.as_str().to_string())
-            .unwrap_or_else(|| "/".to_string()),
-    })
+    Ok(UrlParts { scheme, host })
 }
 
 /// Resolve a `Location` header against the URL that answered with it.
-pub(crate) fn resolve_location(base: &str, location: &str) -> Result<String, String> {
+pub(crate) fn resolve_location(base: &str, location: &str) -> Result<String, UrlError> {
     let lower = location.to_ascii_lowercase();
     if lower.starts_with("http://") || lower.starts_with("https://") {
         return Ok(location.to_string());
@@ -95,17 +121,21 @@ pub(crate) fn resolve_location(base: &str, location: &str) -> Result<String, Str
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
         if is_scheme {
-            return Err(format!(
-                "`{location}`: only http:// and https:// URLs are fetched"
-            ));
+            return Err(UrlError::Scheme {
+                url: location.to_string(),
+            });
         }
     }
     url_parts(base)?;
+    let unresolved = |url: &str| {
+        let url = url.to_string();
+        move |source| UrlError::Unresolved { url, source }
+    };
     // RFC 3986 section 5.2 (merge and remove_dot_segments) by the url crate.
-    let base = url::Url::parse(base).map_err(|e| format!("`{base}`: {e}"))?;
+    let base = url::Url::parse(base).map_err(unresolved(base))?;
     base.join(location)
         .map(String::from)
-        .map_err(|e| format!("`{location}`: {e}"))
+        .map_err(unresolved(location))
 }
 
 /// Why one attempt failed, and whether another attempt may help.
@@ -122,9 +152,9 @@ pub(crate) fn download(
     tmp: &Path,
     settings: &HttpSettings,
 ) -> Result<u64, FetchError> {
-    let origin = url_parts(url).map_err(|m| FetchError::Input {
+    let origin = url_parts(url).map_err(|source| FetchError::Url {
         input: input.to_string(),
-        message: m,
+        source,
     })?;
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -180,10 +210,16 @@ fn attempt_once(
                 .ok_or_else(|| {
                     Failure::Fatal(network(&url, format!("HTTP {status} without a Location")))
                 })?;
-            let next = resolve_location(&url, location)
-                .map_err(|m| Failure::Fatal(network(&url, format!("redirect: {m}"))))?;
-            let to = url_parts(&next)
-                .map_err(|m| Failure::Fatal(network(&url, format!("redirect: {m}"))))?;
+            let bad_location = |source| {
+                Failure::Fatal(FetchError::RedirectUrl {
+                    input: input.to_string(),
+                    url: url.clone(),
+                    source,
+                    attempts: attempt,
+                })
+            };
+            let next = resolve_location(&url, location).map_err(bad_location)?;
+            let to = url_parts(&next).map_err(bad_location)?;
             let same_host = to.host == origin.host;
             let allowed = settings.allowed_redirect_hosts.contains(&to.host);
             let downgrade = origin.scheme == "https" && to.scheme == "http";
@@ -392,19 +428,52 @@ mod tests {
     fn url_parts_lowercases_host_and_refuses_other_schemes() {
         let p = url_parts("http://LocalHost:81/x?y").unwrap();
         assert_eq!(p.host, "localhost");
-        assert_eq!(p.path_and_query, "/x?y");
-        assert!(url_parts("ftp://h/x").is_err());
+        assert_eq!(p.scheme, "http");
+        assert!(matches!(
+            url_parts("ftp://h/x"),
+            Err(UrlError::Scheme { url }) if url == "ftp://h/x"
+        ));
         let e = resolve_location("http://h/a/b", "ftp://h/x").unwrap_err();
-        assert!(e.contains("only http"), "{e}");
+        assert!(e.to_string().contains("only http"), "{e}");
         assert_eq!(
-            resolve_location("http://h/a/b", "c:d").unwrap_err(),
+            resolve_location("http://h/a/b", "c:d")
+                .unwrap_err()
+                .to_string(),
             "`c:d`: only http:// and https:// URLs are fetched"
         );
         assert_eq!(
             resolve_location("http://h/a/b", "./c:d").unwrap(),
             "http://h/a/c:d"
         );
-        assert!(url_parts("/relative").is_err());
+        assert_eq!(
+            url_parts("/relative").unwrap_err().to_string(),
+            "`/relative`: only http:// and https:// URLs are fetched"
+        );
+    }
+
+    #[test]
+    fn bad_urls_name_the_url_and_keep_the_parsers_error() {
+        use std::error::Error;
+        let e = url_parts("http://exa mple/x").unwrap_err();
+        assert!(matches!(e, UrlError::Invalid { .. }), "{e:?}");
+        let cause = e.source().expect("the URI parser's error").to_string();
+        assert_eq!(
+            e.to_string(),
+            format!("`http://exa mple/x` is not a valid URL: {cause}")
+        );
+        let e = url_parts("http://[]/x").unwrap_err();
+        assert!(matches!(e, UrlError::NoHost { .. }), "{e:?}");
+        assert_eq!(e.to_string(), "`http://[]/x` has no host");
+        assert!(e.source().is_none());
+        // A relative Location the URL parser refuses (a port out of range).
+        let e = resolve_location("http://h/a/b", "//h:99999/x").unwrap_err();
+        assert!(matches!(e, UrlError::Unresolved { .. }), "{e:?}");
+        let cause = e.source().expect("the URL parser's error");
+        assert_eq!(cause.to_string(), "invalid port number");
+        assert_eq!(e.to_string(), "`//h:99999/x`: invalid port number");
+        // A base that is no http(s) URL is refused before any Location is resolved.
+        let e = resolve_location("ftp://h/a", "b").unwrap_err();
+        assert!(matches!(e, UrlError::Scheme { url } if url == "ftp://h/a"));
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod http;
 mod human;
 mod import;
 
+pub use http::UrlError;
 pub use human::{
     import_human_csv, import_human_csv_reporting, import_human_csv_stream, CsvError, CsvPlace,
     ExcludedRow, HumanImport, HumanStream, HumanStreamError, HUMAN_BATCH_ROWS,
@@ -115,6 +116,29 @@ pub enum FetchError {
         url: String,
         /// The transport error.
         message: String,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// A URL the fetch stage does not download from (the input's, or the one a Hugging Face
+    /// source makes).
+    #[error("input '{input}': {source}")]
+    Url {
+        /// Input name.
+        input: String,
+        /// What is wrong with the URL.
+        #[source]
+        source: UrlError,
+    },
+    /// A redirect whose `Location` is not a URL the fetch stage downloads from.
+    #[error("input '{input}': GET {url}: redirect: {source}{}", attempts_note(.attempts))]
+    RedirectUrl {
+        /// Input name.
+        input: String,
+        /// The URL that answered with the redirect.
+        url: String,
+        /// What is wrong with its `Location`.
+        #[source]
+        source: UrlError,
         /// Attempts made.
         attempts: u32,
     },
@@ -270,10 +294,14 @@ pub fn resolve(cfg: &Config, input: &Input, opts: &Options) -> Result<Resolved, 
         input: input.name.clone(),
         message,
     };
+    let bad_url = |source| FetchError::Url {
+        input: input.name.clone(),
+        source,
+    };
     match input.source().map_err(bad)? {
         InputSource::Local(p) => Ok(Resolved::Local(cfg.resolve(&p))),
         InputSource::Http(u) => {
-            http::url_parts(&u).map_err(bad)?;
+            http::url_parts(&u).map_err(bad_url)?;
             Ok(Resolved::Remote(u))
         }
         InputSource::HuggingFace(h) => {
@@ -285,7 +313,7 @@ pub fn resolve(cfg: &Config, input: &Input, opts: &Options) -> Result<Resolved, 
                 )));
             }
             let url = hf_url(&hf_endpoint(cfg, opts).map_err(bad)?, &h);
-            http::url_parts(&url).map_err(bad)?;
+            http::url_parts(&url).map_err(bad_url)?;
             Ok(Resolved::Remote(url))
         }
     }

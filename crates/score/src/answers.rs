@@ -34,8 +34,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// What one source produced.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// What one source produced; serialized as one element of [`AnswersSummary::to_json`].
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct AnswerSourceSummary {
     /// Input name.
     pub source: String,
@@ -98,19 +98,7 @@ impl AnswersSummary {
 
     /// The summary as one JSON object `{"stored_answers": [...]}`.
     pub fn to_json(&self) -> serde_json::Value {
-        let v: Vec<_> = self
-            .sources
-            .iter()
-            .map(|x| {
-                serde_json::json!({
-                    "source": x.source, "label": x.label, "records": x.records,
-                    "administrations": x.administrations, "statuses": x.statuses,
-                    "constant_administrations": x.constant_administrations,
-                    "scale_rows": x.scale_rows, "complete_scale_rows": x.complete_scale_rows,
-                })
-            })
-            .collect();
-        serde_json::json!({ "stored_answers": v })
+        serde_json::json!({ "stored_answers": self.sources })
     }
 }
 

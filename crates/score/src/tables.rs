@@ -46,52 +46,26 @@ enum Value {
     B(bool),
 }
 
-impl From<&str> for Value {
-    fn from(v: &str) -> Value {
-        Value::S(Some(v.to_string()))
-    }
+/// `impl From<$t> for Value` for each `$t => |v| value`: the Rust types a row gives a column.
+macro_rules! value_from {
+    ($($t:ty => |$v:ident| $value:expr),* $(,)?) => {
+        $(impl From<$t> for Value {
+            fn from($v: $t) -> Value {
+                $value
+            }
+        })*
+    };
 }
 
-impl From<&String> for Value {
-    fn from(v: &String) -> Value {
-        Value::S(Some(v.clone()))
-    }
-}
-
-impl From<Option<String>> for Value {
-    fn from(v: Option<String>) -> Value {
-        Value::S(v)
-    }
-}
-
-impl From<i64> for Value {
-    fn from(v: i64) -> Value {
-        Value::I(v)
-    }
-}
-
-impl From<usize> for Value {
-    fn from(v: usize) -> Value {
-        Value::I(v as i64)
-    }
-}
-
-impl From<f64> for Value {
-    fn from(v: f64) -> Value {
-        Value::F(Some(v))
-    }
-}
-
-impl From<Option<f64>> for Value {
-    fn from(v: Option<f64>) -> Value {
-        Value::F(v)
-    }
-}
-
-impl From<bool> for Value {
-    fn from(v: bool) -> Value {
-        Value::B(v)
-    }
+value_from! {
+    &str => |v| Value::S(Some(v.to_string())),
+    &String => |v| Value::S(Some(v.clone())),
+    Option<String> => |v| Value::S(v),
+    i64 => |v| Value::I(v),
+    usize => |v| Value::I(v as i64),
+    f64 => |v| Value::F(Some(v)),
+    Option<f64> => |v| Value::F(v),
+    bool => |v| Value::B(v),
 }
 
 impl Col {

@@ -463,6 +463,62 @@ fn benchmark_of(task: &str, cfg: &Value) -> Option<(String, String)> {
     Some((name, String::new()))
 }
 
+/// Why `configs.<task>` of a results file does not say what the sweep needs of the task.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskConfigError {
+    /// No `fewshot_delimiter`.
+    #[error(
+        "task {task}: its delimiter cannot be determined: configs.{task} has no fewshot_delimiter"
+    )]
+    NoDelimiter {
+        /// The task.
+        task: String,
+    },
+    /// A `fewshot_delimiter` that is empty or not a string.
+    #[error("task {task}: its delimiter cannot be determined: configs.{task}.fewshot_delimiter is {value}")]
+    DelimiterValue {
+        /// The task.
+        task: String,
+        /// Its value, as in the file.
+        value: Value,
+    },
+    /// The delimiter is not one the sweep can use.
+    #[error("task {task}: {source}")]
+    Delimiter {
+        /// The task.
+        task: String,
+        /// Why the delimiter is refused.
+        #[source]
+        source: Box<SweepError>,
+    },
+    /// Neither a protospread task name nor `dataset_path` names the benchmark.
+    #[error(
+        "task {task}: no benchmark: neither a protospread task name nor configs.{task}.dataset_path"
+    )]
+    NoBenchmark {
+        /// The task.
+        task: String,
+    },
+    /// The task reports several metrics and none is `[sweep] metric`.
+    #[error("task {task}: reports metrics {metrics} and [sweep] metric is {metric}: set [sweep] metric to one of them")]
+    Metric {
+        /// The task.
+        task: String,
+        /// The metrics it reports, comma-separated.
+        metrics: String,
+        /// `[sweep] metric`.
+        metric: String,
+    },
+    /// The task has several filters.
+    #[error("task {task}: several filters ({filters}); a sweep needs one")]
+    Filters {
+        /// The task.
+        task: String,
+        /// Its filters, comma-separated.
+        filters: String,
+    },
+}
+
 /// Read delimiter, variant, benchmark and metric of one task from `configs.<task>` of its
 /// results file. `system_instruction` is the run's `--system_instruction`, if any.
 fn task_config(
@@ -472,21 +528,25 @@ fn task_config(
     spec: &SweepSpec,
     rel: &str,
     problems: &mut Vec<String>,
-) -> Result<TaskConfig, String> {
+) -> Result<TaskConfig, TaskConfigError> {
     let fd = match cfg.get("fewshot_delimiter") {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        Some(other) => {
-            return Err(format!(
-                "task {task}: its delimiter cannot be determined: configs.{task}.fewshot_delimiter is {other}"
-            ))
+        Some(value) => {
+            return Err(TaskConfigError::DelimiterValue {
+                task: task.to_string(),
+                value: value.clone(),
+            })
         }
         None => {
-            return Err(format!(
-                "task {task}: its delimiter cannot be determined: configs.{task} has no fewshot_delimiter"
-            ))
+            return Err(TaskConfigError::NoDelimiter {
+                task: task.to_string(),
+            })
         }
     };
-    let delimiter = Delimiter::new(&fd).map_err(|e| format!("task {task}: {e}"))?;
+    let delimiter = Delimiter::new(&fd).map_err(|e| TaskConfigError::Delimiter {
+        task: task.to_string(),
+        source: Box::new(e),
+    })?;
     if cfg.get("num_fewshot").and_then(Value::as_u64) == Some(0) {
         problems.push(format!(
             "{rel}: task {task} ran with num_fewshot 0: no delimiter was in its prompts"
@@ -536,9 +596,10 @@ fn task_config(
             ));
         }
     }
-    let (benchmark, subset) = benchmark_of(task, cfg).ok_or_else(|| {
-        format!("task {task}: no benchmark: neither a protospread task name nor configs.{task}.dataset_path")
-    })?;
+    let (benchmark, subset) =
+        benchmark_of(task, cfg).ok_or_else(|| TaskConfigError::NoBenchmark {
+            task: task.to_string(),
+        })?;
     let names = |key: &str, field: &str| -> Vec<String> {
         cfg.get(key)
             .and_then(Value::as_array)
@@ -556,21 +617,21 @@ fn task_config(
     } else if metrics.len() == 1 {
         metrics[0].clone()
     } else {
-        return Err(format!(
-            "task {task}: reports metrics {} and [sweep] metric is {}: set [sweep] metric to one of them",
-            metrics.join(", "),
-            spec.metric
-        ));
+        return Err(TaskConfigError::Metric {
+            task: task.to_string(),
+            metrics: metrics.join(", "),
+            metric: spec.metric.clone(),
+        });
     };
     let filters = names("filter_list", "name");
     let filter = match filters.as_slice() {
         [] => "none".to_string(),
         [one] => one.clone(),
         many => {
-            return Err(format!(
-                "task {task}: several filters ({}); a sweep needs one",
-                many.join(", ")
-            ))
+            return Err(TaskConfigError::Filters {
+                task: task.to_string(),
+                filters: many.join(", "),
+            })
         }
     };
     Ok(TaskConfig {
@@ -639,7 +700,10 @@ pub(crate) fn ingest_lm_eval(
         for (task, cfg) in configs {
             tasks_seen += 1;
             let tc = task_config(task, cfg, system_instruction, spec, &rel, &mut ing.problems)
-                .map_err(|m| malformed(f, 0, m))?;
+                .map_err(|source| SweepError::Task {
+                    file: f.clone(),
+                    source,
+                })?;
             let sfile = folder.join(format!("samples_{task}_{date_id}.jsonl"));
             if !sfile.is_file() {
                 ing.problems.push(format!(
@@ -937,6 +1001,59 @@ fn same_documents(model: &str, bench: &str, cells: &BenchCells, problems: &mut V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn task_configs_that_say_too_little_are_typed_errors_naming_the_task() {
+        use serde_json::json;
+        use std::error::Error;
+        let spec = SweepSpec::from_section(&protospread_core::SweepSection::default()).unwrap();
+        let mut problems = Vec::new();
+        let mut read = |cfg: Value| {
+            task_config("t", &cfg, "", &spec, "r.json", &mut problems)
+                .map(|_| ())
+                .unwrap_err()
+        };
+        let e = read(json!({}));
+        assert!(matches!(e, TaskConfigError::NoDelimiter { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "task t: its delimiter cannot be determined: configs.t has no fewshot_delimiter"
+        );
+        let e = read(json!({"fewshot_delimiter": 3}));
+        assert_eq!(
+            e.to_string(),
+            "task t: its delimiter cannot be determined: configs.t.fewshot_delimiter is 3"
+        );
+        let e = read(json!({"fewshot_delimiter": "\n"}));
+        assert!(matches!(e, TaskConfigError::NoBenchmark { .. }), "{e:?}");
+        let e = read(json!({
+            "fewshot_delimiter": "\n", "dataset_path": "x",
+            "metric_list": [{"metric": "m1"}, {"metric": "m2"}],
+        }));
+        assert!(
+            e.to_string()
+                .starts_with("task t: reports metrics m1, m2 and [sweep] metric is "),
+            "{e}"
+        );
+        let e = read(json!({
+            "fewshot_delimiter": "\n", "dataset_path": "x",
+            "filter_list": [{"name": "a"}, {"name": "b"}],
+        }));
+        assert_eq!(
+            e.to_string(),
+            "task t: several filters (a, b); a sweep needs one"
+        );
+        // The results file's error names the file and keeps the task's error as its cause.
+        let e = SweepError::Task {
+            file: PathBuf::from("r.json"),
+            source: e,
+        };
+        assert_eq!(
+            e.to_string(),
+            "r.json: task t: several filters (a, b); a sweep needs one"
+        );
+        assert!(e.source().is_some_and(|c| c.is::<TaskConfigError>()));
+    }
 
     /// A samples line of exactly `len` bytes (padded in `doc`).
     fn line(len: usize) -> String {

@@ -29,7 +29,7 @@ pub use dictionary::{
     Doc as DictionaryDoc, Planned as DictionaryRequest, Record as DictionaryRecord,
     RunSummary as DictionaryRunSummary,
 };
-pub use ingest::{Ingested, SampleRecord, TaskSamples};
+pub use ingest::{Ingested, SampleRecord, TaskConfigError, TaskSamples};
 pub use lmeval::{
     generate as generate_lm_eval_tasks, installed_tasks_dir, Benchmark, Generated, GeneratedFile,
 };
@@ -55,6 +55,15 @@ pub enum SweepError {
         line: usize,
         /// What is wrong, for the user.
         message: String,
+    },
+    /// A task of an lm-eval results file whose configuration the sweep cannot use.
+    #[error("{}: {source}", file.display())]
+    Task {
+        /// The results file.
+        file: PathBuf,
+        /// What its `configs.<task>` lacks.
+        #[source]
+        source: TaskConfigError,
     },
     /// A `[sweep]` setting that cannot be used.
     #[error("{0}")]

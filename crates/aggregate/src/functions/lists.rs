@@ -5,6 +5,7 @@ use arrow::array::{Array, ArrayRef, AsArray, Int64Array, ListArray, StringViewAr
 use arrow::datatypes::{DataType, Field, Fields, Int64Type};
 use datafusion::common::{exec_err, Result};
 use datafusion::logical_expr::{ScalarUDF, Signature, Volatility};
+use protospread_core::TableContract;
 use protospread_engine::plain_udf;
 
 /// `body` under `name`: a function of one list argument, returning `ret`.
@@ -22,6 +23,17 @@ pub(super) fn fields(f: &[(&str, DataType)]) -> Fields {
         .map(|(n, t)| Field::new(*n, t.clone(), true))
         .collect::<Vec<_>>()
         .into()
+}
+
+/// Nullable fields of the columns `names` (separated by white space) of `table`, of the types
+/// it declares: a function whose result becomes those columns declares their types once, there.
+pub(super) fn contract_fields(table: &TableContract, names: &str) -> Fields {
+    fields(
+        &names
+            .split_whitespace()
+            .map(|n| (n, table.column(n).ty.arrow()))
+            .collect::<Vec<_>>(),
+    )
 }
 
 /// A list argument of structs: the list and its struct values.

@@ -4,11 +4,12 @@
 //! are numbered in byte order of their ids; the null-expected share is the mean over compared
 //! cells of null_gt / splits, summed in ascending order of the terms.
 
-use super::lists::{field, fields, int_fields, list_of, list_udf, span, strings};
+use super::lists::{contract_fields, field, int_fields, list_of, list_udf, span, strings};
 use arrow::array::{Array, ArrayRef, AsArray, Float64Builder, Int64Builder, StructArray};
 use arrow::datatypes::{DataType, Fields, Float64Type};
 use datafusion::common::Result;
 use datafusion::logical_expr::ScalarUDF;
+use protospread_core::HEADLINE_INTERVAL;
 use protospread_inference::{cluster_bootstrap, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,19 +19,13 @@ pub(super) fn udf() -> ScalarUDF {
     list_udf("ps_headline", DataType::Struct(headline_fields()), headline)
 }
 
-/// Fields of the result.
+/// Fields of the result: these columns of [`HEADLINE_INTERVAL`], of the types it declares.
 fn headline_fields() -> Fields {
-    fields(&[
-        ("models", DataType::Int64),
-        ("share", DataType::Float64),
-        ("share_low", DataType::Float64),
-        ("share_high", DataType::Float64),
-        ("median_ratio", DataType::Float64),
-        ("median_ratio_low", DataType::Float64),
-        ("median_ratio_high", DataType::Float64),
-        ("null_expected_share", DataType::Float64),
-        ("replicates", DataType::Int64),
-    ])
+    contract_fields(
+        &HEADLINE_INTERVAL,
+        "models share share_low share_high median_ratio median_ratio_low \
+         median_ratio_high null_expected_share replicates",
+    )
 }
 
 fn headline(a: &[ArrayRef]) -> Result<ArrayRef> {

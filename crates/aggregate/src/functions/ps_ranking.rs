@@ -4,11 +4,12 @@
 //! its scores there (an exact fraction); setups in byte order; models in byte order, only
 //! those with a score under every setup.
 
-use super::lists::{fields, int_fields, list_of, list_udf, span, strings};
+use super::lists::{contract_fields, int_fields, list_of, list_udf, span, strings};
 use arrow::array::{Array, ArrayRef, Float64Builder, Int64Builder, StringBuilder, StructArray};
 use arrow::datatypes::{DataType, Fields};
 use datafusion::common::{exec_err, Result};
 use datafusion::logical_expr::ScalarUDF;
+use protospread_core::RANKING;
 use protospread_inference::{ranking, Fraction};
 use std::sync::Arc;
 
@@ -17,19 +18,13 @@ pub(super) fn udf() -> ScalarUDF {
     list_udf("ps_ranking", DataType::Struct(ranking_fields()), rank)
 }
 
-/// Fields of the result.
+/// Fields of the result: these columns of [`RANKING`], of the types it declares.
 fn ranking_fields() -> Fields {
-    fields(&[
-        ("setups", DataType::Int64),
-        ("models", DataType::Int64),
-        ("setup_pairs", DataType::Int64),
-        ("tau_median", DataType::Float64),
-        ("tau_min", DataType::Float64),
-        ("model_pairs", DataType::Int64),
-        ("flipped_pairs", DataType::Int64),
-        ("leaders", DataType::Int64),
-        ("leading_models", DataType::Utf8),
-    ])
+    contract_fields(
+        &RANKING,
+        "setups models setup_pairs tau_median tau_min model_pairs flipped_pairs \
+         leaders leading_models",
+    )
 }
 
 fn rank(a: &[ArrayRef]) -> Result<ArrayRef> {
