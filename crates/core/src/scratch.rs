@@ -16,22 +16,31 @@ use std::sync::Mutex;
 static REGISTERED: Mutex<Vec<(u64, PathBuf, bool)>> = Mutex::new(Vec::new());
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
+/// The registry, locked. A poisoned lock is taken as it is: the list stays valid.
+fn registry() -> std::sync::MutexGuard<'static, Vec<(u64, PathBuf, bool)>> {
+    REGISTERED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Record `path` in the locked registry `r`; see [`register`].
+fn push(r: &mut Vec<(u64, PathBuf, bool)>, path: &Path, is_dir: bool) -> u64 {
+    let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    r.push((id, path.to_path_buf(), is_dir));
+    id
+}
+
 /// Remove `path` (a folder when `is_dir`) if the process is stopped by a signal, until
 /// [`unregister`] is called with the returned id.
 pub(crate) fn register(path: &Path, is_dir: bool) -> u64 {
-    let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    if let Ok(mut r) = REGISTERED.lock() {
-        r.push((id, path.to_path_buf(), is_dir));
-    }
-    id
+    push(&mut registry(), path, is_dir)
 }
 
 /// True when `path` (resolved) is a scratch folder this process made and still holds.
 pub(crate) fn is_own_scratch(path: &Path) -> bool {
-    let scratch: Vec<PathBuf> = match REGISTERED.lock() {
-        Ok(r) => r.iter().filter(|e| e.2).map(|e| e.1.clone()).collect(),
-        Err(_) => return false,
-    };
+    let scratch: Vec<PathBuf> = registry()
+        .iter()
+        .filter(|e| e.2)
+        .map(|e| e.1.clone())
+        .collect();
     scratch.iter().any(|p| {
         p.file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with("protospread-"))
@@ -41,9 +50,7 @@ pub(crate) fn is_own_scratch(path: &Path) -> bool {
 
 /// Forget what [`register`] recorded under `id`.
 pub(crate) fn unregister(id: u64) {
-    if let Ok(mut r) = REGISTERED.lock() {
-        r.retain(|(i, _, _)| *i != id);
-    }
+    registry().retain(|(i, _, _)| *i != id);
 }
 
 /// A scratch folder in the temporary folder, removed when dropped (see the module's
@@ -60,10 +67,13 @@ impl Scratch {
     pub fn new(kind: &str) -> std::io::Result<Self> {
         let tmp = std::env::temp_dir();
         remove_dead_scratch(&tmp);
+        // Made and recorded under the registry's lock, which the signal thread holds from
+        // its clean-up to the exit: a folder is never made unrecorded, nor after the clean-up.
+        let mut r = registry();
         let dir = tempfile::Builder::new()
             .prefix(&format!("protospread-{kind}-{}-", std::process::id()))
             .tempdir_in(&tmp)?;
-        let id = register(dir.path(), true);
+        let id = push(&mut r, dir.path(), true);
         Ok(Scratch { dir: Some(dir), id })
     }
 
@@ -81,7 +91,13 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        unregister(self.id);
+        // Removed, then forgotten, under the lock: a signal between the two would otherwise
+        // find the folder forgotten but still there.
+        let mut r = registry();
+        if let Some(dir) = self.dir.take() {
+            let _ = dir.close();
+        }
+        r.retain(|(i, _, _)| *i != self.id);
     }
 }
 
@@ -177,11 +193,10 @@ pub fn clean_up_on_signals() {
     }
 }
 
+/// Remove everything registered. The registry stays locked until the process exits (the
+/// guard is leaked), so no other thread records a new folder after the clean-up.
 fn remove_registered() {
-    let entries = match REGISTERED.lock() {
-        Ok(r) => r.clone(),
-        Err(p) => p.into_inner().clone(),
-    };
+    let entries = std::mem::ManuallyDrop::new(registry());
     for (_, path, is_dir) in entries.iter().rev() {
         let _ = if *is_dir {
             // Never through a link: remove_dir_all removes a link itself.
