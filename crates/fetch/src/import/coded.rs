@@ -377,6 +377,18 @@ impl Decoder {
     }
 }
 
+/// A batch of `columns` (nullable fields of their arrays' types), in their order.
+pub(crate) fn batch_of(columns: Vec<(String, ArrayRef)>) -> Result<RecordBatch, ArrowError> {
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|(n, c)| Field::new(n, c.data_type().clone(), true))
+        .collect();
+    RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns.into_iter().map(|(_, c)| c).collect(),
+    )
+}
+
 /// The columns of `b` by name.
 pub(crate) fn named_columns(b: &RecordBatch) -> Vec<(String, ArrayRef)> {
     b.schema()

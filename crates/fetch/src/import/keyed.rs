@@ -190,9 +190,10 @@ impl Packing {
 }
 
 impl Packing {
-    /// The key's columns of packed `keys`, by name: the texts as their codes, sample and
-    /// item as numbers (a whole-test record's item null).
-    pub(crate) fn unpack(&self, keys: &UInt64Array) -> Vec<(String, ArrayRef)> {
+    /// The key's columns of packed `keys`, by name: the texts as their codes (as their ranks
+    /// when `ranked`: equal when the texts are, and in their order), sample and item as
+    /// numbers (a whole-test record's item null).
+    pub(crate) fn unpack(&self, keys: &UInt64Array, ranked: bool) -> Vec<(String, ArrayRef)> {
         let p = &self.0;
         let mut shift = 0u32;
         let mut parts: Vec<Vec<u64>> = Vec::with_capacity(5);
@@ -212,9 +213,13 @@ impl Packing {
         }
         parts.reverse();
         let text = |k: usize, part: &[u64]| -> ArrayRef {
-            Arc::new(UInt32Array::from_iter_values(
-                part.iter().map(|r| p.codes[k][*r as usize]),
-            ))
+            Arc::new(UInt32Array::from_iter_values(part.iter().map(|r| {
+                if ranked {
+                    *r as u32
+                } else {
+                    p.codes[k][*r as usize]
+                }
+            })))
         };
         let sample: Int32Array = parts[2]
             .iter()
@@ -384,7 +389,7 @@ mod tests {
             let (_, coded, packing) = packed(&batch(&rows));
             let packing = packing.expect("fits");
             let keys = packing.keys(&key_columns(&coded)).unwrap();
-            for (name, column) in packing.unpack(&keys) {
+            for (name, column) in packing.unpack(&keys, false) {
                 prop_assert_eq!(&column, coded.column_by_name(&name).unwrap(), "{}", name);
             }
         }

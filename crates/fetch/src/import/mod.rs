@@ -434,12 +434,21 @@ fn import_staged(
                         .and_then(|c| c.as_primitive_opt::<arrow::datatypes::UInt64Type>())
                         .ok_or_else(|| file_err(path, format!("sorting records: no {name}")))
                 };
-                let mut columns = packing.unpack(column("_key")?);
+                let keys = column("_key")?;
+                let mut settings = coded::named_columns(b);
                 if let Some(radix) = &radix {
-                    columns.extend(radix.unpack(column("_settings")?));
+                    settings.extend(radix.unpack(column("_settings")?));
                 }
-                columns.extend(coded::named_columns(b));
-                Ok(decoder.decode(&columns, schema.clone())?)
+                // The checks between neighbours compare the ranks and codes: equal exactly
+                // when the values are, and the ranks in the texts' order.
+                let mut check = packing.unpack(keys, true);
+                check.extend(settings.iter().cloned());
+                let mut columns = packing.unpack(keys, false);
+                columns.extend(settings);
+                Ok((
+                    coded::batch_of(check)?,
+                    decoder.decode(&columns, schema.clone())?,
+                ))
             })?
         }
         // A key too wide to pack is sorted by its columns, read back as values.
@@ -451,7 +460,10 @@ fn import_staged(
                 STORED_ANSWERS.order_by()
             );
             let df = engine.sql(&sql).map_err(|e| engine_err(path, e))?;
-            deliver_sorted(&engine, df, path, sink, |b| conform(b, &schema))?
+            deliver_sorted(&engine, df, path, sink, |b| {
+                let b = conform(b, &schema)?;
+                Ok((b.clone(), b))
+            })?
         }
     };
     if in_order {
@@ -468,37 +480,33 @@ fn import_staged(
     ))
 }
 
-/// Stream `df`'s rows, made stored-answer batches by `decode`, to `sink` in batches of
-/// [`protospread_engine::WRITE_BATCH_ROWS`] rows while they are in order and agree between
-/// neighbours; whether they all did.
+/// Stream `df`'s rows to `sink` while they are in order and agree between neighbours;
+/// whether they all did. `decode` makes each of `df`'s batches the batch the checks compare
+/// and the stored-answer batch handed on, which goes in batches of
+/// [`protospread_engine::WRITE_BATCH_ROWS`] rows.
 fn deliver_sorted(
     engine: &Engine,
     df: datafusion::prelude::DataFrame,
     path: &Path,
     sink: &mut dyn RecordSink,
-    decode: impl Fn(&RecordBatch) -> Result<RecordBatch, ImportError>,
+    decode: impl Fn(&RecordBatch) -> Result<(RecordBatch, RecordBatch), ImportError>,
 ) -> Result<bool, ImportError> {
     let mut chunks = protospread_engine::Rechunk::new(protospread_engine::WRITE_BATCH_ROWS);
     let mut in_order = InOrder::new(ADMIN_SETTINGS.iter().map(|(c, _)| *c).collect());
-    let mut deliver = |b: RecordBatch| -> Result<bool, ImportError> {
-        in_order.push(&b)?;
-        if in_order.holds() {
+    for b in engine.stream(df).map_err(|e| engine_err(path, e))? {
+        let (check, b) = decode(&b.map_err(|e| engine_err(path, e))?)?;
+        in_order.push(&check)?;
+        if !in_order.holds() {
+            return Ok(false);
+        }
+        for b in chunks.push(b)? {
             sink.write(b)?;
         }
-        Ok(in_order.holds())
-    };
-    for b in engine.stream(df).map_err(|e| engine_err(path, e))? {
-        let b = decode(&b.map_err(|e| engine_err(path, e))?)?;
-        for b in chunks.push(b)? {
-            if !deliver(b)? {
-                return Ok(false);
-            }
-        }
     }
-    match chunks.finish()? {
-        Some(b) => deliver(b),
-        None => Ok(true),
+    if let Some(b) = chunks.finish()? {
+        sink.write(b)?;
     }
+    Ok(true)
 }
 
 /// Register table `staged`: the staged records (`staged_codes`) with their values decoded,
