@@ -190,10 +190,11 @@ impl Packing {
 }
 
 impl Packing {
-    /// The key's columns of packed `keys`, by name: the texts as their codes (as their ranks
-    /// when `ranked`: equal when the texts are, and in their order), sample and item as
-    /// numbers (a whole-test record's item null).
-    pub(crate) fn unpack(&self, keys: &UInt64Array, ranked: bool) -> Vec<(String, ArrayRef)> {
+    /// The key's columns of packed `keys`, by name, twice: the texts as their ranks (equal
+    /// when the texts are, and in their order: what the checks between neighbours compare),
+    /// and as their codes (what is decoded); sample and item as numbers (a whole-test
+    /// record's item null) in both.
+    pub(crate) fn unpack(&self, keys: &UInt64Array) -> [Vec<(String, ArrayRef)>; 2] {
         let p = &self.0;
         let mut shift = 0u32;
         let mut parts: Vec<Vec<u64>> = Vec::with_capacity(5);
@@ -212,31 +213,35 @@ impl Packing {
             shift += b;
         }
         parts.reverse();
-        let text = |k: usize, part: &[u64]| -> ArrayRef {
-            Arc::new(UInt32Array::from_iter_values(part.iter().map(|r| {
-                if ranked {
-                    *r as u32
-                } else {
-                    p.codes[k][*r as usize]
-                }
-            })))
-        };
-        let sample: Int32Array = parts[2]
-            .iter()
-            .map(|v| (i64::from(p.sample_min) + *v as i64) as i32)
-            .collect::<Vec<i32>>()
-            .into();
-        let item: Int32Array = parts[4]
-            .iter()
-            .map(|v| (*v > 0).then(|| (i64::from(p.item_min) + *v as i64 - 1) as i32))
-            .collect();
-        vec![
-            ("model".into(), text(0, &parts[0])),
-            ("condition".into(), text(1, &parts[1])),
-            ("sample".into(), Arc::new(sample) as ArrayRef),
-            ("test".into(), text(2, &parts[3])),
-            ("item".into(), Arc::new(item) as ArrayRef),
-        ]
+        let sample: ArrayRef = Arc::new(Int32Array::from_iter_values(
+            parts[2]
+                .iter()
+                .map(|v| (i64::from(p.sample_min) + *v as i64) as i32),
+        ));
+        let item: ArrayRef = Arc::new(
+            parts[4]
+                .iter()
+                .map(|v| (*v > 0).then(|| (i64::from(p.item_min) + *v as i64 - 1) as i32))
+                .collect::<Int32Array>(),
+        );
+        [true, false].map(|ranked| {
+            let text = |k: usize, part: &[u64]| -> ArrayRef {
+                Arc::new(UInt32Array::from_iter_values(part.iter().map(|r| {
+                    if ranked {
+                        *r as u32
+                    } else {
+                        p.codes[k][*r as usize]
+                    }
+                })))
+            };
+            vec![
+                (TEXTS[0].into(), text(0, &parts[0])),
+                (TEXTS[1].into(), text(1, &parts[1])),
+                ("sample".into(), sample.clone()),
+                (TEXTS[2].into(), text(2, &parts[3])),
+                ("item".into(), item.clone()),
+            ]
+        })
     }
 }
 
@@ -389,7 +394,8 @@ mod tests {
             let (_, coded, packing) = packed(&batch(&rows));
             let packing = packing.expect("fits");
             let keys = packing.keys(&key_columns(&coded)).unwrap();
-            for (name, column) in packing.unpack(&keys, false) {
+            let [_, codes] = packing.unpack(&keys);
+            for (name, column) in codes {
                 prop_assert_eq!(&column, coded.column_by_name(&name).unwrap(), "{}", name);
             }
         }

@@ -396,61 +396,9 @@ fn import_staged(
         .register_parquet("staged_codes", &staged.to_string_lossy())
         .map_err(|e| engine_err(path, e))?;
     let decoder = coder.decoder();
-    let schema = STORED_ANSWERS.schema();
     let packing = domain.packing(keyed::TEXTS.map(|t| coder.texts(t)));
     let in_order = match &packing {
-        Some(packing) => {
-            engine.context().register_udf(packing.udf());
-            let settings: Vec<&str> = coder
-                .coded_columns()
-                .into_iter()
-                .filter(|c| !keyed::TEXTS.contains(c) && COLUMNS.contains(c))
-                .collect();
-            let free: Vec<&str> = COLUMNS
-                .iter()
-                .copied()
-                .filter(|c| !STORED_ANSWERS.sort_key.contains(c) && !settings.contains(c))
-                .collect();
-            let radix = coder.radix(&settings);
-            let carried = match &radix {
-                Some(radix) => {
-                    engine.context().register_udf(radix.udf());
-                    format!(
-                        "{SETTINGS_FUNCTION}({}) AS _settings",
-                        radix.columns().join(", ")
-                    )
-                }
-                None => settings.join(", "),
-            };
-            let sql = format!(
-                "SELECT {KEY_FUNCTION}({}) AS _key, {carried}, {} FROM staged_codes ORDER BY _key",
-                STORED_ANSWERS.sort_key.join(", "),
-                free.join(", "),
-            );
-            let df = engine.sql(&sql).map_err(|e| engine_err(path, e))?;
-            deliver_sorted(&engine, df, path, sink, |b| {
-                let column = |name: &str| {
-                    b.column_by_name(name)
-                        .and_then(|c| c.as_primitive_opt::<arrow::datatypes::UInt64Type>())
-                        .ok_or_else(|| file_err(path, format!("sorting records: no {name}")))
-                };
-                let keys = column("_key")?;
-                let mut settings = coded::named_columns(b);
-                if let Some(radix) = &radix {
-                    settings.extend(radix.unpack(column("_settings")?));
-                }
-                // The checks between neighbours compare the ranks and codes: equal exactly
-                // when the values are, and the ranks in the texts' order.
-                let mut check = packing.unpack(keys, true);
-                check.extend(settings.iter().cloned());
-                let mut columns = packing.unpack(keys, false);
-                columns.extend(settings);
-                Ok((
-                    coded::batch_of(check)?,
-                    decoder.decode(&columns, schema.clone())?,
-                ))
-            })?
-        }
+        Some(packing) => sort_packed(&engine, &coder, packing, path, sink)?,
         // A key too wide to pack is sorted by its columns, read back as values.
         None => {
             plain_staged(&engine, &decoder, tmp.path(), path)?;
@@ -460,6 +408,7 @@ fn import_staged(
                 STORED_ANSWERS.order_by()
             );
             let df = engine.sql(&sql).map_err(|e| engine_err(path, e))?;
+            let schema = STORED_ANSWERS.schema();
             deliver_sorted(&engine, df, path, sink, |b| {
                 let b = conform(b, &schema)?;
                 Ok((b.clone(), b))
@@ -478,6 +427,65 @@ fn import_staged(
         "the sorted records break a rule across records that the checks could not place \
          (an internal error: please report it with the file)",
     ))
+}
+
+/// Sort the staged records (`staged_codes`, coded by `coder`) on their packed key, carrying
+/// the other codes (packed into one integer when they fit) and the free texts, and hand them
+/// on decoded ([`deliver_sorted`]); whether they were in order and agreed between neighbours.
+fn sort_packed(
+    engine: &Engine,
+    coder: &Coder,
+    packing: &keyed::Packing,
+    path: &Path,
+    sink: &mut dyn RecordSink,
+) -> Result<bool, ImportError> {
+    engine.context().register_udf(packing.udf());
+    let settings: Vec<&str> = coder
+        .coded_columns()
+        .into_iter()
+        .filter(|c| !keyed::TEXTS.contains(c) && COLUMNS.contains(c))
+        .collect();
+    let free: Vec<&str> = COLUMNS
+        .iter()
+        .copied()
+        .filter(|c| !STORED_ANSWERS.sort_key.contains(c) && !settings.contains(c))
+        .collect();
+    let radix = coder.radix(&settings);
+    let carried = match &radix {
+        Some(radix) => {
+            engine.context().register_udf(radix.udf());
+            format!(
+                "{SETTINGS_FUNCTION}({}) AS _settings",
+                radix.columns().join(", ")
+            )
+        }
+        None => settings.join(", "),
+    };
+    let sql = format!(
+        "SELECT {KEY_FUNCTION}({}) AS _key, {carried}, {} FROM staged_codes ORDER BY _key",
+        STORED_ANSWERS.sort_key.join(", "),
+        free.join(", "),
+    );
+    let df = engine.sql(&sql).map_err(|e| engine_err(path, e))?;
+    let (decoder, schema) = (coder.decoder(), STORED_ANSWERS.schema());
+    deliver_sorted(engine, df, path, sink, |b| {
+        let column = |name: &str| {
+            b.column_by_name(name)
+                .and_then(|c| c.as_primitive_opt::<arrow::datatypes::UInt64Type>())
+                .ok_or_else(|| file_err(path, format!("sorting records: no {name}")))
+        };
+        let mut settings = coded::named_columns(b);
+        if let Some(radix) = &radix {
+            settings.extend(radix.unpack(column("_settings")?));
+        }
+        let [mut check, mut columns] = packing.unpack(column("_key")?);
+        check.extend(settings.iter().cloned());
+        columns.extend(settings);
+        Ok((
+            coded::batch_of(check)?,
+            decoder.decode(&columns, schema.clone())?,
+        ))
+    })
 }
 
 /// Stream `df`'s rows to `sink` while they are in order and agree between neighbours;
