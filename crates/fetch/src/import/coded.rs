@@ -49,14 +49,9 @@ impl Kind {
     fn of(t: &DataType) -> Option<Kind> {
         match t {
             DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => Some(Kind::Text),
-            DataType::Int8
-            | DataType::Int16
-            | DataType::Int32
-            | DataType::Int64
-            | DataType::UInt8
-            | DataType::UInt16
-            | DataType::UInt32 => Some(Kind::Int),
-            DataType::Float32 | DataType::Float64 => Some(Kind::Float),
+            // Every integer but an unsigned 64-bit one is an i64 exactly.
+            t if t.is_integer() && *t != DataType::UInt64 => Some(Kind::Int),
+            t if t.is_floating() => Some(Kind::Float),
             _ => None,
         }
     }
