@@ -397,7 +397,7 @@ fn cell_views(p: &Params, cut: &Cut, width: usize) -> (String, Sql) {
     (cell, reasons)
 }
 
-/// The per-cell table (`cells`), sorted by ([`Cut`]'s `combo`,) source, model, test, dimension.
+/// The per-cell table (`cells`), unsorted: the stage sorts it by [`Cut::cell_key`] in a plan of its own.
 pub(crate) fn cells(p: &Params, cut: &Cut) -> String {
     let k = cut.k("");
     let reruns: Vec<(String, String)> = p
@@ -467,7 +467,7 @@ pub(crate) fn cells(p: &Params, cut: &Cut) -> String {
              FROM (SELECT *, CASE WHEN r1 IS NULL AND r2 IS NULL AND r3 IS NULL AND NOT sopt AND COALESCE(sn, 0) < 2 \
                      THEN 'fewer than two sampling administrations' END AS r4 FROM reasons) \
            ) r ON r.test = n.test AND r.dimension = n.dimension \
-         ) ORDER BY {k}source, model, test, dimension"
+         )"
     )
 }
 
