@@ -352,21 +352,36 @@ mod tests {
 
     const TEXT: [&str; 5] = ["", "a", "ab", "b", "\u{e9}"];
 
+    /// Keys (model, condition, sample, test, item) over texts sharing prefixes and negative
+    /// numbers.
+    fn key_rows(
+    ) -> impl Strategy<Value = Vec<(&'static str, &'static str, i32, &'static str, Option<i32>)>>
+    {
+        proptest::collection::vec(
+            (
+                0..5usize,
+                0..5usize,
+                -3..4i32,
+                0..5usize,
+                proptest::option::of(-2..50i32),
+            ),
+            1..40,
+        )
+        .prop_map(|rows| {
+            rows.into_iter()
+                .map(|(m, c, s, t, i)| (TEXT[m], TEXT[c], s, TEXT[t], i))
+                .collect()
+        })
+    }
+
     proptest! {
         /// Packed keys order rows exactly as the key's columns do (texts in byte order,
         /// integers ascending, a missing item first), over texts sharing prefixes and
         /// negative numbers.
         #[test]
         fn packed_keys_order_rows_as_the_columns_do(
-            rows in proptest::collection::vec(
-                (0..5usize, 0..5usize, -3..4i32, 0..5usize, proptest::option::of(-2..50i32)),
-                1..40,
-            )
+            rows in key_rows()
         ) {
-            let rows: Vec<_> = rows
-                .into_iter()
-                .map(|(m, c, s, t, i)| (TEXT[m], TEXT[c], s, TEXT[t], i))
-                .collect();
             let keys = keys_of(&rows);
             for a in 0..rows.len() {
                 for b in 0..rows.len() {
@@ -382,15 +397,8 @@ mod tests {
         /// Unpacking a packed key gives back the codes and numbers it was packed from.
         #[test]
         fn packed_keys_unpack_to_their_columns(
-            rows in proptest::collection::vec(
-                (0..5usize, 0..5usize, -3..4i32, 0..5usize, proptest::option::of(-2..50i32)),
-                1..40,
-            )
+            rows in key_rows()
         ) {
-            let rows: Vec<_> = rows
-                .into_iter()
-                .map(|(m, c, s, t, i)| (TEXT[m], TEXT[c], s, TEXT[t], i))
-                .collect();
             let (_, coded, packing) = packed(&batch(&rows));
             let packing = packing.expect("fits");
             let keys = packing.keys(&key_columns(&coded)).unwrap();

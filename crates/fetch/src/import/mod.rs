@@ -398,7 +398,7 @@ fn import_staged(
     let decoder = coder.decoder();
     let packing = domain.packing(keyed::TEXTS.map(|t| coder.texts(t)));
     let in_order = match &packing {
-        Some(packing) => sort_packed(&engine, &coder, packing, path, sink)?,
+        Some(packing) => sort_packed(&engine, &coder, &decoder, packing, path, sink)?,
         // A key too wide to pack is sorted by its columns, read back as values.
         None => {
             plain_staged(&engine, &decoder, tmp.path(), path)?;
@@ -435,6 +435,7 @@ fn import_staged(
 fn sort_packed(
     engine: &Engine,
     coder: &Coder,
+    decoder: &coded::Decoder,
     packing: &keyed::Packing,
     path: &Path,
     sink: &mut dyn RecordSink,
@@ -467,7 +468,7 @@ fn sort_packed(
         free.join(", "),
     );
     let df = engine.sql(&sql).map_err(|e| engine_err(path, e))?;
-    let (decoder, schema) = (coder.decoder(), STORED_ANSWERS.schema());
+    let schema = STORED_ANSWERS.schema();
     deliver_sorted(engine, df, path, sink, |b| {
         let column = |name: &str| {
             b.column_by_name(name)
