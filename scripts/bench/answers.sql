@@ -1,6 +1,7 @@
 -- A stored-answer set (format v1, docs/stored-answers.md) with the study's design, written by
--- DuckDB, not by protospread. Placeholders @MODELS@, @SEED@ and @DIR@ are replaced by
--- scripts/bench/write_answers.py, which runs this in DuckDB 2.0.1 (pinned by scripts/bench.sh).
+-- DuckDB, not by protospread. Placeholders @MODELS@, @SEED@ and @WHERE@ are replaced by
+-- scripts/bench/write_answers.py, which runs this in DuckDB 2.0.1 (pinned by scripts/bench.sh);
+-- @WHERE@ limits the administrations written (TRUE for all of them).
 --
 -- Per model: the 4 tests (168 items) under S0, S0r, SR, SP (single-item mode), ST1 (single-item
 -- mode, samples 1..3, temperature 1) and B0, B0r, BS1..BS4 (whole-test mode; BS* items shuffled
@@ -38,7 +39,7 @@ SELECT mo.m, mo.model, mo.arm, mo.cohort, c.condition, c.mode, CAST(s.sample AS 
        t.test, t.n, c.order_seed
 FROM models mo CROSS JOIN conds c CROSS JOIN tests t
 CROSS JOIN LATERAL (SELECT unnest(range(1, c.samples + 1)) AS sample) s
-WHERE NOT (mo.arm = 'local' AND c.condition = 'ST1');
+WHERE NOT (mo.arm = 'local' AND c.condition = 'ST1') AND (@WHERE@);
 
 -- Shown order of every whole-test condition and test: human order, or a shuffle by order seed.
 CREATE TEMP TABLE shown AS
