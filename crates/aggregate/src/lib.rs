@@ -26,9 +26,11 @@ use protospread_core::{AggregateSection, Config, InputRole};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use arrow::record_batch::RecordBatch;
 pub use protospread_engine::{EngineOptions, MAX_PARTITIONS};
 pub use stage::{PRIMARY, SECONDARY};
 pub use stats::{diff_z, mean_z, ratio, sd_z, shift_z, variance_gt, z, Moments, RatioRule};
+use table::Rows;
 pub use table::Table;
 
 /// Errors of the aggregate stage; each names the file it concerns.
@@ -277,7 +279,7 @@ pub fn compute_tables_with(
     validate(params)?;
     let mut tables = Vec::new();
     stage::compute(score_dir, params, engine, &mut |t| {
-        tables.push(t);
+        tables.push(t.into_table(score_dir)?);
         Ok(())
     })?;
     tables.sort_by(|a, b| a.name.cmp(&b.name));
@@ -368,22 +370,22 @@ fn run_with_extra(
     let mut staged = protospread_core::Staged::in_dir(out_dir)?;
     let mut files = Vec::new();
     let mut sources = Vec::new();
-    // Each table is encoded and staged as it comes, then dropped: at 10^8 answers the tables
-    // together are hundreds of MB.
+    // Each table's rows stream into its staged file as the plan computes them: at 10^9
+    // answers the per-cell tables are gigabytes.
     stage::compute(score_dir, params, engine, &mut |t| {
-        if t.name == protospread_core::CELLS.name {
-            sources = summarize(&t);
-        }
         let name = format!("{}.parquet", t.name);
         let path = out_dir.join(&name);
         let meta = prov.stage_table("aggregate", &t.name, layout_version(&t.name));
-        let bytes = protospread_core::encode_parquet(
-            &path,
-            t.schema(),
-            std::slice::from_ref(&t.batch),
-            &meta,
-        )?;
-        staged.put(&path, &bytes)?;
+        let mut count = Sources::default();
+        let cells = t.name == protospread_core::CELLS.name;
+        write_table(&mut staged, &path, t, &meta, |b| {
+            if cells {
+                count.add(b);
+            }
+        })?;
+        if cells {
+            sources = count.0;
+        }
         files.push(name);
         progress.advance(1);
         Ok(())
@@ -425,30 +427,87 @@ fn layout_version(name: &str) -> u32 {
         .map_or(protospread_core::UNDECLARED_VERSION, |c| c.version)
 }
 
-fn summarize(cells: &Table) -> Vec<(String, String, usize, usize)> {
-    use arrow::array::AsArray;
-    let b = &cells.batch;
-    let col = |n: &str| b.column_by_name(n).and_then(|c| c.as_string_opt::<i32>());
-    let (Some(src), Some(lab), Some(kept)) = (
-        col("source"),
-        col("label"),
-        b.column_by_name("kept").and_then(|c| c.as_boolean_opt()),
-    ) else {
-        return Vec::new();
+/// Rows per write to a table's Parquet file. The writer cuts pages per write, so the writes
+/// must not depend on how the plan batched its rows (which varies with partitions and
+/// threads): every write but the last has exactly this many rows. A multiple of the pinned
+/// write batch (1,024 rows) and a divisor of the row group size, so that a table of at most
+/// this many rows is one write, the same bytes as the table written whole.
+const WRITE_ROWS: usize = 1 << 16;
+
+/// Write `rows` to the staged file of `path` with the pinned settings and `meta`, calling
+/// `each` with every batch on the way.
+fn write_table(
+    staged: &mut protospread_core::Staged,
+    path: &Path,
+    rows: Rows<'_>,
+    meta: &protospread_core::FileMeta,
+    mut each: impl FnMut(&RecordBatch),
+) -> Result<(), AggregateError> {
+    use protospread_core::CoreError;
+    let perr = |e: parquet::errors::ParquetError| CoreError::parquet(path, e);
+    let tmp = staged.file(path)?;
+    let file = fs_err::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(CoreError::Fs)?;
+    let props = protospread_core::parquet_writer_properties(meta);
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, rows.schema.clone(), Some(props))
+        .map_err(perr)?;
+    let schema = rows.schema;
+    let concat = |batches: &[RecordBatch]| {
+        arrow::compute::concat_batches(&schema, batches)
+            .map_err(|e| AggregateError::engine(path, "writing", e))
     };
-    // Cells are sorted by source: one run per source, its label from the first cell.
-    let mut out: Vec<(String, String, usize, usize)> = Vec::new();
-    for i in 0..b.num_rows() {
-        let s = src.value(i);
-        if out.last().is_none_or(|l| l.0 != s) {
-            out.push((s.to_string(), lab.value(i).to_string(), 0, 0));
-        }
-        let last = out.last_mut().expect("pushed above");
-        if kept.value(i) {
-            last.2 += 1;
-        } else {
-            last.3 += 1;
+    let (mut pending, mut pending_rows) = (Vec::new(), 0);
+    for b in rows.batches {
+        let b = b?;
+        each(&b);
+        pending_rows += b.num_rows();
+        pending.push(b);
+        while pending_rows >= WRITE_ROWS {
+            let all = concat(&pending)?;
+            w.write(&all.slice(0, WRITE_ROWS)).map_err(perr)?;
+            pending = vec![all.slice(WRITE_ROWS, all.num_rows() - WRITE_ROWS)];
+            pending_rows -= WRITE_ROWS;
         }
     }
-    out
+    if pending_rows > 0 {
+        w.write(&concat(&pending)?).map_err(perr)?;
+    }
+    let file = w.into_inner().map_err(perr)?;
+    file.sync_all().map_err(CoreError::Fs)?;
+    Ok(())
+}
+
+/// Per source of `cells`: (source, label, kept cells, dropped cells), counted batch by batch.
+#[derive(Default)]
+struct Sources(Vec<(String, String, usize, usize)>);
+
+impl Sources {
+    fn add(&mut self, b: &RecordBatch) {
+        use arrow::array::AsArray;
+        let col = |n: &str| b.column_by_name(n).and_then(|c| c.as_string_opt::<i32>());
+        let (Some(src), Some(lab), Some(kept)) = (
+            col("source"),
+            col("label"),
+            b.column_by_name("kept").and_then(|c| c.as_boolean_opt()),
+        ) else {
+            return;
+        };
+        // Cells are sorted by source: one run per source, its label from the first cell.
+        let out = &mut self.0;
+        for i in 0..b.num_rows() {
+            let s = src.value(i);
+            if out.last().is_none_or(|l| l.0 != s) {
+                out.push((s.to_string(), lab.value(i).to_string(), 0, 0));
+            }
+            let last = out.last_mut().expect("pushed above");
+            if kept.value(i) {
+                last.2 += 1;
+            } else {
+                last.3 += 1;
+            }
+        }
+    }
 }

@@ -133,50 +133,22 @@ pub(crate) fn views(p: &Params, cut: &Cut, tests: bool) -> Vec<(&'static str, Sq
     debug_assert!(!tests || !cut.keyed());
     let setups = tests.then(|| cut.branches[0].protocol.as_slice());
     let cm = cm_view(p, &k, width, setups);
-    // The administrations that keep a cell out, listed by name in (condition, sample) order
-    // (`admins_in_order`, crate::functions): few rows, gathered over them alone, not over `sc`.
-    let named = "named_struct('condition', condition, 'sample', sample, 'admin', admin)";
-    let ia = format!(
-        "SELECT {k}source, model, test, dimension, \
-           admins_in_order(array_agg(CASE WHEN NOT (complete AND v IS NOT NULL) THEN {named} END)) \
-             AS incomplete, \
-           admins_in_order(array_agg(CASE WHEN complete AND v IS NOT NULL AND NOT has_z THEN {named} END)) \
-             AS no_z \
-         FROM sc WHERE is_used AND NOT (complete AND v IS NOT NULL AND has_z) \
-         GROUP BY {k}source, model, test, dimension"
-    );
     // The universe: every model of a source x every scale seen in the source.
     let models = format!(
         "SELECT {k}source, model, MIN(label) AS label, MIN(study) AS study, MIN(arm) AS arm, \
            MIN(cohort) AS cohort FROM sc GROUP BY {k}source, model"
     );
-    // `has_test`: whether the model took the cell's test at all (small joins: a row per model,
-    // per scale of the source, and per test each model took).
-    // The small inputs first: the left input of a hash join is the one held in memory.
-    // The scales and tests seen come from `cm`, which groups every scale score by (source,
-    // model, test, dimension) with no filter, so it has exactly the keys of `scores`, in a row
-    // per cell instead of one per score (at 10^8 answers the two DISTINCTs over the scores were
-    // most of the `cells` plan).
-    let universe = format!(
-        "SELECT {ku}u.source, u.label, u.study, u.model, u.arm, u.cohort, u.test, u.dimension, \
-           t.model IS NOT NULL AS has_test \
-         FROM (SELECT DISTINCT {k}source, model, test FROM cm) t \
-         RIGHT JOIN (SELECT {km}m.source, m.label, m.study, m.model, m.arm, m.cohort, s.test, s.dimension \
-                     FROM (SELECT DISTINCT {k}source, test, dimension FROM cm) s \
-                     JOIN models m ON {ms}m.source = s.source) u \
-           ON {tu}t.source = u.source AND t.model = u.model AND t.test = u.test",
-        ku = cut.k("u"),
-        km = cut.k("m"),
-        ms = cut.on("m", "s"),
-        tu = cut.on("t", "u"),
-    );
-    let (cell, reasons) = cell_views(p, cut, width);
+    // The scales seen, from `cm`, which groups every scale score by (source, model, test,
+    // dimension) with no filter, so it has exactly the keys of the scores in a row per cell
+    // (at 10^8 answers DISTINCTs over the scores were most of the `cells` plan). A row per
+    // scale of each source, held: the small side of the joins that make the universe.
+    let scales = format!("SELECT DISTINCT {k}source, test, dimension FROM cm");
+    let (cell, reasons) = cell_views(p, cut, width, tests);
     vec![
         ("sc", sc),
         ("cm", cm),
-        ("ia", ia.into()),
         ("models", models.into()),
-        ("universe", universe.into()),
+        ("scales", scales.into()),
         ("cell_parts", cell.into()),
         ("reasons", reasons),
     ]
@@ -224,7 +196,8 @@ fn sc_view(p: &Params, cut: &Cut, width: usize) -> Sql {
 }
 
 /// `cm`: the integer moments per cell (only protocol / sampling scores with a z enter them),
-/// the condition flags and the packed rerun scores; with `setups` (the protocol conditions),
+/// the condition flags, the packed rerun scores and the administrations that keep the cell
+/// out (`incomplete`, `no_z`); with `setups` (the protocol conditions),
 /// also `inf_v`, the list of the cell's protocol and
 /// sampling scores that `ps_cell` reads (packed with their setups' positions).
 fn cm_view(p: &Params, k: &str, width: usize, setups: Option<&[String]>) -> Sql {
@@ -275,6 +248,9 @@ fn cm_view(p: &Params, k: &str, width: usize, setups: Option<&[String]>) -> Sql 
         }
         None => String::new(),
     };
+    // The administrations that keep the cell out, listed by name in (condition, sample) order
+    // (`admins_in_order`, crate::functions): the lists gather only those few rows.
+    let named = "named_struct('condition', condition, 'sample', sample, 'admin', admin)";
     // Integer moments per cell (only protocol / sampling scores with a z enter them).
     q.sql(format!(
         "SELECT {k}source, model, test, dimension, COUNT(*) AS rows_n, \
@@ -291,14 +267,18 @@ fn cm_view(p: &Params, k: &str, width: usize, setups: Option<&[String]>) -> Sql 
            SUM(CASE WHEN is_to AND has_z THEN v END) AS ts, \
            SUM(CASE WHEN is_from AND has_z THEN 1 ELSE 0 END) AS fn_, \
            SUM(CASE WHEN is_from AND has_z THEN v END) AS fs, \
-           SUM(CASE WHEN is_used AND constant_answers THEN 1 ELSE 0 END) AS const_n{inf} \
+           SUM(CASE WHEN is_used AND constant_answers THEN 1 ELSE 0 END) AS const_n, \
+           admins_in_order(array_agg({named}) FILTER (WHERE is_used AND NOT (complete AND v IS NOT NULL))) \
+             AS incomplete, \
+           admins_in_order(array_agg({named}) FILTER (WHERE is_used AND complete AND v IS NOT NULL AND NOT has_z)) \
+             AS no_z{inf} \
          FROM sc GROUP BY {k}source, model, test, dimension"
     ))
 }
 
 /// `cell_parts` (every cell of the universe with its `cm` and `ia` columns) and `reasons`
 /// (each cell's drop reasons, unformatted).
-fn cell_views(p: &Params, cut: &Cut, width: usize) -> (String, Sql) {
+fn cell_views(p: &Params, cut: &Cut, width: usize, tests: bool) -> (String, Sql) {
     let k = cut.k("");
     let q = Binds::default();
     let sep = q.in_list("u.arm", &p.separate_arms);
@@ -348,40 +328,44 @@ fn cell_views(p: &Params, cut: &Cut, width: usize) -> (String, Sql) {
             ));
         }
     }
-    // Every cell of the universe with its `cm` and `ia` columns (null where that table has no
-    // row for it) and the universe's `has_test`. `ia` has a row only for a cell of `cm` and
-    // `cm` only for a cell of the universe (all three group the scale scores by the cell's
-    // key), and a cell of `cm` has scores of its test, so `has_test` holds there. So the
-    // cells are those of `cm` (with `ia` joined: its rows are the cells that keep
-    // administrations out, and the join holds the smaller side), and the other cells of the
-    // universe, found by a grouping of the two tables' keys alone. No hash join holds a
-    // per-cell table of the size of `cm` in memory (it cannot spill, and at 10^8 answers such
-    // tables were hundreds of MB each); a grouping spills, and this one carries four keys and
-    // two flags, not every column of `cm` (at 10^8 answers a grouping with them spilled 1.5
-    // GB and was most of the `cells` plan).
-    // The model's label, study, arm and cohort are joined after (a row per model), not carried
+    // Every cell of the universe with its `cm` columns (null where `cm` has no row for it)
+    // and `has_test`, whether the model took the cell's test at all. `cm` has a row only for a
+    // cell of the universe, and that cell's test was taken. The other cells of the universe
+    // come from a grouping per (model, test): whether `cm` has the test for the model, and
+    // which of its scales; every other scale of the test (joined from `scales`, a row per
+    // scale of the source) is a cell without a row. Each join holds its small side (the
+    // left one: the planner keeps it as the build side when the other's size is unknown), a
+    // row per test or scale of the source, or per model: a hash join cannot spill, and one
+    // that held a per-cell table took hundreds of MB at 10^8 answers.
+    // The model's label, study, arm and cohort are joined last (a row per model), not carried
     // as four more texts per cell.
     let v = "CAST(NULL AS VARCHAR)";
-    let cm_c: String = cm_names.iter().map(|c| format!("c.{c}, ")).collect();
+    let cm_c: String = cm_names.iter().map(|c| format!("{c}, ")).collect();
     let cell = format!(
         "SELECT g.*, m.label, m.study, m.arm, m.cohort \
          FROM models m JOIN ( \
-               SELECT {kc}c.source, c.model, c.test, c.dimension, {cm_c}i.incomplete, i.no_z, TRUE AS has_test \
-               FROM cm c LEFT JOIN ia i ON {ci}c.source = i.source AND c.model = i.model \
-                 AND c.test = i.test AND c.dimension = i.dimension \
+               SELECT {k}source, model, test, dimension, {cm_c}incomplete, no_z, TRUE AS has_test{inf} FROM cm \
                UNION ALL \
-               SELECT {k}source, model, test, dimension, {cm_nulls}{v}, {v}, has_test \
-               FROM (SELECT {k}source, model, test, dimension, bool_or(has_test) AS has_test, \
-                       bool_or(in_cm) AS in_cm \
-                     FROM (SELECT {k}source, model, test, dimension, has_test, FALSE AS in_cm FROM universe \
-                           UNION ALL \
-                           SELECT {k}source, model, test, dimension, FALSE, TRUE FROM cm) \
-                     GROUP BY {k}source, model, test, dimension) \
-               WHERE NOT in_cm) g \
+               SELECT {ks}t.source, t.model, s.test, s.dimension, {cm_nulls}{v}, {v}, t.has_test{inf_null} \
+               FROM scales s JOIN ( \
+                   SELECT {k}source, model, test, bool_or(in_cm) AS has_test, \
+                     array_agg(dimension) FILTER (WHERE in_cm) AS present \
+                   FROM (SELECT {km}m.source, m.model, x.test, {v} AS dimension, FALSE AS in_cm \
+                         FROM (SELECT DISTINCT {k}source, test FROM scales) x \
+                         JOIN models m ON {mx}m.source = x.source \
+                         UNION ALL \
+                         SELECT {k}source, model, test, dimension, TRUE FROM cm) \
+                   GROUP BY {k}source, model, test) t \
+                 ON {st}s.source = t.source AND s.test = t.test \
+               WHERE NOT text_in(t.present, s.dimension)) g \
            ON {mg}m.source = g.source AND m.model = g.model",
-        kc = cut.k("c"),
-        ci = cut.on("c", "i"),
+        ks = cut.k("t"),
+        km = cut.k("m"),
+        mx = cut.on("m", "x"),
+        st = cut.on("s", "t"),
         mg = cut.on("m", "g"),
+        inf = if tests { ", inf_v" } else { "" },
+        inf_null = if tests { ", NULL AS inf_v" } else { "" },
     );
     let reasons = q.sql(format!(
         "SELECT u.*, \
@@ -391,14 +375,15 @@ fn cell_views(p: &Params, cut: &Cut, width: usize) -> (String, Sql) {
          FROM (SELECT {k}source, label, study, model, arm, cohort, test, dimension, \
                  {sep} AND COALESCE(s_rows, 0) = 0 AS sopt, {cm_cols} \
                  rows_n, pn, ps, pq, pmin, pmax, sn, ss, sq, tn, ts, fn_, fs, const_n, incomplete, no_z, \
-                 has_test \
-               FROM cell_parts u) u"
+                 has_test{inf} \
+               FROM cell_parts u) u",
+        inf = if tests { ", inf_v" } else { "" },
     ));
     (cell, reasons)
 }
 
 /// The per-cell table (`cells`), unsorted: the stage sorts it by [`Cut::cell_key`] in a plan of its own.
-pub(crate) fn cells(p: &Params, cut: &Cut) -> String {
+pub(crate) fn cells(p: &Params, cut: &Cut, tests: bool) -> String {
     let k = cut.k("");
     let reruns: Vec<(String, String)> = p
         .rerun_pairs
@@ -454,8 +439,15 @@ pub(crate) fn cells(p: &Params, cut: &Cut) -> String {
         ],
         &reruns,
     );
+    // With the tests, each kept cell also carries its scores for `ps_cell` (`inf_v` of `cm`),
+    // so that the inference tables read them from `cells` with no join of two per-cell tables.
+    let inf = if tests {
+        ", CASE WHEN kept THEN inf_v END AS inf_v"
+    } else {
+        ""
+    };
     format!(
-        "SELECT {k}{select} \
+        "SELECT {k}{select}{inf} \
          FROM ( \
            SELECT r.*, reason = '' AS kept, n.mean AS hm, n.sd AS h \
            FROM norms_n n RIGHT JOIN ( \
@@ -725,45 +717,49 @@ pub(crate) const STRICT: &str = "strict";
 
 /// `requests` and `constant_runs`, each (contract, SQL).
 pub(crate) fn request_tables() -> Vec<(&'static TableContract, String)> {
-    let a_or_q = |c: &str| format!("CASE WHEN a.source IS NOT NULL THEN a.{c} ELSE q.{c} END");
+    let a_or_q = |c: &str| format!("CASE WHEN administrations > 0 THEN a_{c} ELSE q_{c} END");
     let columns = project(
         &REQUESTS,
         &[
-            ("source", "COALESCE(a.source, q.source)".to_string()),
             ("label", a_or_q("label")),
-            ("model", "COALESCE(a.model, q.model)".to_string()),
             ("arm", a_or_q("arm")),
             ("cohort", a_or_q("cohort")),
-            (
-                "condition",
-                "COALESCE(a.condition, q.condition)".to_string(),
-            ),
-            ("requests", "q.requests".to_string()),
-            ("failed_requests", "q.failed_requests".to_string()),
-            ("unreadable_replies", "q.unreadable_replies".to_string()),
-            (
-                "unreadable_share",
-                share("q.unreadable_replies", "q.requests"),
-            ),
-            ("items", "q.items".to_string()),
-            ("unreadable_items", "q.unreadable_items".to_string()),
-            (
-                "administrations",
-                "COALESCE(a.administrations, 0)".to_string(),
-            ),
+            ("unreadable_share", share("unreadable_replies", "requests")),
             (
                 "constant_administrations",
-                "COALESCE(a.constant_administrations, 0)".to_string(),
+                "COALESCE(constant_administrations, 0)".to_string(),
             ),
         ],
     );
+    // A row per (source, model, condition) of the administrations (`adm`) or the request
+    // counts (`req`, one row per key), or both: a grouping of the two, not a full outer join,
+    // which would hold one of them (a row per model and condition) in memory that cannot
+    // spill. The request counts are `req`'s (null without a row there); label, arm and cohort
+    // the administrations' when there are any.
     let requests = format!(
         "SELECT {columns} \
-         FROM (SELECT source, model, condition, MIN(label) AS label, MIN(arm) AS arm, MIN(cohort) AS cohort, \
-                 COUNT(*) AS administrations, SUM(constant) AS constant_administrations \
-               FROM adm GROUP BY source, model, condition) a \
-         FULL OUTER JOIN req q ON a.source = q.source AND a.model = q.model AND a.condition = q.condition \
-         ORDER BY source, model, condition"
+         FROM (SELECT source, model, condition, \
+                 MIN(a_label) AS a_label, MIN(a_arm) AS a_arm, MIN(a_cohort) AS a_cohort, \
+                 MIN(q_label) AS q_label, MIN(q_arm) AS q_arm, MIN(q_cohort) AS q_cohort, \
+                 MAX(requests) AS requests, MAX(failed_requests) AS failed_requests, \
+                 MAX(unreadable_replies) AS unreadable_replies, MAX(items) AS items, \
+                 MAX(unreadable_items) AS unreadable_items, \
+                 SUM(adm_n) AS administrations, SUM(constant) AS constant_administrations \
+               FROM (SELECT source, model, condition, label AS a_label, arm AS a_arm, cohort AS a_cohort, \
+                       {v} AS q_label, {v} AS q_arm, {v} AS q_cohort, {n} AS requests, \
+                       {n} AS failed_requests, {n} AS unreadable_replies, {n} AS items, \
+                       {n} AS unreadable_items, CAST(1 AS BIGINT) AS adm_n, CAST(constant AS BIGINT) AS constant \
+                     FROM adm \
+                     UNION ALL \
+                     SELECT source, model, condition, {v}, {v}, {v}, label, arm, cohort, \
+                       CAST(requests AS BIGINT), CAST(failed_requests AS BIGINT), \
+                       CAST(unreadable_replies AS BIGINT), CAST(items AS BIGINT), \
+                       CAST(unreadable_items AS BIGINT), CAST(0 AS BIGINT), {n} \
+                     FROM req) \
+               GROUP BY source, model, condition) \
+         ORDER BY source, model, condition",
+        v = "CAST(NULL AS VARCHAR)",
+        n = "CAST(NULL AS BIGINT)",
     );
     let constant = format!(
         "SELECT {} FROM adm WHERE constant = 1 ORDER BY source, model, condition, sample, test",
@@ -1041,9 +1037,8 @@ pub(crate) struct Inference {
 pub(crate) fn inference(p: &Params) -> Inference {
     let cinf = "SELECT c.source, c.label, c.model, c.arm, c.cohort, c.test, c.dimension, c.protocol_n, \
            c.sampling_n, c.protocol_mean_z, c.protocol_sd, c.sampling_sd, c.ratio, c.protocol_gt_sampling, \
-           c.min_z, c.max_z, ps_cell(l.inf_v) AS inf \
-         FROM cells c JOIN cm l ON c.source = l.source AND c.model = l.model \
-           AND c.test = l.test AND c.dimension = l.dimension WHERE c.kept"
+           c.min_z, c.max_z, ps_cell(c.inf_v) AS inf \
+         FROM cells c WHERE c.kept"
         .to_string();
     let ctest = "SELECT source, label, model, arm, cohort, test, dimension, protocol_n, sampling_n, \
            protocol_mean_z, protocol_sd, sampling_sd, ratio, protocol_gt_sampling, min_z, max_z, \

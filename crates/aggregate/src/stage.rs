@@ -2,8 +2,9 @@
 //! tables.
 
 use crate::plan::{self, Binds, Sql};
-use crate::table::Table;
-use crate::{AggregateError, Params};
+use crate::table::{conform, contract_schema, output_schema, Rows};
+use crate::{AggregateError, Cause, Params};
+use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use arrow::util::display::array_value_to_string;
 use datafusion::prelude::DataFrame;
@@ -155,49 +156,86 @@ impl Run<'_> {
         self.engine.bound(&sql)
     }
 
-    /// The table `name` from `sql`, its columns of their output types.
-    fn table(&self, name: &str, sql: impl Into<Sql>, path: &Path) -> Result<Table, AggregateError> {
-        self.table_of(name, sql.into(), path, |s, b| {
-            Table::from_batches(name, s, b)
-        })
+    /// The table `name` from `sql`, its columns of their output types, as it is computed.
+    fn table(
+        &self,
+        name: &str,
+        sql: impl Into<Sql>,
+        path: &Path,
+    ) -> Result<Rows<'_>, AggregateError> {
+        self.rows_of(name, sql.into(), path, |s| Ok(output_schema(s)))
     }
 
-    /// The table of `contract` from `sql`, whose columns must be the contract's.
+    /// The table of `contract` from `sql`, whose columns must be the contract's, as it is
+    /// computed.
     fn declared(
         &self,
         contract: &TableContract,
         sql: impl Into<Sql>,
         path: &Path,
-    ) -> Result<Table, AggregateError> {
-        self.table_of(contract.name, sql.into(), path, |s, b| {
-            Table::from_contract(contract, s, b)
+    ) -> Result<Rows<'_>, AggregateError> {
+        self.rows_of(contract.name, sql.into(), path, |s| {
+            contract_schema(contract, s)
         })
     }
 
-    /// Plan and run `sql`, and make its rows table `name` with `make`.
-    fn table_of(
+    /// Plan `sql` and hand out its rows as table `name`, each batch of the schema that
+    /// `schema_of` makes of the plan's.
+    fn rows_of(
         &self,
         name: &str,
         sql: Sql,
         path: &Path,
-        make: impl FnOnce(
-            &arrow::datatypes::SchemaRef,
-            &[RecordBatch],
-        ) -> Result<Table, arrow::error::ArrowError>,
-    ) -> Result<Table, AggregateError> {
-        let (schema, batches) = self.run(name, sql, path)?;
-        make(&schema, &batches)
-            .map_err(|e| AggregateError::engine(path, format!("table {name}"), e))
+        schema_of: impl FnOnce(&SchemaRef) -> Result<SchemaRef, arrow::error::ArrowError>,
+    ) -> Result<Rows<'_>, AggregateError> {
+        let df = self
+            .frame(sql)
+            .map_err(|e| AggregateError::engine(path, name, e))?;
+        let plan_schema = Arc::new(df.schema().as_arrow().clone());
+        let schema = schema_of(&plan_schema)
+            .map_err(|e| AggregateError::engine(path, format!("table {name}"), e))?;
+        let stream = self
+            .engine
+            .stream(df)
+            .map_err(|e| AggregateError::engine(path, name, e))?;
+        let (out, input, table) = (schema.clone(), path.to_path_buf(), name.to_string());
+        let batches = stream.map(move |b| {
+            let b = b.map_err(|e| AggregateError::engine(&input, &table, e))?;
+            conform(&out, &b)
+                .map_err(|e| AggregateError::engine(&input, format!("table {table}"), e))
+        });
+        Ok(Rows {
+            name: name.to_string(),
+            schema,
+            batches: Box::new(batches),
+        })
     }
 
-    /// Plan and run `sql`, the result named `name` in errors.
-    fn run(
-        &self,
-        name: &str,
-        sql: Sql,
-        path: &Path,
-    ) -> Result<(arrow::datatypes::SchemaRef, Vec<RecordBatch>), AggregateError> {
-        self.plan(Some(name), sql, path)
+    /// `rows` written to a file of the scratch folder, for a table computed on one thread and
+    /// handed out on another, later: [`Spooled::rows`] reads it back in its order. `path`
+    /// (the stage's input) names the table in errors.
+    fn spool(&self, rows: Rows<'_>, path: &Path) -> Result<Spooled, AggregateError> {
+        let n = self.written.get();
+        self.written.set(n + 1);
+        let file = self
+            .scratch
+            .path()
+            .join(format!("{n}-{}.parquet", rows.name));
+        let what = format!("table {}", rows.name);
+        let fail = |e: Cause| AggregateError::engine(path, what.clone(), e);
+        let out = fs_err::File::create(&file).map_err(|e| fail(e.into()))?;
+        let mut w = parquet::arrow::ArrowWriter::try_new(out, rows.schema.clone(), None)
+            .map_err(|e| fail(e.into()))?;
+        for b in rows.batches {
+            w.write(&b?).map_err(|e| fail(e.into()))?;
+        }
+        w.close().map_err(|e| fail(e.into()))?;
+        Ok(Spooled {
+            name: rows.name,
+            schema: rows.schema,
+            file,
+            input: path.to_path_buf(),
+        })
     }
 
     /// Plan and run `sql`; an error names `path` and, when given, the result being computed.
@@ -573,34 +611,41 @@ impl Run<'_> {
         let fork = Run::new(self.fork_engine()?, self.files)?;
         let a = &p.aggregate;
         let rest = &rest;
+        let by_rule = &f.by_rule;
         let (mine, theirs) = std::thread::scope(|scope| {
-            let theirs = scope.spawn(move || -> Result<Option<SideParts>, AggregateError> {
-                if rest.branches.is_empty() {
-                    return Ok(None);
+            // The other combinations' rows go to scratch files, read back after the first
+            // combination's: a table is handed out in combination order, and never whole.
+            let theirs = scope.spawn(move || -> Result<(Run<'_>, Vec<Spooled>), AggregateError> {
+                let mut spooled = Vec::new();
+                if !rest.branches.is_empty() {
+                    let sqls = fork.side_plans(a, rest, true)?;
+                    for (contract, sql) in SIDE_TABLES.iter().zip(sqls) {
+                        spooled.push(fork.spool(fork.declared(contract, sql, by_rule)?, by_rule)?);
+                    }
                 }
-                fork.side_tables(a, rest, true).map(Some)
+                Ok((fork, spooled))
             });
             let mine = self
                 .main_tables(p, &first, emit)
-                .and_then(|()| self.side_tables(a, &first, false));
+                .and_then(|()| self.side_plans(a, &first, false));
             let theirs = theirs
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (mine, theirs)
         });
-        let mut parts = mine?;
-        if let Some(more) = theirs? {
-            for (part, (_, batches)) in parts.iter_mut().zip(more) {
-                part.1.extend(batches);
+        let mine = mine?;
+        // The fork's scratch folder holds its spooled rows until they are handed out.
+        let (fork, theirs) = theirs?;
+        let mut theirs = theirs.into_iter();
+        for (contract, sql) in SIDE_TABLES.iter().zip(mine) {
+            let mut rows = self.declared(contract, sql, by_rule)?;
+            if let Some(more) = theirs.next() {
+                let more = more.rows()?;
+                rows.batches = Box::new(rows.batches.chain(more.batches));
             }
+            emit(rows)?;
         }
-        for (contract, (schema, batches)) in SIDE_TABLES.iter().zip(parts) {
-            emit(
-                Table::from_contract(contract, &schema, &batches).map_err(|e| {
-                    AggregateError::engine(&f.by_rule, format!("table {}", contract.name), e)
-                })?,
-            )?;
-        }
+        drop(fork);
         Ok(())
     }
 
@@ -643,7 +688,11 @@ impl Run<'_> {
         // pairs (`plan::cells`), which need not be the contract's default ones.
         emit(self.table(
             CELLS.name,
-            "SELECT * FROM cells ORDER BY source, model, test, dimension",
+            if tests {
+                "SELECT * EXCLUDE (inf_v) FROM cells ORDER BY source, model, test, dimension"
+            } else {
+                "SELECT * FROM cells ORDER BY source, model, test, dimension"
+            },
             &f.scores,
         )?)?;
         if !tests {
@@ -655,13 +704,21 @@ impl Run<'_> {
         // after the others; an error of the others comes first.
         let fork = Run::new(self.fork_engine()?, f)?;
         std::thread::scope(|scope| {
-            let inference = scope.spawn(move || fork.inference_tables(a));
+            let inference = scope.spawn(move || {
+                let tables = fork.inference_tables(a);
+                (fork, tables)
+            });
             let others = self.tables_of_cells(a, study, emit);
-            let inference = inference
+            // The fork's scratch folder holds the spooled tables until they are handed out.
+            let (fork, inference) = inference
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             others?;
-            inference?.into_iter().try_for_each(emit)
+            for table in inference? {
+                emit(table.rows()?)?;
+            }
+            drop(fork);
+            Ok(())
         })
     }
 
@@ -708,7 +765,7 @@ impl Run<'_> {
 
     /// The inference tables over the study's cells (the session's per-cell views and `cells`
     /// are strict x primary here), each in the columns of its contract, in their order.
-    fn inference_tables(&self, a: &AggregateSection) -> Result<Vec<Table>, AggregateError> {
+    fn inference_tables(&self, a: &AggregateSection) -> Result<Vec<Spooled>, AggregateError> {
         let path = &self.files.scores;
         let inf = plan::inference(a);
         for (name, sql) in inf.intermediate {
@@ -720,7 +777,7 @@ impl Run<'_> {
                 .iter()
                 .find(|c| c.name == name)
                 .expect("every inference table has a contract");
-            out.push(self.declared(contract, sql, path)?);
+            out.push(self.spool(self.declared(contract, sql, path)?, path)?);
         }
         Ok(out)
     }
@@ -746,10 +803,9 @@ impl Run<'_> {
                 self.view(name, sql)?;
             }
         }
-        // The plan's per-cell joins cannot spill, so the rows are sorted by a second plan:
-        // sorted in the same one, the sort competed with the joins for the pool, and at 10^8
-        // answers it failed at the default 1 GiB.
-        self.materialize("cells_unsorted", plan::cells(a, cut), path)?;
+        // The rows are sorted by a second plan, after the first has released its groupings'
+        // memory: in one plan the sort competed with them for the pool.
+        self.materialize("cells_unsorted", plan::cells(a, cut, tests), path)?;
         let key = cut.cell_key();
         let order: Vec<String> = key
             .iter()
@@ -870,15 +926,16 @@ impl Run<'_> {
         Ok(combos)
     }
 
-    /// The rows of the side-by-side tables for the combinations of `cut`, in its order. With
+    /// The plans of the side-by-side tables ([`SIDE_TABLES`], in that order) for the
+    /// combinations of `cut`, their rows in its order, with the views they read made. With
     /// `fresh` false, `cut` is the study's one combination (strict x primary) and the
     /// session's per-cell views and `cells` are already its own (the main tables').
-    fn side_tables(
+    fn side_plans(
         &self,
         a: &AggregateSection,
         cut: &plan::Cut,
         fresh: bool,
-    ) -> Result<SideParts, AggregateError> {
+    ) -> Result<[Sql; 3], AggregateError> {
         let path = &self.files.by_rule;
         let q = Binds::default();
         let adm = if fresh {
@@ -894,18 +951,47 @@ impl Run<'_> {
             q.sql(plan::verdict_summary(a, cut, &requests, &adm, true)),
             path,
         )?;
-        let sqls = [
+        Ok([
             plan::cells_side(cut),
             plan::headline_group(cut),
             plan::verdict(a, "side_verdict_w", Some(cut)),
-        ];
-        let mut out = Vec::with_capacity(3);
-        for (contract, sql) in SIDE_TABLES.iter().zip(sqls) {
-            out.push(self.run(contract.name, sql, path)?);
-        }
-        Ok(out)
+        ])
     }
 }
+
+/// A table written to a scratch file by [`Run::spool`], to be handed out later.
+struct Spooled {
+    name: String,
+    schema: SchemaRef,
+    file: PathBuf,
+    /// The stage's input the table is computed from, named in errors.
+    input: PathBuf,
+}
+
+impl Spooled {
+    /// The table's rows, read back in the order they were written.
+    fn rows(self) -> Result<Rows<'static>, AggregateError> {
+        let what = format!("table {}", self.name);
+        let (input, schema) = (self.input, self.schema);
+        let f = fs_err::File::open(&self.file).map_err(protospread_core::CoreError::Fs)?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(f.into_parts().0)
+            .and_then(|b| b.with_batch_size(SPOOL_BATCH_ROWS).build())
+            .map_err(|e| AggregateError::engine(&input, what.clone(), e))?;
+        let out = schema.clone();
+        let batches = reader.map(move |b| {
+            b.and_then(|b| RecordBatch::try_new(out.clone(), b.columns().to_vec()))
+                .map_err(|e| AggregateError::engine(&input, what.clone(), e))
+        });
+        Ok(Rows {
+            name: self.name,
+            schema,
+            batches: Box::new(batches),
+        })
+    }
+}
+
+/// Rows per batch read back from a [`Spooled`] table.
+const SPOOL_BATCH_ROWS: usize = 8192;
 
 /// The contracts of the tables of [`plan::inference`].
 const INFERENCE_TABLES: [&TableContract; 5] = [
@@ -916,29 +1002,27 @@ const INFERENCE_TABLES: [&TableContract; 5] = [
     &protospread_core::RANKING,
 ];
 
-/// The side-by-side tables, in the order [`Run::side_tables`] returns their rows.
+/// The side-by-side tables, in the order of [`Run::side_plans`].
 const SIDE_TABLES: [&TableContract; 3] = [
     &CELLS_BY_RULE,
     &PROTOCOL_VS_SAMPLING_BY_RULE,
     &VERDICT_BY_RULE,
 ];
 
-/// The rows of the [`SIDE_TABLES`] for some combinations: (schema, batches) of each.
-type SideParts = Vec<(arrow::datatypes::SchemaRef, Vec<RecordBatch>)>;
-
-/// Where [`compute`] hands each table as soon as it is computed, so that the caller can write
-/// it and let it go instead of holding every table until the last.
-pub(crate) type Emit<'a> = &'a mut dyn FnMut(Table) -> Result<(), AggregateError>;
+/// Where [`compute`] hands each table as it is computed, so that the caller can write its rows
+/// as they come instead of holding any table whole.
+pub(crate) type Emit<'a> = &'a mut dyn FnMut(Rows<'_>) -> Result<(), AggregateError>;
 
 /// Largest intermediate table (Arrow bytes) that [`Run::materialize`] keeps in memory rather
 /// than in a scratch file.
 const MATERIALIZE_IN_MEMORY: usize = 16 << 20;
 
-/// The views of `plan::views` computed once and held (the others are views): `cm` and `ia`,
-/// read several times, and `models`, a row per model, materialized so that the planner knows
-/// its size exactly and holds it, not the per-cell rows it is joined with, in a hash join's
-/// memory (at 10^8 answers the other way round took 666 MB that cannot spill).
-const MATERIALIZED_VIEWS: [&str; 3] = ["cm", "ia", "models"];
+/// The views of `plan::views` computed once and held (the others are views): `cm`, read
+/// several times, and `models` and `scales` (a row per model, a row per scale of a source),
+/// materialized so that the planner knows their sizes exactly and holds them, not the
+/// per-cell rows they are joined with, in a hash join's memory (at 10^8 answers the other way
+/// round took 666 MB that cannot spill).
+const MATERIALIZED_VIEWS: [&str; 3] = ["cm", "models", "scales"];
 
 /// Compute every table from the score stage's folder in a session of `engine` (its
 /// `target_partitions` is replaced by `params.aggregate.target_partitions`).

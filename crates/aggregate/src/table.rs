@@ -1,5 +1,8 @@
-//! An output table: a name and one record batch whose columns have the stage's output types.
+//! An output table: a name and its rows, whose columns have the stage's output types. The stage
+//! hands each table out as [`Rows`], a stream of batches, so that no table needs to fit in
+//! memory; [`Table`] is the same table held whole, for callers that want it so.
 
+use crate::AggregateError;
 use arrow::array::ArrayRef;
 use arrow::compute::{cast, concat_batches};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -34,49 +37,35 @@ fn output_type(t: &DataType) -> DataType {
     }
 }
 
+/// The output schema of a query's `schema`: every column nullable and of its output type.
+pub(crate) fn output_schema(schema: &SchemaRef) -> SchemaRef {
+    Arc::new(Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| Field::new(f.name(), output_type(f.data_type()), true))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// The output schema of `contract`, after checking that a plan's `schema` has its columns in
+/// its order.
+pub(crate) fn contract_schema(
+    contract: &protospread_core::TableContract,
+    schema: &SchemaRef,
+) -> Result<SchemaRef, ArrowError> {
+    let got: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    if got != contract.names() {
+        return Err(ArrowError::SchemaError(format!(
+            "table {}: the plan gives the columns {got:?}, the contract {:?}",
+            contract.name,
+            contract.names()
+        )));
+    }
+    Ok(contract.schema())
+}
+
 impl Table {
-    /// One batch from query results, every column nullable and of its output type.
-    pub(crate) fn from_batches(
-        name: &str,
-        schema: &SchemaRef,
-        batches: &[RecordBatch],
-    ) -> Result<Table, ArrowError> {
-        let out_schema: SchemaRef = Arc::new(Schema::new(
-            schema
-                .fields()
-                .iter()
-                .map(|f| Field::new(f.name(), output_type(f.data_type()), true))
-                .collect::<Vec<_>>(),
-        ));
-        Ok(Table {
-            name: name.to_string(),
-            batch: conform(&out_schema, batches)?,
-        })
-    }
-
-    /// One batch from query results in the columns of `contract`: the query's columns must
-    /// be the contract's, in its order; each is cast to the contract's type, and a required
-    /// column that holds a null is an error.
-    pub(crate) fn from_contract(
-        contract: &protospread_core::TableContract,
-        schema: &SchemaRef,
-        batches: &[RecordBatch],
-    ) -> Result<Table, ArrowError> {
-        let got: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-        if got != contract.names() {
-            return Err(ArrowError::SchemaError(format!(
-                "table {}: the plan gives the columns {got:?}, the contract {:?}",
-                contract.name,
-                contract.names()
-            )));
-        }
-        let out_schema = contract.schema();
-        Ok(Table {
-            name: contract.name.to_string(),
-            batch: conform(&out_schema, batches)?,
-        })
-    }
-
     /// The Arrow schema of the table.
     pub fn schema(&self) -> SchemaRef {
         self.batch.schema()
@@ -88,17 +77,38 @@ impl Table {
     }
 }
 
-/// `batches` as one batch of `out_schema`, each column cast to its field's type.
-fn conform(out_schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch, ArrowError> {
-    let mut conformed = Vec::with_capacity(batches.len());
-    for b in batches {
-        let cols = b
-            .columns()
-            .iter()
-            .zip(out_schema.fields())
-            .map(|(c, f)| cast(c, f.data_type()))
-            .collect::<Result<Vec<ArrayRef>, _>>()?;
-        conformed.push(RecordBatch::try_new(out_schema.clone(), cols)?);
+/// The batches of a table being computed, in the table's order.
+pub(crate) type Batches<'a> = Box<dyn Iterator<Item = Result<RecordBatch, AggregateError>> + 'a>;
+
+/// A table of the stage as it is computed: its name, its output schema and its rows, batch by
+/// batch, each batch already of that schema.
+pub(crate) struct Rows<'a> {
+    /// File stem of the table (`<name>.parquet`).
+    pub(crate) name: String,
+    /// The output schema.
+    pub(crate) schema: SchemaRef,
+    /// The rows, sorted by the table's key.
+    pub(crate) batches: Batches<'a>,
+}
+
+impl Rows<'_> {
+    /// The whole table in one batch; `path` (the stage's input) names it in errors.
+    pub(crate) fn into_table(self, path: &std::path::Path) -> Result<Table, AggregateError> {
+        let name = self.name;
+        let batches = self.batches.collect::<Result<Vec<_>, _>>()?;
+        let batch = concat_batches(&self.schema, &batches)
+            .map_err(|e| AggregateError::engine(path, format!("table {name}"), e))?;
+        Ok(Table { name, batch })
     }
-    concat_batches(out_schema, &conformed)
+}
+
+/// `b` as a batch of `out_schema`, each column cast to its field's type.
+pub(crate) fn conform(out_schema: &SchemaRef, b: &RecordBatch) -> Result<RecordBatch, ArrowError> {
+    let cols = b
+        .columns()
+        .iter()
+        .zip(out_schema.fields())
+        .map(|(c, f)| cast(c, f.data_type()))
+        .collect::<Result<Vec<ArrayRef>, _>>()?;
+    RecordBatch::try_new(out_schema.clone(), cols)
 }

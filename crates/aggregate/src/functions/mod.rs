@@ -2,8 +2,8 @@
 //! name.
 //!
 //! - The formulas of [`crate::stats`] (`ps_sd_z`, `ps_mean_z`, `ps_z`, `ps_diff_z`,
-//!   `ps_shift_z`, `ps_ratio`, `ps_ratio_rule`, `ps_variance_gt`) and `admins_in_order`, which
-//!   the reasons need.
+//!   `ps_shift_z`, `ps_ratio`, `ps_ratio_rule`, `ps_variance_gt`), and `admins_in_order` and
+//!   `text_in`, which the reasons and the cells without scores need.
 //! - The inference tables' functions: `ps_ints` gathers a cell's scores, and the tests of
 //!   `protospread_inference` (`ps_cell`, `ps_bh`, `ps_headline`, `ps_ranking`) run over the
 //!   lists a grouping gathers (one cell's, one group's or one source's rows), so the tables
@@ -28,6 +28,7 @@ mod ps_sd_z;
 mod ps_shift_z;
 mod ps_variance_gt;
 mod ps_z;
+mod text_in;
 
 use datafusion::prelude::SessionContext;
 
@@ -45,6 +46,7 @@ pub(crate) fn register(ctx: &SessionContext) {
         ps_ratio_rule::udf(),
         ps_variance_gt::udf(),
         admins_in_order::udf(),
+        text_in::udf(),
         ps_bh::udf(),
         ps_headline::udf(),
         ps_ranking::udf(),
