@@ -19,24 +19,9 @@ PY="$VENV/bin/python"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/protospread-bench-large.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
-if [ ! -x /usr/bin/time ]; then
-    echo "installing GNU time (Debian package 'time') for peak RSS" >&2
-    if [ "$(id -u)" = 0 ]; then apt-get install -y -q time >/dev/null; else sudo apt-get install -y -q time >/dev/null; fi
-fi
-DUCKDB=2.0.1
-# shellcheck source=scripts/pinned-venv.sh
-. "$ROOT/scripts/pinned-venv.sh"
-pinned_venv "$VENV" duckdb "$DUCKDB"
-(cd "$ROOT" && cargo build --release --locked -q -j 2)
-COMMIT=$(git -C "$ROOT" rev-parse --short HEAD)
-git -C "$ROOT" diff --quiet HEAD -- crates src Cargo.toml Cargo.lock || COMMIT="$COMMIT+changes"
-echo "protospread $COMMIT (release), DuckDB $DUCKDB (PyPI, $VENV), $(nproc) cores," \
-    "$(awk '/MemTotal/ {printf "%.1f GB", $2 / 1048576}' /proc/meminfo)," \
-    "load average $(cut -d' ' -f1-3 /proc/loadavg)"
-
-# config and measure (scripts/bench/common.sh).
 # shellcheck source=scripts/bench/common.sh
 . "$ROOT/scripts/bench/common.sh"
+prepare
 
 DIR=${BENCH_ANSWERS_DIR:-$WORK/answers}
 mkdir -p "$DIR"

@@ -18,29 +18,12 @@ ORDERS=(sorted export shuffled)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/protospread-bench.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
-if [ ! -x /usr/bin/time ]; then
-    echo "installing GNU time (Debian package 'time') for peak RSS" >&2
-    if [ "$(id -u)" = 0 ]; then apt-get install -y -q time >/dev/null; else sudo apt-get install -y -q time >/dev/null; fi
-fi
-# The peer's version is pinned so that ratios measured on different days compare against the
-# same DuckDB, and so that the generated files (DuckDB's hash) are the same bytes.
-DUCKDB=2.0.1
-# shellcheck source=scripts/pinned-venv.sh
-. "$ROOT/scripts/pinned-venv.sh"
-pinned_venv "$VENV" duckdb "$DUCKDB"
-(cd "$ROOT" && cargo build --release --locked -q -j 2)
-COMMIT=$(git -C "$ROOT" rev-parse --short HEAD)
-git -C "$ROOT" diff --quiet HEAD -- crates src Cargo.toml Cargo.lock || COMMIT="$COMMIT+changes"
-echo "protospread $COMMIT (release), DuckDB $DUCKDB (PyPI, $VENV), $(nproc) cores," \
-    "$(awk '/MemTotal/ {printf "%.1f GB", $2 / 1048576}' /proc/meminfo)," \
-    "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+# shellcheck source=scripts/bench/common.sh
+. "$ROOT/scripts/bench/common.sh"
+prepare
 
 mkdir -p "$WORK/answers"
 "$PY" "$ROOT/scripts/bench/write_answers.py" "$N" "$SEED" "$WORK/answers"
-
-# config and measure (scripts/bench/common.sh).
-# shellcheck source=scripts/bench/common.sh
-. "$ROOT/scripts/bench/common.sh"
 
 # The human norms (docs/norms.md) do not depend on the answers: the score stage of a study
 # without answers writes them once for the DuckDB script.

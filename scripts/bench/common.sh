@@ -1,4 +1,25 @@
-# Shared by scripts/bench.sh and scripts/bench-large.sh (sourced, with ROOT and WORK set).
+# Shared by scripts/bench.sh and scripts/bench-large.sh (sourced, with ROOT, VENV and WORK set).
+
+# prepare: installs GNU time (peak RSS) and the pinned DuckDB, builds protospread, sets COMMIT and
+# DUCKDB and prints what runs on which machine.
+prepare() {
+    if [ ! -x /usr/bin/time ]; then
+        echo "installing GNU time (Debian package 'time') for peak RSS" >&2
+        if [ "$(id -u)" = 0 ]; then apt-get install -y -q time >/dev/null; else sudo apt-get install -y -q time >/dev/null; fi
+    fi
+    # The peer's version is pinned so that ratios measured on different days compare against the
+    # same DuckDB, and so that the generated files (DuckDB's hash) are the same bytes.
+    DUCKDB=2.0.1
+    # shellcheck source=scripts/pinned-venv.sh
+    . "$ROOT/scripts/pinned-venv.sh"
+    pinned_venv "$VENV" duckdb "$DUCKDB"
+    (cd "$ROOT" && cargo build --release --locked -q -j 2)
+    COMMIT=$(git -C "$ROOT" rev-parse --short HEAD)
+    git -C "$ROOT" diff --quiet HEAD -- crates src Cargo.toml Cargo.lock || COMMIT="$COMMIT+changes"
+    echo "protospread $COMMIT (release), DuckDB $DUCKDB (PyPI, $VENV), $(nproc) cores," \
+        "$(awk '/MemTotal/ {printf "%.1f GB", $2 / 1048576}' /proc/meminfo)," \
+        "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+}
 
 # The repository's configuration with absolute data paths and its stored-answer inputs and
 # sweep left out (human inputs, scoring key and [aggregate] unchanged), and only the work the
