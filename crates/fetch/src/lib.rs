@@ -693,18 +693,19 @@ fn engine_options(cfg: &Config, opts: &Options) -> protospread_engine::EngineOpt
 }
 
 /// Import one verified stored-answer file with the `[answers]` declarations of `cfg`: the
-/// validated, sorted records stream in batches into Parquet bytes for `dest` (pinned writer
-/// settings), or, for a Parquet file already in that form
-/// ([`already_imported`]), its column chunks are copied under a footer
-/// with the pinned settings ([`protospread_core::copy_parquet_chunks`]). Returns the bytes
-/// and the number of records.
+/// validated, sorted records stream in batches into the Parquet file `file` (pinned writer
+/// settings; `dest`, the output it becomes, names it in errors), or, for a Parquet file
+/// already in that form ([`already_imported`]), its column chunks are copied under a footer
+/// with the pinned settings ([`protospread_core::copy_parquet_chunks`]). Returns the number of
+/// records.
 pub fn import_answers_input(
     cfg: &Config,
     input: &Input,
     verified: &Verified,
     dest: &Path,
+    file: &Path,
     opts: &Options,
-) -> Result<(Vec<u8>, usize), FetchError> {
+) -> Result<usize, FetchError> {
     let wrap = |error| FetchError::Answers {
         input: input.name.clone(),
         error: Box::new(error),
@@ -725,61 +726,73 @@ pub fn import_answers_input(
         let bytes =
             protospread_core::copy_parquet_chunks(&verified.path, src, answers.schema(), &meta)
                 .map_err(|e| wrap(e.into()))?;
-        return Ok((bytes, rows));
+        (|| {
+            let mut out = fs_err::File::create(file)?;
+            std::io::Write::write_all(&mut out, &bytes)?;
+            out.sync_all()
+        })()
+        .map_err(CoreError::Fs)?;
+        return Ok(rows);
     }
-    let (bytes, rows) = std::thread::scope(|scope| {
-        let mut sink = BytesSink::spawn(scope, dest, meta, opts.observer.clone());
+    std::thread::scope(|scope| {
+        let mut sink = FileSink::spawn(scope, dest, file, meta, opts.observer.clone());
         let rows = import_into(&verified.path, &vocab, &engine, &mut sink)?;
-        Ok((sink.finish()?, rows))
+        sink.finish()?;
+        Ok(rows)
     })
-    .map_err(wrap)?;
-    Ok((bytes, rows))
+    .map_err(wrap)
 }
 
-/// Stored answers as Parquet bytes in memory (pinned writer settings), encoded on a thread of
-/// their own while the import reads and checks the next batches (the Parquet encoder is about
-/// half of the work of a sorted file). A restart of the import starts the file over.
-struct BytesSink<'a> {
+/// Stored answers written to a Parquet file (pinned writer settings) as they come, encoded on
+/// a thread of their own while the import reads and checks the next batches (the Parquet
+/// encoder is about half of the work of a sorted file). The file grows on disk, not in
+/// memory: at 10^9 answers it is 1.4 GB. A restart of the import starts the file over.
+struct FileSink<'a> {
     dest: &'a Path,
     /// Batches to encode, in order; `None` restarts the file.
     tx: Option<std::sync::mpsc::SyncSender<Option<arrow::array::RecordBatch>>>,
-    encoder:
-        Option<std::thread::ScopedJoinHandle<'a, Result<Vec<u8>, parquet::errors::ParquetError>>>,
+    encoder: Option<std::thread::ScopedJoinHandle<'a, Result<(), ImportError>>>,
     /// Where the import counts the records it reads.
     progress: Arc<dyn Progress>,
 }
 
-impl<'a> BytesSink<'a> {
+impl<'a> FileSink<'a> {
     fn spawn<'env>(
         scope: &'a std::thread::Scope<'a, 'env>,
         dest: &'a Path,
+        file: &'a Path,
         meta: protospread_core::FileMeta,
         progress: Arc<dyn Progress>,
     ) -> Self {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Option<arrow::array::RecordBatch>>(2);
-        let encoder = scope.spawn(move || {
-            let writer = || {
+        let encoder = scope.spawn(move || -> Result<(), ImportError> {
+            let perr = |e| ImportError::Core(CoreError::parquet(dest, e));
+            let writer = || -> Result<_, ImportError> {
+                // Created afresh (truncated) on a restart.
+                let out = fs_err::File::create(file).map_err(ImportError::Fs)?;
                 // A row per request: statistics only where they can prune a read, on the
                 // sort key (docs/fetch.md, "Parquet writer settings").
                 parquet::arrow::ArrowWriter::try_new(
-                    Vec::new(),
+                    out,
                     protospread_core::STORED_ANSWERS.schema(),
                     Some(protospread_core::parquet_writer_properties_with_statistics(
                         &meta,
                         protospread_core::STORED_ANSWERS.sort_key,
                     )),
                 )
+                .map_err(perr)
             };
             let mut w = writer()?;
             for msg in rx {
                 match msg {
-                    Some(batch) => w.write(&batch)?,
+                    Some(batch) => w.write(&batch).map_err(perr)?,
                     None => w = writer()?,
                 }
             }
-            w.into_inner()
+            let out = w.into_inner().map_err(perr)?;
+            out.sync_all().map_err(ImportError::Fs)
         });
-        BytesSink {
+        FileSink {
             dest,
             tx: Some(tx),
             encoder: Some(encoder),
@@ -795,19 +808,19 @@ impl<'a> BytesSink<'a> {
         // The encoder stopped: its error says why.
         Err(match self.finish() {
             Err(e) => e,
-            Ok(_) => self.error("the encoder stopped".into()),
+            Ok(()) => self.error("the encoder stopped".into()),
         })
     }
 
-    /// The file's bytes, once every batch sent is encoded.
-    fn finish(&mut self) -> Result<Vec<u8>, ImportError> {
+    /// Wait until every batch sent is encoded and the file is closed and synced.
+    fn finish(&mut self) -> Result<(), ImportError> {
         self.tx = None;
         let encoder = self
             .encoder
             .take()
             .ok_or_else(|| self.error("the encoder already stopped".into()))?;
         match encoder.join() {
-            Ok(r) => r.map_err(|e| ImportError::Core(CoreError::parquet(self.dest, e))),
+            Ok(r) => r,
             Err(panic) => std::panic::resume_unwind(panic),
         }
     }
@@ -820,7 +833,7 @@ impl<'a> BytesSink<'a> {
     }
 }
 
-impl RecordSink for BytesSink<'_> {
+impl RecordSink for FileSink<'_> {
     fn write(&mut self, batch: arrow::array::RecordBatch) -> Result<(), ImportError> {
         self.send(Some(batch))
     }
@@ -933,11 +946,10 @@ pub fn run(cfg: &Config, out: &Path, opts: &Options) -> Result<Summary, FetchErr
                 let dest = fetch_dir.join(&rel);
                 opts.observer
                     .begin(&format!("fetch {}", input.name), "records", None);
-                let imported = import_answers_input(cfg, input, &v, &dest, opts);
+                let file = staged.file(&dest)?;
+                let imported = import_answers_input(cfg, input, &v, &dest, &file, opts);
                 opts.observer.end();
-                let (pq_bytes, rows) = imported?;
-                staged.put(&dest, &pq_bytes)?;
-                (rel, Some(rows))
+                (rel, Some(imported?))
             }
             InputRole::Other => {
                 let bytes = read_verified(input, &v)?;
