@@ -276,7 +276,7 @@ fn cm_view(p: &Params, k: &str, width: usize, setups: Option<&[String]>) -> Sql 
     ))
 }
 
-/// `cell_parts` (every cell of the universe with its `cm` and `ia` columns) and `reasons`
+/// `cell_parts` (every cell of the universe with its `cm` columns) and `reasons`
 /// (each cell's drop reasons, unformatted).
 fn cell_views(p: &Params, cut: &Cut, width: usize, tests: bool) -> (String, Sql) {
     let k = cut.k("");
