@@ -454,26 +454,17 @@ fn write_table(
     let props = protospread_core::parquet_writer_properties(meta);
     let mut w = parquet::arrow::ArrowWriter::try_new(file, rows.schema.clone(), Some(props))
         .map_err(perr)?;
-    let schema = rows.schema;
-    let concat = |batches: &[RecordBatch]| {
-        arrow::compute::concat_batches(&schema, batches)
-            .map_err(|e| AggregateError::engine(path, "writing", e))
-    };
-    let (mut pending, mut pending_rows) = (Vec::new(), 0);
+    let cut = |e: arrow::error::ArrowError| AggregateError::engine(path, "writing", e);
+    let mut rechunk = protospread_engine::Rechunk::new(WRITE_ROWS);
     for b in rows.batches {
         let b = b?;
         each(&b);
-        pending_rows += b.num_rows();
-        pending.push(b);
-        while pending_rows >= WRITE_ROWS {
-            let all = concat(&pending)?;
-            w.write(&all.slice(0, WRITE_ROWS)).map_err(perr)?;
-            pending = vec![all.slice(WRITE_ROWS, all.num_rows() - WRITE_ROWS)];
-            pending_rows -= WRITE_ROWS;
+        for chunk in rechunk.push(b).map_err(cut)? {
+            w.write(&chunk).map_err(perr)?;
         }
     }
-    if pending_rows > 0 {
-        w.write(&concat(&pending)?).map_err(perr)?;
+    if let Some(last) = rechunk.finish().map_err(cut)? {
+        w.write(&last).map_err(perr)?;
     }
     let file = w.into_inner().map_err(perr)?;
     file.sync_all().map_err(CoreError::Fs)?;

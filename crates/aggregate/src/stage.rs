@@ -215,17 +215,9 @@ impl Run<'_> {
     /// handed out on another, later: [`Spooled::rows`] reads it back in its order. `path`
     /// (the stage's input) names the table in errors.
     fn spool(&self, rows: Rows<'_>, path: &Path) -> Result<Spooled, AggregateError> {
-        let n = self.written.get();
-        self.written.set(n + 1);
-        let file = self
-            .scratch
-            .path()
-            .join(format!("{n}-{}.parquet", rows.name));
         let what = format!("table {}", rows.name);
         let fail = |e: Cause| AggregateError::engine(path, what.clone(), e);
-        let out = fs_err::File::create(&file).map_err(|e| fail(e.into()))?;
-        let mut w = parquet::arrow::ArrowWriter::try_new(out, rows.schema.clone(), None)
-            .map_err(|e| fail(e.into()))?;
+        let (file, mut w) = self.scratch_file(&rows.name, &rows.schema).map_err(fail)?;
         for b in rows.batches {
             w.write(&b?).map_err(|e| fail(e.into()))?;
         }
@@ -236,6 +228,20 @@ impl Run<'_> {
             file,
             input: path.to_path_buf(),
         })
+    }
+
+    /// A new file of the scratch folder for table `name`, and a writer of `schema` to it.
+    fn scratch_file(
+        &self,
+        name: &str,
+        schema: &SchemaRef,
+    ) -> Result<(PathBuf, parquet::arrow::ArrowWriter<fs_err::File>), Cause> {
+        let n = self.written.get();
+        self.written.set(n + 1);
+        let file = self.scratch.path().join(format!("{n}-{name}.parquet"));
+        let out = fs_err::File::create(&file)?;
+        let w = parquet::arrow::ArrowWriter::try_new(out, schema.clone(), None)?;
+        Ok((file, w))
     }
 
     /// Plan and run `sql`; an error names `path` and, when given, the result being computed.
@@ -475,12 +481,7 @@ impl Run<'_> {
             if held_bytes <= MATERIALIZE_IN_MEMORY {
                 continue;
             }
-            let n = self.written.get();
-            self.written.set(n + 1);
-            let file = self.scratch.path().join(format!("{n}-{name}.parquet"));
-            let out = fs_err::File::create(&file).map_err(|e| fail(e.into()))?;
-            let mut w = parquet::arrow::ArrowWriter::try_new(out, schema.clone(), None)
-                .map_err(|e| fail(e.into()))?;
+            let (file, mut w) = self.scratch_file(name, &schema).map_err(fail)?;
             for b in held.drain(..) {
                 w.write(&b).map_err(|e| fail(e.into()))?;
             }
