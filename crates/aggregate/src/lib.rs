@@ -16,6 +16,7 @@
 //! `tests/tables.rs`).
 
 mod functions;
+mod groups;
 mod plan;
 mod stage;
 mod stats;

@@ -7,6 +7,8 @@
 //! result depends on the multiset of values only). Every result is sorted by a unique key, so
 //! the bytes do not depend on the partition count.
 
+use crate::functions::{HEADLINE, RANKING_OF};
+use crate::groups::GroupFunction;
 use protospread_core::AggregateSection as Params;
 use protospread_core::{
     TableContract, BY_TEST, CELLS, CELLS_BY_RULE, CONSTANT_RUNS, PROTOCOL_VS_SAMPLING,
@@ -1023,17 +1025,32 @@ pub(crate) fn verdict(p: &Params, w: &str, side: Option<&Cut>) -> Sql {
 /// (`sc` of the strict x primary combination) and `cells`: first the intermediate tables to
 /// materialize, in order, then the tables, each (name, SQL).
 pub(crate) struct Inference {
-    pub(crate) intermediate: Vec<(&'static str, Sql)>,
+    pub(crate) intermediate: Vec<(&'static str, Step)>,
     pub(crate) tables: Vec<(&'static str, Sql)>,
+}
+
+/// How an intermediate table is computed.
+pub(crate) enum Step {
+    /// The rows of a plan.
+    Plan(Sql),
+    /// `function` of each group of the plan's rows (`crate::groups::per_group`): its first
+    /// `keys` columns are the group's key, it sorts by them (nulls last), its last column is
+    /// the item.
+    Groups {
+        sql: Sql,
+        keys: usize,
+        function: GroupFunction,
+    },
 }
 
 /// See [`Inference`]. `cinf` holds every kept cell's columns of `cells` with `inf`, the struct
 /// `ps_cell` makes of the cell's score lists in the study's `cm`; `ctest` the same with `inf`
 /// unpacked: its permutation test, its lowest and highest setups and `pl`, its protocol sums
-/// per setup. `cinf`, `inf_bh`, `inf_headline` and `inf_ranking` hold the structs of
-/// `ps_cell`, `ps_bh`, `ps_headline` and `ps_ranking` before the tables read their fields:
-/// over a plan, DataFusion's optimizer moves each field access into the projection that calls
-/// the function, which then ran once per field read (the bootstrap nine times).
+/// per setup. `cinf` and `inf_bh` hold the structs of `ps_cell` and `ps_bh` before the tables
+/// read their fields: over a plan, DataFusion's optimizer moves each field access into the
+/// projection that calls the function, which then ran once per field read (the bootstrap
+/// nine times). `inf_headline_h` (a source's bootstrap) and `inf_ranking` (a scale's
+/// rankings) are functions of whole groups, computed one group at a time.
 pub(crate) fn inference(p: &Params) -> Inference {
     let cinf = "SELECT c.source, c.label, c.model, c.arm, c.cohort, c.test, c.dimension, c.protocol_n, \
            c.sampling_n, c.protocol_mean_z, c.protocol_sd, c.sampling_sd, c.ratio, c.protocol_gt_sampling, \
@@ -1078,16 +1095,27 @@ pub(crate) fn inference(p: &Params) -> Inference {
          ORDER BY source",
         seed = protospread_inference::BOOTSTRAP_SEED as i64,
     );
-    let headline_h =
-        "SELECT t.source, first_value(t.label ORDER BY t.model, t.test, t.dimension) AS label, \
+    let headline_cells = "ctest t JOIN headline hl ON t.source = hl.source AND t.arm = hl.arm";
+    let headline_h = Step::Groups {
+        sql: format!(
+            "SELECT t.source, named_struct('model', t.model, 'gt', t.protocol_gt_sampling, \
+               'ratio', t.ratio, 'null_gt', t.null_gt, 'splits', t.splits) AS item \
+             FROM {headline_cells} \
+             ORDER BY t.source NULLS LAST, t.model, t.test, t.dimension, t.cohort"
+        )
+        .into(),
+        keys: 1,
+        function: HEADLINE,
+    };
+    let headline_counts = format!(
+        "SELECT c.*, g.h FROM ( \
+           SELECT t.source, first_value(t.label ORDER BY t.model, t.test, t.dimension) AS label, \
              MIN(hl.arm) AS arm, COUNT(t.protocol_gt_sampling) AS compared_cells, \
              SUM(CASE WHEN t.protocol_gt_sampling THEN 1 ELSE 0 END) AS protocol_gt_sampling, \
-             COUNT(t.ratio) AS ratio_cells, \
-             ps_headline(array_agg(named_struct('model', t.model, 'gt', t.protocol_gt_sampling, \
-               'ratio', t.ratio, 'null_gt', t.null_gt, 'splits', t.splits))) AS h \
-           FROM ctest t JOIN headline hl ON t.source = hl.source AND t.arm = hl.arm \
-           GROUP BY t.source"
-            .to_string();
+             COUNT(t.ratio) AS ratio_cells \
+           FROM {headline_cells} GROUP BY t.source) c \
+         JOIN inf_headline_h g ON c.source IS NOT DISTINCT FROM g.source"
+    );
     let error_bars = "SELECT source, label, model, arm, cohort, test, dimension, protocol_n, \
            protocol_mean_z AS mean_z, lowest AS lowest_setups, min_z AS lowest_z, \
            highest AS highest_setups, max_z AS highest_z, protocol_sd, sampling_sd, \
@@ -1104,21 +1132,26 @@ pub(crate) fn inference(p: &Params) -> Inference {
            get_field(r, 'leaders') = get_field(r, 'models') AS every_model_can_lead FROM inf_ranking \
          ORDER BY source, arm, test, dimension"
         .to_string();
-    let ranking_r =
-        "SELECT source, first_value(label ORDER BY model) AS label, arm, test, dimension, \
-           ps_ranking(array_agg(named_struct('model', model, 'pl', pl))) AS r \
-         FROM ctest GROUP BY source, arm, test, dimension"
-            .to_string();
+    // The label carried is the group's first row's, the first in order of models.
+    let ranking_r = Step::Groups {
+        sql: "SELECT source, arm, test, dimension, label, named_struct('model', model, 'pl', pl) AS item \
+              FROM ctest ORDER BY source NULLS LAST, arm NULLS LAST, test NULLS LAST, \
+                dimension NULLS LAST, model, label, cohort"
+            .into(),
+        keys: 4,
+        function: RANKING_OF,
+    };
     let bh = format!(
         "SELECT source, arm, {bh_of} AS x FROM ctest WHERE splits IS NOT NULL GROUP BY source, arm"
     );
     Inference {
         intermediate: vec![
-            ("cinf", cinf.into()),
-            ("ctest", ctest.into()),
-            ("inf_bh", bh.into()),
-            ("inf_headline", headline_h.into()),
-            ("inf_ranking", ranking_r.into()),
+            ("cinf", Step::Plan(cinf.into())),
+            ("ctest", Step::Plan(ctest.into())),
+            ("inf_bh", Step::Plan(bh.into())),
+            ("inf_headline_h", headline_h),
+            ("inf_headline", Step::Plan(headline_counts.into())),
+            ("inf_ranking", ranking_r),
         ],
         tables: vec![
             ("cell_tests", cell_tests.into()),

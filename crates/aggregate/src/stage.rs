@@ -507,6 +507,28 @@ impl Run<'_> {
             .map_err(|e| fail(e.into()))
     }
 
+    /// Register as table `name` `function` of each group of `sql`'s rows
+    /// ([`crate::groups::per_group`]: the key is `sql`'s first `keys` columns).
+    fn per_group(
+        &self,
+        name: &str,
+        sql: Sql,
+        keys: usize,
+        function: crate::groups::GroupFunction,
+        path: &Path,
+    ) -> Result<(), AggregateError> {
+        let fail = |e: Cause| AggregateError::engine(path, name, e);
+        let df = self.frame(sql).map_err(|e| fail(e.into()))?;
+        let schema = Arc::new(df.schema().as_arrow().clone());
+        let pool = Arc::clone(&self.engine.context().runtime_env().memory_pool);
+        let batches = self.engine.stream(df).map_err(|e| fail(e.into()))?;
+        let table =
+            crate::groups::per_group(batches, &schema, keys, function, &pool).map_err(fail)?;
+        self.engine
+            .register_batches(name, table.schema(), vec![table])
+            .map_err(|e| fail(e.into()))
+    }
+
     /// Register `headline` (source, arm): the arm each source's verdict uses. An input whose
     /// `headline_arm` names an arm it does not have is an error, also when the input has no
     /// rows at all.
@@ -769,8 +791,15 @@ impl Run<'_> {
     fn inference_tables(&self, a: &AggregateSection) -> Result<Vec<Spooled>, AggregateError> {
         let path = &self.files.scores;
         let inf = plan::inference(a);
-        for (name, sql) in inf.intermediate {
-            self.materialize(name, sql, path)?;
+        for (name, step) in inf.intermediate {
+            match step {
+                plan::Step::Plan(sql) => self.materialize(name, sql, path)?,
+                plan::Step::Groups {
+                    sql,
+                    keys,
+                    function,
+                } => self.per_group(name, sql, keys, function, path)?,
+            }
         }
         let mut out = Vec::with_capacity(inf.tables.len());
         for (name, sql) in inf.tables {

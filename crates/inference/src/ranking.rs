@@ -50,6 +50,12 @@ struct Ranked {
 }
 
 impl Ranked {
+    /// The items in ascending order, a group of tied ones at a time.
+    fn groups(&self) -> std::slice::ChunkBy<'_, u32, impl FnMut(&u32, &u32) -> bool + '_> {
+        self.order
+            .chunk_by(|&a, &b| self.ranks[a as usize] == self.ranks[b as usize])
+    }
+
     fn of(x: &[Fraction]) -> Ranked {
         let (ranks, order) = dense_ranks(x);
         let tied = ties_in(&order, |&a, &b| ranks[a as usize] == ranks[b as usize]);
@@ -196,32 +202,13 @@ pub fn ranking(scores: &[Vec<Fraction>]) -> Result<Ranking, InferenceError> {
     let setup_pairs = taus.len();
     let tau_min = taus.iter().copied().min_by(f64::total_cmp);
     let tau_median = median(&mut taus);
-    let words = models.div_ceil(64);
-    let (mut above, mut below) = (vec![0u64; models * words], vec![0u64; models * words]);
     let mut can_lead = vec![false; models];
-    let mut seen = vec![0u64; words];
     for r in &ranked {
-        let groups = || {
-            r.order
-                .chunk_by(|&a, &b| r.ranks[a as usize] == r.ranks[b as usize])
-        };
-        // Ascending: every model of a lower value is below each model of a higher one.
-        mark_earlier(groups(), &mut below, &mut seen);
-        mark_earlier(groups().rev(), &mut above, &mut seen);
-        for &m in groups().next_back().unwrap_or_default() {
+        for &m in r.groups().next_back().unwrap_or_default() {
             can_lead[m as usize] = true;
         }
     }
-    let flip_ends: u64 = (0..models)
-        .map(|m| {
-            let r = m * words..(m + 1) * words;
-            above[r.clone()]
-                .iter()
-                .zip(&below[r])
-                .map(|(a, b)| u64::from((a & b).count_ones()))
-                .sum::<u64>()
-        })
-        .sum();
+    let flipped_pairs = flipped_pairs(&ranked, block_words(models, FLIP_BYTES));
     Ok(Ranking {
         setups,
         models,
@@ -229,26 +216,91 @@ pub fn ranking(scores: &[Vec<Fraction>]) -> Result<Ranking, InferenceError> {
         tau_median,
         tau_min,
         model_pairs: tied_pairs(models as u64),
-        flipped_pairs: flip_ends / 2,
+        flipped_pairs,
         can_lead,
     })
 }
 
-/// For each group of tied models in the order `groups` comes in, the models of the groups
-/// before it, added to each of its models' rows of `rows` (`seen.len()` bitset words per
-/// model); `seen` is scratch space.
-fn mark_earlier<'a>(groups: impl Iterator<Item = &'a [u32]>, rows: &mut [u64], seen: &mut [u64]) {
+/// Memory for the bitsets of [`flipped_pairs`]: about this many bytes, whatever the number
+/// of models (at least one 64-bit word per model and direction). Held whole, the bitsets take
+/// models^2 / 4 bytes: 3.5 GB for the 119,000 models of one scale at 10^9 answers.
+const FLIP_BYTES: usize = 64 << 20;
+
+/// Words of partners per model that [`flipped_pairs`] holds at once within `bytes`: two
+/// bitsets of that many words per model, at least one word, at most every model.
+fn block_words(models: usize, bytes: usize) -> usize {
+    (bytes / (16 * models.max(1))).clamp(1, models.div_ceil(64).max(1))
+}
+
+/// Pairs of models that one setup puts strictly above and another strictly below each other.
+/// For each model, the partners strictly above it in some setup and those strictly below it
+/// in some setup, as bitsets; a pair flips when each is in both of the other's sets, so the
+/// sum over models of the partners in both counts every flipped pair twice. The partners are
+/// taken `words` x 64 at a time, which bounds the memory and gives the same count.
+///
+/// Models are numbered by their place in the first setup's order: the setups' orders are
+/// alike, so each sweep below reads the rows nearly in memory order.
+fn flipped_pairs(ranked: &[Ranked], words: usize) -> u64 {
+    let Some(first) = ranked.first() else {
+        return 0;
+    };
+    let models = first.order.len();
+    let mut place = vec![0u32; models];
+    for (i, &m) in first.order.iter().enumerate() {
+        place[m as usize] = i as u32;
+    }
+    let total = models.div_ceil(64);
+    let (mut above, mut below) = (vec![0u64; models * words], vec![0u64; models * words]);
+    let mut seen = vec![0u64; words];
+    let mut ends = 0u64;
+    let mut lo = 0;
+    while lo < total {
+        let w = words.min(total - lo);
+        let block = lo * 64..((lo + w) * 64).min(models);
+        let (above, below) = (&mut above[..models * w], &mut below[..models * w]);
+        above.fill(0);
+        below.fill(0);
+        let seen = &mut seen[..w];
+        for r in ranked {
+            // Ascending: every model of a lower value is below each model of a higher one.
+            mark_earlier(r.groups(), &place, &block, below, seen);
+            mark_earlier(r.groups().rev(), &place, &block, above, seen);
+        }
+        ends += above
+            .iter()
+            .zip(below.iter())
+            .map(|(a, b)| u64::from((a & b).count_ones()))
+            .sum::<u64>();
+        lo += w;
+    }
+    ends / 2
+}
+
+/// For each group of tied models in the order `groups` comes in, the partners (models whose
+/// place is in `block`) of the groups before it, added to each of its models' rows of `rows`
+/// (`seen.len()` words per model, rows by place); `seen` is scratch space.
+fn mark_earlier<'a>(
+    groups: impl Iterator<Item = &'a [u32]>,
+    place: &[u32],
+    block: &std::ops::Range<usize>,
+    rows: &mut [u64],
+    seen: &mut [u64],
+) {
     let words = seen.len();
     seen.fill(0);
     for group in groups {
         for &m in group {
-            let m = m as usize;
-            for (w, x) in rows[m * words..(m + 1) * words].iter_mut().zip(seen.iter()) {
+            let p = place[m as usize] as usize;
+            for (w, x) in rows[p * words..(p + 1) * words].iter_mut().zip(seen.iter()) {
                 *w |= x;
             }
         }
         for &m in group {
-            seen[m as usize / 64] |= 1 << (m % 64);
+            let p = place[m as usize] as usize;
+            if block.contains(&p) {
+                let bit = p - block.start;
+                seen[bit / 64] |= 1 << (bit % 64);
+            }
         }
     }
 }
@@ -326,6 +378,16 @@ mod tests {
     }
 
     #[test]
+    fn flip_bitsets_stay_within_their_budget() {
+        // Two bitsets of `words` per model: within the bytes given, at least a word each.
+        assert_eq!(block_words(119_000, FLIP_BYTES), 35);
+        assert!(2 * 8 * 119_000 * block_words(119_000, FLIP_BYTES) <= FLIP_BYTES);
+        assert_eq!(block_words(70, FLIP_BYTES), 2);
+        assert_eq!(block_words(0, FLIP_BYTES), 1);
+        assert_eq!(block_words(10_000_000, FLIP_BYTES), 1);
+    }
+
+    #[test]
     fn medians() {
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
@@ -357,6 +419,9 @@ mod tests {
                 }
             }
             prop_assert_eq!(r.flipped_pairs, flips);
+            // A partner at a time (70 models: two words, the second partly used).
+            let ranked: Vec<Ranked> = scores.iter().map(|s| Ranked::of(s)).collect();
+            prop_assert_eq!(flipped_pairs(&ranked, 1), flips);
             for m in 0..70 {
                 let leads = s.iter().any(|v| v.iter().all(|&o| o <= v[m]));
                 prop_assert_eq!(r.can_lead[m], leads);

@@ -5,10 +5,12 @@
 //!   `ps_shift_z`, `ps_ratio`, `ps_ratio_rule`, `ps_variance_gt`), and `admins_in_order` and
 //!   `text_in`, which the reasons and the cells without scores need.
 //! - The inference tables' functions: `ps_ints` gathers a cell's scores, and the tests of
-//!   `protospread_inference` (`ps_cell`, `ps_bh`, `ps_headline`, `ps_ranking`) run over the
-//!   lists a grouping gathers (one cell's, one group's or one source's rows), so the tables
-//!   are plans like the others and no row becomes a Rust struct. Each sorts what it reads
-//!   before using it, so its result does not depend on the order the grouping met the rows in
+//!   `protospread_inference` (`ps_cell`, `ps_bh`) run over the lists a grouping gathers (one
+//!   cell's or one group's rows), so the tables are plans like the others and no row becomes
+//!   a Rust struct. The bootstrap of a source's cells and the rankings of a scale's models
+//!   (`ps_headline`, `ps_ranking`) take lists too, but of groups too large to hold all at
+//!   once: `crate::groups` runs them over a sorted plan, one group at a time. Each sorts what
+//!   it reads before using it, so its result does not depend on the order the rows came in
 //!   (that order varies with the partitioning). docs/statistics.md ("Inference") states the
 //!   statistics.
 
@@ -33,6 +35,8 @@ mod text_in;
 use datafusion::prelude::SessionContext;
 
 pub(crate) use ps_cell::{udf as cell_udf, SETUP_PACK};
+pub(crate) use ps_headline::HEADLINE;
+pub(crate) use ps_ranking::RANKING_OF;
 
 /// Register every function that does not depend on the study (`ps_cell` does: [`cell_udf`]).
 pub(crate) fn register(ctx: &SessionContext) {
@@ -48,8 +52,6 @@ pub(crate) fn register(ctx: &SessionContext) {
         admins_in_order::udf(),
         text_in::udf(),
         ps_bh::udf(),
-        ps_headline::udf(),
-        ps_ranking::udf(),
     ] {
         ctx.register_udf(f);
     }

@@ -1,23 +1,26 @@
-//! `ps_headline(list)`: the headline statistics of a source's cells with their cluster
-//! bootstrap intervals, from `array_agg(named_struct('model', model, 'gt',
-//! protocol_gt_sampling, 'ratio', ratio, 'null_gt', protocol_gt, 'splits', splits))`. Models
+//! The headline statistics of a source's cells with their cluster bootstrap intervals, a
+//! function of the source's group of rows (`crate::groups`), each item
+//! `named_struct('model', model, 'gt', protocol_gt_sampling, 'ratio', ratio, 'null_gt',
+//! protocol_gt, 'splits', splits)`. Models
 //! are numbered in byte order of their ids; the null-expected share is the mean over compared
 //! cells of null_gt / splits, summed in ascending order of the terms.
 
-use super::lists::{contract_fields, field, int_fields, list_of, list_udf, span, strings};
+use super::lists::{contract_fields, field, int_fields, list_of, span, strings};
+use crate::groups::GroupFunction;
 use arrow::array::{Array, ArrayRef, AsArray, Float64Builder, Int64Builder, StructArray};
 use arrow::datatypes::{DataType, Fields, Float64Type};
 use datafusion::common::Result;
-use datafusion::logical_expr::ScalarUDF;
 use protospread_core::HEADLINE_INTERVAL;
 use protospread_inference::{cluster_bootstrap, BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// The function, ready to register.
-pub(super) fn udf() -> ScalarUDF {
-    list_udf("ps_headline", DataType::Struct(headline_fields()), headline)
-}
+/// The function, as column `h`.
+pub(crate) const HEADLINE: GroupFunction = GroupFunction {
+    column: "h",
+    ret: || DataType::Struct(headline_fields()),
+    body: headline,
+};
 
 /// Fields of the result: these columns of [`HEADLINE_INTERVAL`], of the types it declares.
 fn headline_fields() -> Fields {

@@ -1,22 +1,24 @@
-//! `ps_ranking(list)`: ranking robustness of one scale from `array_agg(named_struct('model',
-//! model, 'pl', pl))` over its kept cells, `pl` a cell's protocol sums per setup (`sums` of
-//! `ps_cell`): a model's score under a setup is the mean of
+//! Ranking robustness of one scale, a function of the scale's group of kept cells
+//! (`crate::groups`), each item `named_struct('model', model, 'pl', pl)`, `pl` a cell's
+//! protocol sums per setup (`sums` of `ps_cell`): a model's score under a setup is the mean of
 //! its scores there (an exact fraction); setups in byte order; models in byte order, only
 //! those with a score under every setup.
 
-use super::lists::{contract_fields, int_fields, list_of, list_udf, span, strings};
+use super::lists::{contract_fields, int_fields, list_of, span, strings};
+use crate::groups::GroupFunction;
 use arrow::array::{Array, ArrayRef, Float64Builder, Int64Builder, StringBuilder, StructArray};
 use arrow::datatypes::{DataType, Fields};
 use datafusion::common::{exec_err, Result};
-use datafusion::logical_expr::ScalarUDF;
 use protospread_core::RANKING;
 use protospread_inference::{ranking, Fraction};
 use std::sync::Arc;
 
-/// The function, ready to register.
-pub(super) fn udf() -> ScalarUDF {
-    list_udf("ps_ranking", DataType::Struct(ranking_fields()), rank)
-}
+/// The function, as column `r`.
+pub(crate) const RANKING_OF: GroupFunction = GroupFunction {
+    column: "r",
+    ret: || DataType::Struct(ranking_fields()),
+    body: rank,
+};
 
 /// Fields of the result: these columns of [`RANKING`], of the types it declares.
 fn ranking_fields() -> Fields {
