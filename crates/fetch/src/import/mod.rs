@@ -190,13 +190,25 @@ impl Builders {
     }
 }
 
+/// Most rows and bytes per row group of the staged file. Its reader holds a row group's
+/// column chunks whole, uncompressed, outside the memory pool while the sort fills the pool:
+/// at the writer's default of 2^20 rows, a chunk of whole-test replies alone was about
+/// 250 MB at 10^8 answers. The byte bound keeps long replies (prose, reasoning) from making
+/// a row group of few rows as large.
+const STAGING_GROUP_ROWS: usize = 65_536;
+const STAGING_GROUP_BYTES: usize = 16 << 20;
+
 /// Settings of the temporary file the checks read: written once and read back at once, so
 /// written for speed (no compression, no statistics, dictionaries only for the short
-/// repeated texts; a reply or an item order is mostly unique and only slows the writer).
+/// repeated texts; a reply or an item order is mostly unique and only slows the writer), in
+/// row groups small enough to read a few at a time ([`STAGING_GROUP_ROWS`],
+/// [`STAGING_GROUP_BYTES`]).
 fn staging_properties() -> parquet::file::properties::WriterProperties {
     use parquet::file::properties::{EnabledStatistics, WriterProperties};
     use parquet::schema::types::ColumnPath;
     let mut b = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(STAGING_GROUP_ROWS))
+        .set_max_row_group_bytes(Some(STAGING_GROUP_BYTES))
         .set_statistics_enabled(EnabledStatistics::None)
         .set_dictionary_enabled(true);
     for c in ["reply", "item_order", "error", "_row", "_line"] {
