@@ -688,8 +688,9 @@ fn check_unchanged(input: &Input, v: &Verified, actual: String) -> Result<(), Fe
 /// memory_limit`: two thirds of it, so that the engine's pool (three quarters of that) is half
 /// the limit. While it sorts, an import holds more outside the pool than the other stages do:
 /// the reader of its staged file, the decoded records, the encoder's row group and the sort's
-/// own copies of the batches it buffers. At 10^8 answers that was 200 to 260 MB, at 10^9 up to
-/// 550 MB, and with a pool of three quarters the stage peaked at the 1 GiB default.
+/// own copies of the batches it buffers. With a pool of three quarters the stage peaked above
+/// the 1 GiB default at 10^9 answers; with half, and the staged file in small row groups, it
+/// peaked at 834 MB there (docs/performance.md).
 fn engine_options(cfg: &Config, opts: &Options) -> protospread_engine::EngineOptions {
     let limit = opts.memory_limit.unwrap_or(cfg.engine.memory_limit.0);
     let min = protospread_engine::MIN_MEMORY_LIMIT;

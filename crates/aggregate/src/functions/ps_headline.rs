@@ -1,9 +1,9 @@
 //! The headline statistics of a source's cells with their cluster bootstrap intervals, a
 //! function of the source's group of rows (`crate::groups`), each item
 //! `named_struct('model', model, 'gt', protocol_gt_sampling, 'ratio', ratio, 'null_gt',
-//! protocol_gt, 'splits', splits)`. Models
-//! are numbered in byte order of their ids; the null-expected share is the mean over compared
-//! cells of null_gt / splits, summed in ascending order of the terms.
+//! protocol_gt, 'splits', splits)`. Models are numbered in byte order of their ids; the
+//! null-expected share is the mean over compared cells of null_gt / splits, summed in
+//! ascending order of the terms.
 
 use super::lists::{contract_fields, field, int_fields, list_of, span, strings};
 use crate::groups::GroupFunction;
