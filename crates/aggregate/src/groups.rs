@@ -138,18 +138,14 @@ impl Groups {
     }
 
     fn add(&mut self, b: &RecordBatch) -> Result<(), Cause> {
-        let n = b.num_rows();
-        if n == 0 {
+        if b.num_rows() == 0 {
             return Ok(());
         }
-        let rows = self.converter.convert_columns(&b.columns()[..self.keys])?;
+        let keys = &b.columns()[..self.keys];
+        let rows = self.converter.convert_columns(keys)?;
         let item = b.column(b.num_columns() - 1);
-        let mut start = 0;
-        for end in 1..=n {
-            if end < n && rows.row(end) == rows.row(end - 1) {
-                continue;
-            }
-            let key = rows.row(start);
+        for run in arrow::compute::partition(keys)?.ranges() {
+            let key = rows.row(run.start);
             match &self.key {
                 Some(k) if k.row() == key => {}
                 Some(k) if k.row() > key => {
@@ -164,14 +160,13 @@ impl Groups {
                     self.key = Some(key.owned());
                     self.first = b.columns()[..b.num_columns() - 1]
                         .iter()
-                        .map(|c| own(c, start..start + 1))
+                        .map(|c| own(c, run.start..run.start + 1))
                         .collect::<Result<_, _>>()?;
                 }
             }
-            let piece = own(item, start..end)?;
+            let piece = own(item, run)?;
             self.reservation.try_grow(piece.get_array_memory_size())?;
             self.pieces.push(piece);
-            start = end;
         }
         Ok(())
     }
