@@ -18,7 +18,7 @@ use arrow::array::{
     UInt64Array,
 };
 use arrow::compute::{cast, take};
-use arrow::datatypes::{DataType, Field, Float64Type, Schema, SchemaRef, UInt32Type, UInt64Type};
+use arrow::datatypes::{DataType, Field, Float64Type, Schema, SchemaRef, UInt32Type};
 use arrow::error::ArrowError;
 use datafusion::common::{exec_err, HashMap};
 use datafusion::logical_expr::{ScalarUDF, Signature, Volatility};
@@ -67,11 +67,14 @@ impl Kind {
 }
 
 /// One coded column: its position and type in the staging schema, and its values by code.
+/// The codes are looked up by the values' own bytes (texts) or bits (numbers), so that a row
+/// costs one hash lookup, or none when it repeats the row before.
 #[derive(Debug)]
 struct Column {
     index: usize,
     kind: Kind,
-    codes: HashMap<Value, u32>,
+    texts: HashMap<Box<str>, u32>,
+    numbers: HashMap<u64, u32>,
     values: Vec<Value>,
 }
 
@@ -97,7 +100,8 @@ impl Coder {
                     columns.push(Column {
                         index,
                         kind,
-                        codes: HashMap::default(),
+                        texts: HashMap::default(),
+                        numbers: HashMap::default(),
                         values: Vec::new(),
                     });
                     f.as_ref().clone().with_data_type(DataType::UInt32)
@@ -187,48 +191,103 @@ impl Coder {
 }
 
 impl Column {
-    /// The codes of `array`, nulls kept. The batch's own dictionary is built by Arrow's
-    /// hashing cast, so only its distinct values are looked up here.
+    /// The codes of `array`, nulls kept.
     fn encode(&mut self, array: &ArrayRef) -> Result<ArrayRef, ArrowError> {
+        let mut codes: Vec<u32> = Vec::with_capacity(array.len());
         let hashed = match self.kind {
-            Kind::Float => {
-                let f = cast(array, &DataType::Float64)?;
-                let f = f.as_primitive::<Float64Type>();
-                let bits: UInt64Array = f.unary(f64::to_bits);
-                Arc::new(bits) as ArrayRef
-            }
+            Kind::Float => cast(array, &DataType::Float64)?,
             k if array.data_type() == &k.hashed() => array.clone(),
             k => cast(array, &k.hashed())?,
         };
-        let dict = cast(
-            &hashed,
-            &DataType::Dictionary(Box::new(DataType::UInt32), Box::new(self.kind.hashed())),
-        )?;
-        let dict = dict.as_dictionary::<UInt32Type>();
-        let local = dict.values();
-        let mut global = Vec::with_capacity(local.len());
-        for i in 0..local.len() {
-            let v = match self.kind {
-                Kind::Text => Value::Text(local.as_string::<i32>().value(i).into()),
-                Kind::Int => {
-                    Value::Int(local.as_primitive::<arrow::datatypes::Int64Type>().value(i))
+        match self.kind {
+            Kind::Text => {
+                let a = hashed.as_string::<i32>();
+                // Sorted and exported files repeat a value over long runs of rows.
+                let mut last: Option<(&str, u32)> = None;
+                for i in 0..a.len() {
+                    if a.is_null(i) {
+                        codes.push(0);
+                        continue;
+                    }
+                    let v = a.value(i);
+                    let code = match last {
+                        Some((p, c)) if p == v => c,
+                        _ => {
+                            let c = self.text_code(v)?;
+                            last = Some((v, c));
+                            c
+                        }
+                    };
+                    codes.push(code);
                 }
-                Kind::Float => Value::Bits(local.as_primitive::<UInt64Type>().value(i)),
-            };
-            let code = match self.codes.get(&v) {
-                Some(&code) => code,
-                None => {
-                    let code = u32::try_from(self.values.len()).map_err(|_| {
-                        ArrowError::ComputeError("more than 2^32 distinct values".into())
-                    })?;
-                    self.codes.insert(v.clone(), code);
-                    self.values.push(v);
-                    code
+            }
+            Kind::Int | Kind::Float => {
+                let bits: Vec<u64> = match self.kind {
+                    Kind::Int => hashed
+                        .as_primitive::<arrow::datatypes::Int64Type>()
+                        .values()
+                        .iter()
+                        .map(|v| *v as u64)
+                        .collect(),
+                    _ => hashed
+                        .as_primitive::<Float64Type>()
+                        .values()
+                        .iter()
+                        .map(|v| v.to_bits())
+                        .collect(),
+                };
+                let mut last: Option<(u64, u32)> = None;
+                for (i, b) in bits.into_iter().enumerate() {
+                    if hashed.is_null(i) {
+                        codes.push(0);
+                        continue;
+                    }
+                    let code = match last {
+                        Some((p, c)) if p == b => c,
+                        _ => {
+                            let c = self.number_code(b)?;
+                            last = Some((b, c));
+                            c
+                        }
+                    };
+                    codes.push(code);
                 }
-            };
-            global.push(code);
+            }
         }
-        take(&UInt32Array::from(global), dict.keys(), None)
+        Ok(Arc::new(UInt32Array::new(
+            codes.into(),
+            hashed.logical_nulls(),
+        )))
+    }
+
+    /// The next free code, for a value about to be added to `values`.
+    fn next_code(&self) -> Result<u32, ArrowError> {
+        u32::try_from(self.values.len())
+            .map_err(|_| ArrowError::ComputeError("more than 2^32 distinct values".into()))
+    }
+
+    fn text_code(&mut self, v: &str) -> Result<u32, ArrowError> {
+        if let Some(&code) = self.texts.get(v) {
+            return Ok(code);
+        }
+        let code = self.next_code()?;
+        self.texts.insert(v.into(), code);
+        self.values.push(Value::Text(v.into()));
+        Ok(code)
+    }
+
+    /// The code of an integer (its two's complement) or a float (its bits), by `kind`.
+    fn number_code(&mut self, bits: u64) -> Result<u32, ArrowError> {
+        if let Some(&code) = self.numbers.get(&bits) {
+            return Ok(code);
+        }
+        let code = self.next_code()?;
+        self.numbers.insert(bits, code);
+        self.values.push(match self.kind {
+            Kind::Float => Value::Bits(bits),
+            _ => Value::Int(bits as i64),
+        });
+        Ok(code)
     }
 
     /// The values by code, as an array of type `t`.
