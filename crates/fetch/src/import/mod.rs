@@ -402,13 +402,35 @@ fn import_staged(
     )
     .map_err(pq_err)?;
     let mut domain = KeyDomain::default();
-    let records = read_validated(path, kind, vocab, &*sink.progress(), &mut |b| {
-        domain.observe(&b)?;
-        writer.write(&coder.encode(&b)?).map_err(pq_err)?;
-        Ok(true)
-    })?
-    .expect("read to the end");
-    writer.close().map_err(pq_err)?;
+    // Coding and writing the staged records is about half of this pass: a thread of its own
+    // does it while the file is read and checked.
+    let (records, coder) = std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<RecordBatch>(2);
+        let stager = scope.spawn(move || -> Result<Coder, ImportError> {
+            for b in rx {
+                writer.write(&coder.encode(&b)?).map_err(pq_err)?;
+            }
+            writer.close().map_err(pq_err)?;
+            Ok(coder)
+        });
+        // A send fails only when the stager stopped, on an error of its own.
+        let read = read_validated(path, kind, vocab, &*sink.progress(), &mut |b| {
+            domain.observe(&b)?;
+            Ok(tx.send(b).is_ok())
+        });
+        drop(tx);
+        let staged = stager
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        // The file's own error first: it names a row, where the stager's (the disk) cannot.
+        match (read?, staged?) {
+            (Some(records), coder) => Ok((records, coder)),
+            (None, _) => Err(file_err(
+                path,
+                "staging the records stopped without an error",
+            )),
+        }
+    })?;
     let engine = Engine::new(engine)?;
     // The free texts are read as plain strings: the sort moves (and may spill) every row,
     // and a string view costs 16 bytes a row before its text.
