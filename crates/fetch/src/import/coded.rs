@@ -28,9 +28,10 @@ use std::sync::Arc;
 /// [`Radix::columns`] in order.
 pub(crate) const SETTINGS_FUNCTION: &str = "stored_answer_settings";
 
-/// A coded value, as it is compared: texts by their bytes, integers by value, floats by
-/// their bits (so that `-0` and `0` stay apart, as the checks across records keep them).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// A coded value. Values are told apart as [`Column`] looks them up: texts by their bytes,
+/// integers by value, floats by their bits (so that `-0` and `0` stay apart, as the checks
+/// across records keep them).
+#[derive(Debug, Clone)]
 enum Value {
     Text(Box<str>),
     Int(i64),
@@ -526,6 +527,53 @@ mod tests {
         let t = back.column(3).as_primitive::<Float64Type>();
         assert!(t.value(1).is_sign_negative());
         assert_eq!(d.decode(&named_columns(&cb), plain()).unwrap(), b);
+    }
+
+    /// Codes numbered by first appearance, counted the slow way over all rows.
+    fn first_appearances<T: PartialEq + Copy>(v: &[Option<T>]) -> Vec<Option<u32>> {
+        let mut seen: Vec<T> = Vec::new();
+        v.iter()
+            .map(|x| {
+                x.map(|x| match seen.iter().position(|s| *s == x) {
+                    Some(p) => p as u32,
+                    None => {
+                        seen.push(x);
+                        seen.len() as u32 - 1
+                    }
+                })
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        /// Runs of a value, values coming back after others, nulls inside runs and batches
+        /// cut anywhere: every row gets the code of its value's first appearance.
+        #[test]
+        fn codes_are_first_appearances_whatever_the_runs_and_batches(
+            rows in proptest::collection::vec((0usize..4, proptest::option::of(0usize..3), proptest::option::of(0usize..3)), 0..80),
+            cut in 0usize..80,
+        ) {
+            const MODELS: [&str; 4] = ["a", "b", "ab", ""];
+            const COHORTS: [&str; 3] = ["x", "y", "z"];
+            const TEMPS: [f64; 3] = [0.0, -0.0, 0.5];
+            let all: Vec<Row> = rows
+                .iter()
+                .map(|(m, c, t)| (MODELS[*m], 1, c.map(|c| COHORTS[c]), t.map(|t| TEMPS[t]), "r"))
+                .collect();
+            let cut = cut.min(all.len());
+            let mut coder = Coder::new(plain(), &["sample", "reply"]);
+            let (a, b) = (coder.encode(&batch(&all[..cut])).unwrap(), coder.encode(&batch(&all[cut..])).unwrap());
+            let joined = |i: usize| [codes(&a, i), codes(&b, i)].concat();
+            let models: Vec<Option<&str>> = all.iter().map(|r| Some(r.0)).collect();
+            let cohorts: Vec<Option<&str>> = all.iter().map(|r| r.2).collect();
+            let temps: Vec<Option<u64>> = all.iter().map(|r| r.3.map(f64::to_bits)).collect();
+            proptest::prop_assert_eq!(joined(0), first_appearances(&models));
+            proptest::prop_assert_eq!(joined(2), first_appearances(&cohorts));
+            proptest::prop_assert_eq!(joined(3), first_appearances(&temps));
+            let d = coder.decoder();
+            proptest::prop_assert_eq!(d.decode(&named_columns(&a), plain()).unwrap(), batch(&all[..cut]));
+            proptest::prop_assert_eq!(d.decode(&named_columns(&b), plain()).unwrap(), batch(&all[cut..]));
+        }
     }
 
     #[test]
