@@ -194,67 +194,29 @@ impl Coder {
 impl Column {
     /// The codes of `array`, nulls kept.
     fn encode(&mut self, array: &ArrayRef) -> Result<ArrayRef, ArrowError> {
-        let mut codes: Vec<u32> = Vec::with_capacity(array.len());
-        let hashed = match self.kind {
+        let kind = self.kind;
+        let hashed = match kind {
             Kind::Float => cast(array, &DataType::Float64)?,
             k if array.data_type() == &k.hashed() => array.clone(),
             k => cast(array, &k.hashed())?,
         };
-        match self.kind {
-            Kind::Text => {
-                let a = hashed.as_string::<i32>();
-                // Sorted and exported files repeat a value over long runs of rows.
-                let mut last: Option<(&str, u32)> = None;
-                for i in 0..a.len() {
-                    if a.is_null(i) {
-                        codes.push(0);
-                        continue;
-                    }
-                    let v = a.value(i);
-                    let code = match last {
-                        Some((p, c)) if p == v => c,
-                        _ => {
-                            let c = self.text_code(v)?;
-                            last = Some((v, c));
-                            c
-                        }
-                    };
-                    codes.push(code);
-                }
-            }
-            Kind::Int | Kind::Float => {
-                let bits: Vec<u64> = match self.kind {
-                    Kind::Int => hashed
-                        .as_primitive::<arrow::datatypes::Int64Type>()
-                        .values()
-                        .iter()
-                        .map(|v| *v as u64)
-                        .collect(),
-                    _ => hashed
-                        .as_primitive::<Float64Type>()
-                        .values()
-                        .iter()
-                        .map(|v| v.to_bits())
-                        .collect(),
-                };
-                let mut last: Option<(u64, u32)> = None;
-                for (i, b) in bits.into_iter().enumerate() {
-                    if hashed.is_null(i) {
-                        codes.push(0);
-                        continue;
-                    }
-                    let code = match last {
-                        Some((p, c)) if p == b => c,
-                        _ => {
-                            let c = self.number_code(b)?;
-                            last = Some((b, c));
-                            c
-                        }
-                    };
-                    codes.push(code);
-                }
-            }
-        }
+        let codes = match kind {
+            Kind::Text => codes_of(hashed.as_string::<i32>().iter(), |v| self.text_code(v))?,
+            Kind::Int => codes_of(
+                hashed
+                    .as_primitive::<arrow::datatypes::Int64Type>()
+                    .iter()
+                    .map(|v| v.map(|v| v as u64)),
+                |b| self.number_code(b),
+            )?,
+            Kind::Float => codes_of(
+                hashed
+                    .as_primitive::<Float64Type>()
+                    .iter()
+                    .map(|v| v.map(f64::to_bits)),
+                |b| self.number_code(b),
+            )?,
+        };
         Ok(Arc::new(UInt32Array::new(
             codes.into(),
             hashed.logical_nulls(),
@@ -316,6 +278,29 @@ impl Column {
         // Every value came from a column of type `t`, so it casts back unchanged.
         cast(&array, t).unwrap_or(array)
     }
+}
+
+/// The code of each of `values` by `code_of`, 0 for a null (the caller keeps the null). A value
+/// equal to the one before takes its code without a lookup: sorted and exported files repeat
+/// a value over long runs of rows.
+fn codes_of<T: PartialEq + Copy>(
+    values: impl Iterator<Item = Option<T>>,
+    mut code_of: impl FnMut(T) -> Result<u32, ArrowError>,
+) -> Result<Vec<u32>, ArrowError> {
+    let mut last: Option<(T, u32)> = None;
+    values
+        .map(|v| {
+            let Some(v) = v else { return Ok(0) };
+            match last {
+                Some((p, c)) if p == v => Ok(c),
+                _ => {
+                    let c = code_of(v)?;
+                    last = Some((v, c));
+                    Ok(c)
+                }
+            }
+        })
+        .collect()
 }
 
 /// The codes of some columns packed into one `u64` by mixed radix: each column's code plus
