@@ -57,12 +57,12 @@ impl Kind {
         }
     }
 
-    /// The type the values are hashed as.
-    fn hashed(self) -> DataType {
+    /// The type the values are read as before they are looked up (a float by its bits).
+    fn read_as(self) -> DataType {
         match self {
             Kind::Text => DataType::Utf8,
             Kind::Int => DataType::Int64,
-            Kind::Float => DataType::UInt64,
+            Kind::Float => DataType::Float64,
         }
     }
 }
@@ -195,10 +195,10 @@ impl Column {
     /// The codes of `array`, nulls kept.
     fn encode(&mut self, array: &ArrayRef) -> Result<ArrayRef, ArrowError> {
         let kind = self.kind;
-        let hashed = match kind {
-            Kind::Float => cast(array, &DataType::Float64)?,
-            k if array.data_type() == &k.hashed() => array.clone(),
-            k => cast(array, &k.hashed())?,
+        let hashed = if array.data_type() == &kind.read_as() {
+            array.clone()
+        } else {
+            cast(array, &kind.read_as())?
         };
         let codes = match kind {
             Kind::Text => codes_of(hashed.as_string::<i32>().iter(), |v| self.text_code(v))?,
