@@ -4,7 +4,8 @@
 # Usage: scripts/bench.sh N [SEED] (N item answers, rounded up to whole models). Per order it
 # prints the wall time and peak RSS of protospread's fetch, score, aggregate, report and `run`
 # and of the DuckDB script, the ratio (fetch + score + aggregate) / DuckDB, and whether the two
-# per-cell tables agree; a failing stage is reported and the next order runs. A benchmark, not
+# per-cell tables agree, then the I/O floor (DuckDB copying the stored answers and protospread's
+# parsed answers); a failing stage is reported and the next order runs. A benchmark, not
 # a test: run it on an otherwise idle machine. docs/performance.md has the method and the table.
 set -euo pipefail
 
@@ -63,6 +64,16 @@ for order in "${ORDERS[@]}"; do
             measure "$order.without_inference_$round" "${P[@]}" --out "$dir/out" aggregate \
                 --without-inference || true
         done
+    fi
+    # The I/O floor: DuckDB copying the stored answers and protospread's parsed answers, two
+    # tables the stages must read and write whatever else they do (docs/performance.md).
+    if [ -f "$dir/out/score/parsed_answers.parquet" ]; then
+        measure "$order.copy_answers" "$PY" "$ROOT/scripts/bench/copy_duckdb.py" "$answers" \
+            "$dir/copy.parquet" || true
+        rm -f "$dir/copy.parquet"
+        measure "$order.copy_parsed" "$PY" "$ROOT/scripts/bench/copy_duckdb.py" \
+            "$dir/out/score/parsed_answers.parquet" "$dir/copy.parquet" || true
+        rm -f "$dir/copy.parquet"
     fi
     rm -rf "$dir/out"
 done
@@ -141,5 +152,23 @@ for order in "${ORDERS[@]}"; do
                 a = median(w, 3); b = median(wo, 3)
                 printf "| %s | %.2f | %.2f | %+.1f%% |\n", o, a, b, 100 * (a - b) / b
             } else printf "| %s | - | - | not measured |\n", o
+        }' "$WORK/times"
+done
+
+echo
+echo "The I/O floor: DuckDB copying the stored-answer file and protospread's parsed_answers.parquet"
+echo "(read and write again, nothing else), against the DuckDB script:"
+echo
+echo "| order | DuckDB script | copy stored answers | copy parsed_answers | both copies | both / script |"
+echo "|---|---:|---:|---:|---:|---:|"
+for order in "${ORDERS[@]}"; do
+    awk -v o="$order" '
+        { split($1, k, "."); if (k[1] != o) next; wall[k[2]] = $2; st[k[2]] = $4 }
+        END {
+            ok = st["duckdb"] == "ok" && st["copy_answers"] == "ok" && st["copy_parsed"] == "ok"
+            if (!ok) { printf "| %s | - | - | - | - | not measured |\n", o; exit }
+            c = wall["copy_answers"] + wall["copy_parsed"]
+            printf "| %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", o, wall["duckdb"],
+                wall["copy_answers"], wall["copy_parsed"], c, c / wall["duckdb"]
         }' "$WORK/times"
 done
