@@ -56,6 +56,13 @@ impl Ranked {
             .chunk_by(|&a, &b| self.ranks[a as usize] == self.ranks[b as usize])
     }
 
+    /// Distinct values: one more than the highest dense rank, 0 for no items.
+    fn values(&self) -> usize {
+        self.order
+            .last()
+            .map_or(0, |&m| self.ranks[m as usize] as usize + 1)
+    }
+
     fn of(x: &[Fraction]) -> Ranked {
         let (ranks, order) = dense_ranks(x);
         let tied = ties_in(&order, |&a, &b| ranks[a as usize] == ranks[b as usize]);
@@ -87,10 +94,7 @@ fn tau_b_of(x: &Ranked, y: &Ranked, tree: &mut Vec<u32>) -> Option<f64> {
     }
     // Fenwick tree over y's ranks, 1-based: tree[i] counts the inserted items of ranks
     // (i - lowbit(i), i].
-    let size = y
-        .order
-        .last()
-        .map_or(0, |&m| y.ranks[m as usize] as usize + 1);
+    let size = y.values();
     tree.clear();
     tree.resize(size + 1, 0);
     let (mut inserted, mut discordant, mut n3) = (0u64, 0u64, 0u64);
@@ -179,9 +183,8 @@ pub struct Ranking {
 /// Ranking robustness of `scores[setup][model]` (every setup scores every model): Kendall's
 /// tau-b ([`kendall_tau_b`]) between every pair of setups (median and minimum), the pairs of
 /// models whose order flips between some two setups, and which models some setup puts first.
-/// Flips are counted with bitsets: for each model, the models strictly above it in some setup
-/// and those strictly below it in some setup; a pair flips when each is in the other's
-/// "above" set somewhere, i.e. the partner is in both sets.
+/// Flips are counted as the pairs less those where one model is at least the other in every
+/// setup ([`flipped_pairs`]).
 pub fn ranking(scores: &[Vec<Fraction>]) -> Result<Ranking, InferenceError> {
     let setups = scores.len();
     let models = scores.first().map_or(0, Vec::len);
@@ -208,7 +211,8 @@ pub fn ranking(scores: &[Vec<Fraction>]) -> Result<Ranking, InferenceError> {
             can_lead[m as usize] = true;
         }
     }
-    let flipped_pairs = flipped_pairs(&ranked, block_words(models, FLIP_BYTES));
+    let rows = ranked.iter().map(Ranked::values).sum();
+    let flipped_pairs = flipped_pairs(&ranked, block_words(rows, models, FLIP_BYTES));
     Ok(Ranking {
         setups,
         models,
@@ -221,88 +225,105 @@ pub fn ranking(scores: &[Vec<Fraction>]) -> Result<Ranking, InferenceError> {
     })
 }
 
-/// Memory for the bitsets of [`flipped_pairs`]: about this many bytes, whatever the number
-/// of models (at least one 64-bit word per model and direction). Held whole, the bitsets take
-/// models^2 / 4 bytes: 3.5 GB for the 119,000 models of one scale at 10^9 answers.
-const FLIP_BYTES: usize = 64 << 20;
+/// Memory for the tables of [`flipped_pairs`]: about this many bytes, whatever the number of
+/// models and values (at least one 64-bit word per value and direction). A block's tables are
+/// only read while every model is compared with its partners, and mostly from the cache (the
+/// models come in nearly the tables' order); rows of partners per model, written once per
+/// setup, made the count of a scale of 119,000 models wait on memory.
+const FLIP_BYTES: usize = 32 << 20;
 
-/// Words of partners per model that [`flipped_pairs`] holds at once within `bytes`: two
-/// bitsets of that many words per model, at least one word, at most every model.
-fn block_words(models: usize, bytes: usize) -> usize {
-    (bytes / (16 * models.max(1))).clamp(1, models.div_ceil(64).max(1))
+/// Words of partners that [`flipped_pairs`] takes at a time within `bytes`, given `levels`
+/// rows (the distinct values of every setup): two bitsets of that many words per row, at
+/// least one word, at most every model.
+fn block_words(levels: usize, models: usize, bytes: usize) -> usize {
+    (bytes / (16 * levels.max(1))).clamp(1, models.div_ceil(64).max(1))
 }
 
 /// Pairs of models that one setup puts strictly above and another strictly below each other.
-/// For each model, the partners strictly above it in some setup and those strictly below it
-/// in some setup, as bitsets; a pair flips when each is in both of the other's sets, so the
-/// sum over models of the partners in both counts every flipped pair twice. The partners are
-/// taken `words` x 64 at a time, which bounds the memory and gives the same count.
-///
-/// Models are numbered by their place in the first setup's order: the setups' orders are
-/// alike, so each sweep below reads the rows nearly in memory order.
+/// A pair does not flip when one model is at least the other in every setup, so the flips are
+/// the pairs less those comparable that way. For a block of `words` x 64 partners, each setup
+/// has, per value of its own, the partners at most that value and those at least that value
+/// as bitsets; a model's partners at most it everywhere are the AND of its values' rows over
+/// the setups, and likewise at least. Summed over the models, the partners at most or at least
+/// (both when equal everywhere) count every comparable pair twice and each model once, with
+/// itself. The tables of a block are small and read-only, so every model's comparison with the
+/// block runs from the cache.
 fn flipped_pairs(ranked: &[Ranked], words: usize) -> u64 {
     let Some(first) = ranked.first() else {
         return 0;
     };
-    let models = first.order.len();
-    let mut place = vec![0u32; models];
-    for (i, &m) in first.order.iter().enumerate() {
-        place[m as usize] = i as u32;
+    let (models, setups) = (first.ranks.len(), ranked.len());
+    // A row per model: its value (dense rank) in each setup, for one read per model. Models
+    // are numbered by their place in the first setup's order: the setups' orders are alike,
+    // so going through the models in that order reads each setup's table rows nearly in
+    // memory order.
+    let mut level = vec![0u32; models * setups];
+    for (place, &m) in first.order.iter().enumerate() {
+        for (s, r) in ranked.iter().enumerate() {
+            level[place * setups + s] = r.ranks[m as usize];
+        }
     }
+    // Where each setup's rows start in the tables.
+    let mut start = Vec::with_capacity(setups + 1);
+    start.push(0usize);
+    for r in ranked {
+        start.push(start[start.len() - 1] + r.values());
+    }
+    let rows = start[setups];
     let total = models.div_ceil(64);
-    let (mut above, mut below) = (vec![0u64; models * words], vec![0u64; models * words]);
-    let mut seen = vec![0u64; words];
-    let mut ends = 0u64;
+    let (mut at_most, mut at_least) = (vec![0u64; rows * words], vec![0u64; rows * words]);
+    let (mut below, mut above) = (vec![0u64; words], vec![0u64; words]);
+    let mut counted = 0u64;
     let mut lo = 0;
     while lo < total {
         let w = words.min(total - lo);
         let block = lo * 64..((lo + w) * 64).min(models);
-        let (above, below) = (&mut above[..models * w], &mut below[..models * w]);
-        above.fill(0);
-        below.fill(0);
-        let seen = &mut seen[..w];
-        for r in ranked {
-            // Ascending: every model of a lower value is below each model of a higher one.
-            mark_earlier(r.groups(), &place, &block, below, seen);
-            mark_earlier(r.groups().rev(), &place, &block, above, seen);
+        let (at_most, at_least) = (&mut at_most[..rows * w], &mut at_least[..rows * w]);
+        at_most.fill(0);
+        for b in block.clone() {
+            let bit = b - block.start;
+            for (s, &k) in level[b * setups..(b + 1) * setups].iter().enumerate() {
+                at_most[(start[s] + k as usize) * w + bit / 64] |= 1 << (bit % 64);
+            }
         }
-        ends += above
-            .iter()
-            .zip(below.iter())
-            .map(|(a, b)| u64::from((a & b).count_ones()))
-            .sum::<u64>();
+        // So far each row holds the partners at exactly its value: cumulate up and down.
+        at_least.copy_from_slice(at_most);
+        for s in 0..setups {
+            for k in start[s] + 1..start[s + 1] {
+                let (lower, row) = at_most.split_at_mut(k * w);
+                or_into(&mut row[..w], &lower[(k - 1) * w..]);
+            }
+            for k in (start[s]..start[s + 1].saturating_sub(1)).rev() {
+                let (row, higher) = at_least.split_at_mut((k + 1) * w);
+                or_into(&mut row[k * w..], &higher[..w]);
+            }
+        }
+        let (below, above) = (&mut below[..w], &mut above[..w]);
+        for m in 0..models {
+            below.fill(!0);
+            above.fill(!0);
+            for (s, &k) in level[m * setups..(m + 1) * setups].iter().enumerate() {
+                let row = (start[s] + k as usize) * w;
+                and_into(below, &at_most[row..row + w]);
+                and_into(above, &at_least[row..row + w]);
+            }
+            counted += below
+                .iter()
+                .zip(above.iter())
+                .map(|(d, u)| u64::from(d.count_ones() + u.count_ones() - (d & u).count_ones()))
+                .sum::<u64>();
+        }
         lo += w;
     }
-    ends / 2
+    tied_pairs(models as u64) - (counted - models as u64) / 2
 }
 
-/// For each group of tied models in the order `groups` comes in, the partners (models whose
-/// place is in `block`) of the groups before it, added to each of its models' rows of `rows`
-/// (`seen.len()` words per model, rows by place); `seen` is scratch space.
-fn mark_earlier<'a>(
-    groups: impl Iterator<Item = &'a [u32]>,
-    place: &[u32],
-    block: &std::ops::Range<usize>,
-    rows: &mut [u64],
-    seen: &mut [u64],
-) {
-    let words = seen.len();
-    seen.fill(0);
-    for group in groups {
-        for &m in group {
-            let p = place[m as usize] as usize;
-            for (w, x) in rows[p * words..(p + 1) * words].iter_mut().zip(seen.iter()) {
-                *w |= x;
-            }
-        }
-        for &m in group {
-            let p = place[m as usize] as usize;
-            if block.contains(&p) {
-                let bit = p - block.start;
-                seen[bit / 64] |= 1 << (bit % 64);
-            }
-        }
-    }
+fn or_into(dst: &mut [u64], src: &[u64]) {
+    dst.iter_mut().zip(src).for_each(|(d, s)| *d |= s);
+}
+
+fn and_into(dst: &mut [u64], src: &[u64]) {
+    dst.iter_mut().zip(src).for_each(|(d, s)| *d &= s);
 }
 
 #[cfg(test)]
@@ -378,13 +399,15 @@ mod tests {
     }
 
     #[test]
-    fn flip_bitsets_stay_within_their_budget() {
-        // Two bitsets of `words` per model: within the bytes given, at least a word each.
-        assert_eq!(block_words(119_000, FLIP_BYTES), 35);
-        assert!(2 * 8 * 119_000 * block_words(119_000, FLIP_BYTES) <= FLIP_BYTES);
-        assert_eq!(block_words(70, FLIP_BYTES), 2);
-        assert_eq!(block_words(0, FLIP_BYTES), 1);
-        assert_eq!(block_words(10_000_000, FLIP_BYTES), 1);
+    fn flip_tables_stay_within_their_budget() {
+        // Two bitsets of `words` per row (a value of a setup): within the bytes given, at
+        // least a word each, at most every model.
+        assert_eq!(block_words(53_076, 119_000, FLIP_BYTES), 39);
+        assert!(2 * 8 * 53_076 * block_words(53_076, 119_000, FLIP_BYTES) <= FLIP_BYTES);
+        assert_eq!(block_words(1_010, 119_000, FLIP_BYTES), 1_860);
+        assert_eq!(block_words(10, 70, FLIP_BYTES), 2);
+        assert_eq!(block_words(0, 0, FLIP_BYTES), 1);
+        assert_eq!(block_words(10_000_000, 1_000_000, FLIP_BYTES), 1);
     }
 
     #[test]
