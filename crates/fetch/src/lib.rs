@@ -690,7 +690,7 @@ fn check_unchanged(input: &Input, v: &Verified, actual: String) -> Result<(), Fe
 /// the reader of its staged file, the decoded records, the encoder's row group and the sort's
 /// own copies of the batches it buffers. With a pool of three quarters the stage peaked above
 /// the 1 GiB default at 10^9 answers; with half, and the staged file in small row groups, the
-/// whole `run` stays below it there (870 MB at its peak, docs/performance.md).
+/// whole `run` stays below it there (916 MB at its peak, docs/performance.md).
 fn engine_options(cfg: &Config, opts: &Options) -> protospread_engine::EngineOptions {
     let limit = opts.memory_limit.unwrap_or(cfg.engine.memory_limit.0);
     let min = protospread_engine::MIN_MEMORY_LIMIT;
